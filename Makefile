@@ -1,0 +1,67 @@
+# invoiced - developer tasks. Run `make` (or `make help`) for the list.
+#
+# Database: scripts/pg provides PostgreSQL. `test`/`fuzz` use a throw-away
+# cluster (or $TEST_DATABASE_URL); `run`/`migrate`/`bench` use a persistent
+# project cluster (or $DATABASE_URL) that stays running until `make db-stop`.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO         ?= go
+PKG        ?= ./...
+TESTFLAGS  ?=
+FUZZTIME   ?= 30s
+BENCHFLAGS ?=
+BIN        := bin/invoiced
+PG         := scripts/pg
+
+.PHONY: help build run test test-short fuzz fuzz-run bench lint migrate db-stop clean
+
+help: ## Show this help
+	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
+	@echo
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+build: ## Build bin/invoiced
+	$(GO) build -o $(BIN) ./cmd/invoiced
+
+run: build ## Build, then migrate, seed a demo seller/key and serve (persistent local DB)
+	$(PG) run -- scripts/run-demo
+
+test: ## go vet, then race-enabled tests against a throw-away PostgreSQL (PKG, TESTFLAGS)
+	$(GO) vet $(PKG)
+	$(PG) test -- $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
+
+test-short: ## Same as test, without -race
+	$(GO) vet $(PKG)
+	$(PG) test -- $(GO) test -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
+
+fuzz: ## Run every Fuzz target for FUZZTIME each (default 30s) against a throw-away PostgreSQL
+	$(PG) test -- $(MAKE) --no-print-directory fuzz-run
+
+# Internal: expects TEST_DATABASE_URL (set by `make fuzz`).
+fuzz-run:
+	@targets=$$($(GO) test -list '^Fuzz' $(PKG) | awk '/^Fuzz/ {f[n++] = $$1} /^ok[ \t]/ {for (i = 0; i < n; i++) print $$2, f[i]; n = 0}'); \
+	if [ -z "$$targets" ]; then echo "no fuzz targets found"; exit 0; fi; \
+	while read -r pkg name; do \
+		echo "== $$pkg $$name ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done <<< "$$targets"
+
+bench: build ## Run `invoiced bench` (BENCHFLAGS) against the persistent local DB
+	$(PG) run -- $(BIN) bench $(BENCHFLAGS)
+
+lint: ## go vet and gofmt (fails if any file needs formatting)
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
+	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+migrate: build ## Apply database migrations to the persistent local DB
+	$(PG) run -- $(BIN) migrate
+
+db-stop: ## Stop the persistent local PostgreSQL cluster
+	$(PG) stop
+
+clean: ## Remove build output (bin/)
+	rm -rf bin/

@@ -1,0 +1,428 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the package's SQL. pgx errors are translated here, once.
+
+// CreateSeller registers a seller. It returns ErrInvalidGSTIN for a bad GSTIN,
+// ErrInvalidSeries for an empty name and ErrSellerExists when the GSTIN is
+// already registered.
+func CreateSeller(ctx context.Context, db DB, gstin, name string) (Seller, error) {
+	g, err := ParseGSTIN(gstin)
+	if err != nil {
+		return Seller{}, err
+	}
+	if name == "" || len(name) > 200 {
+		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name must be 1 to 200 bytes")
+	}
+	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode()}
+	err = db.QueryRow(ctx, `
+		INSERT INTO sellers (gstin, name, state_code) VALUES ($1, $2, $3)
+		RETURNING id, created_at`, string(g), name, s.StateCode).Scan(&s.ID, &s.CreatedAt)
+	if isUnique(err) {
+		return Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
+	}
+	if err != nil {
+		return Seller{}, fmt.Errorf("create seller: %w", err)
+	}
+	return s, nil
+}
+
+// SellerByGSTIN returns the seller registered under gstin, or
+// ErrSellerNotFound (ErrInvalidGSTIN when gstin is malformed).
+func SellerByGSTIN(ctx context.Context, db DB, gstin string) (Seller, error) {
+	g, err := ParseGSTIN(gstin)
+	if err != nil {
+		return Seller{}, err
+	}
+	return scanSeller(db.QueryRow(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers WHERE gstin = $1`, string(g)))
+}
+
+// SellerByID returns the seller with id, or ErrSellerNotFound.
+func SellerByID(ctx context.Context, db DB, id int64) (Seller, error) {
+	return scanSeller(db.QueryRow(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers WHERE id = $1`, id))
+}
+
+// Sellers returns every seller, oldest first.
+func Sellers(ctx context.Context, db DB) ([]Seller, error) {
+	rows, err := db.Query(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list sellers: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Seller, error) { return scanSeller(r) })
+}
+
+func scanSeller(row pgx.Row) (Seller, error) {
+	var s Seller
+	var g string
+	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Seller{}, ErrSellerNotFound
+	}
+	if err != nil {
+		return Seller{}, fmt.Errorf("read seller: %w", err)
+	}
+	s.GSTIN = GSTIN(g)
+	return s, nil
+}
+
+// CreateSeries creates a series in its own transaction; see CreateSeriesTx.
+func CreateSeries(ctx context.Context, db interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}, n NewSeries) (Series, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Series{}, translate(err, "begin")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	s, err := CreateSeriesTx(ctx, tx, n)
+	if err != nil {
+		return Series{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Series{}, translate(err, "commit")
+	}
+	return s, nil
+}
+
+// CreateSeriesTx validates n and inserts the series inside tx. It locks the
+// seller row so that concurrent creations for one seller are checked against
+// each other. It returns ErrInvalidSeries, ErrInvalidDocType or
+// ErrInvalidFormat for bad values, ErrSellerNotFound, ErrDuplicateCode when
+// the seller has a series with that code, and ErrOverlap when the format can
+// render a number that another series of the seller renders in the same year.
+func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (Series, error) {
+	code, dt, f, err := n.validate()
+	if err != nil {
+		return Series{}, err
+	}
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, n.SellerID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Series{}, ErrSellerNotFound
+	}
+	if err != nil {
+		return Series{}, translate(err, "lock seller")
+	}
+	existing, err := listSeries(ctx, tx, n.SellerID)
+	if err != nil {
+		return Series{}, err
+	}
+	for _, e := range existing {
+		if e.Code == code {
+			return Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
+		}
+		if ex, ok := Overlap(f, e.Format); ok {
+			return Series{}, apperr.Errorf(ErrOverlap, "format %s can render %s, which series %s (%s) can render too", f, ex, e.Code, e.Format)
+		}
+	}
+	s := Series{SellerID: n.SellerID, Code: code, DocType: dt, Format: f, Shop: n.Shop}
+	err = tx.QueryRow(ctx, `
+		INSERT INTO series (seller_id, code, doc_type, format, capacity, shop)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING id, created_at`,
+		n.SellerID, code, string(dt), f.String(), f.Capacity(), n.Shop).Scan(&s.ID, &s.CreatedAt)
+	if isUnique(err) {
+		return Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
+	}
+	if err != nil {
+		return Series{}, translate(err, "create series")
+	}
+	return s, nil
+}
+
+const seriesCols = `id, seller_id, code, doc_type, format, shop, created_at`
+
+func scanSeries(row pgx.Row) (Series, error) {
+	var s Series
+	var dt, f string
+	if err := row.Scan(&s.ID, &s.SellerID, &s.Code, &dt, &f, &s.Shop, &s.CreatedAt); err != nil {
+		return Series{}, err
+	}
+	s.DocType = DocType(dt)
+	var err error
+	if s.Format, err = ParseFormat(f); err != nil {
+		return Series{}, fmt.Errorf("stored format of series %d: %w", s.ID, err)
+	}
+	return s, nil
+}
+
+// Get returns the seller's series with code (case-insensitive), or ErrNotFound.
+func Get(ctx context.Context, db DB, sellerID int64, code string) (Series, error) {
+	c, err := ParseCode(code)
+	if err != nil {
+		return Series{}, apperr.Errorf(ErrNotFound, "series %q not found", code)
+	}
+	s, err := scanSeries(db.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND code = $2`, sellerID, c))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Series{}, apperr.Errorf(ErrNotFound, "series %s not found", c)
+	}
+	if err != nil {
+		return Series{}, translate(err, "get series")
+	}
+	return s, nil
+}
+
+// GetByID returns the series with id, or ErrNotFound.
+func GetByID(ctx context.Context, db DB, id int64) (Series, error) {
+	s, err := scanSeries(db.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Series{}, ErrNotFound
+	}
+	if err != nil {
+		return Series{}, translate(err, "get series")
+	}
+	return s, nil
+}
+
+func listSeries(ctx context.Context, db DB, sellerID int64) ([]Series, error) {
+	rows, err := db.Query(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 ORDER BY code`, sellerID)
+	if err != nil {
+		return nil, translate(err, "list series")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Series, error) { return scanSeries(r) })
+	if err != nil {
+		return nil, translate(err, "list series")
+	}
+	return out, nil
+}
+
+// List returns the seller's series ordered by code, each with its counters
+// (newest financial year first) and the last number issued in each.
+func List(ctx context.Context, db DB, sellerID int64) ([]SeriesUsage, error) {
+	all, err := listSeries(ctx, db, sellerID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, `
+		SELECT c.series_id, c.fy, c.last_serial, c.last_invoice_date, c.last_issued_at
+		FROM series_counters c JOIN series s ON s.id = c.series_id
+		WHERE s.seller_id = $1 ORDER BY c.series_id, c.fy DESC`, sellerID)
+	if err != nil {
+		return nil, translate(err, "list counters")
+	}
+	defer rows.Close()
+	byID := map[int64][]Usage{}
+	for rows.Next() {
+		var id int64
+		var u Usage
+		var fy int
+		if err := rows.Scan(&id, &fy, &u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt); err != nil {
+			return nil, translate(err, "list counters")
+		}
+		u.FY = FY(fy)
+		byID[id] = append(byID[id], u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "list counters")
+	}
+	out := make([]SeriesUsage, 0, len(all))
+	for _, s := range all {
+		years := byID[s.ID]
+		for i := range years {
+			if years[i].LastSerial > 0 {
+				years[i].LastNumber, _ = s.Format.Render(years[i].FY, years[i].LastSerial)
+			}
+		}
+		out = append(out, SeriesUsage{Series: s, Years: years})
+	}
+	return out, nil
+}
+
+// Block is a run of consecutive numbers taken in one step: serials First to
+// First+N-1 of one series-year, all issued at IssuedAt.
+type Block struct {
+	Series   Series
+	FY       FY
+	First    int64
+	N        int
+	IssuedAt time.Time
+	// ChainLength and ChainHead are the counter row's tamper-evident chain
+	// state before this block: records appended for the block continue it.
+	ChainLength int64
+	ChainHead   []byte
+}
+
+// Serial returns the i-th serial of the block (0-based).
+func (b Block) Serial(i int) int64 { return b.First + int64(i) }
+
+// Number returns the rendered i-th number of the block (0-based).
+func (b Block) Number(i int) string {
+	n, _ := b.Series.Format.Render(b.FY, b.Serial(i))
+	return n
+}
+
+// Options tune an allocation.
+type Options struct {
+	// LockTimeout bounds the wait for the counter row's lock; 0 waits as long
+	// as the transaction's own lock_timeout allows.
+	LockTimeout time.Duration
+}
+
+// Next takes the next number of s for an invoice dated date (a civil date in
+// IST, see FYOf) inside the caller's transaction, stamped with now or, if the
+// clock went back, the series-year's last issue time. See NextN.
+func Next(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, opt Options) (Block, error) {
+	return NextN(ctx, tx, s, date, now, 1, opt)
+}
+
+// NextN takes n consecutive numbers of s for invoices dated date inside the
+// caller's transaction. The counter row of (s, FY of date) is created on first
+// use and stays locked until tx ends: a rollback returns the numbers, a commit
+// makes them final. Call it as late as possible in the transaction, right
+// before inserting the rows it numbers and committing: the time the lock is
+// held caps the series' throughput (one writer per series-year).
+//
+// It returns ErrInvalidDate when date lies outside the supported financial
+// years, ErrDateOutOfOrder when date is earlier than the series-year's last
+// invoice date, ErrExhausted when the format has fewer than n numbers left,
+// and ErrLockTimeout when opt.LockTimeout passes before the lock is had. After
+// any error from the database the transaction is aborted and must be rolled
+// back.
+func NextN(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, n int, opt Options) (Block, error) {
+	fy := FYOf(date)
+	if !fy.Valid() {
+		return Block{}, apperr.Errorf(ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", date.Format(time.DateOnly), FY(MinFY), FY(MaxFY))
+	}
+	if n < 1 {
+		return Block{}, fmt.Errorf("series: NextN: n = %d, want at least 1", n)
+	}
+	capacity := s.Format.Capacity()
+	if int64(n) > capacity {
+		return Block{}, apperr.Errorf(ErrExhausted, "series %s holds only %d numbers a year", s.Code, capacity)
+	}
+	var last int64
+	b := Block{Series: s, FY: fy, N: n}
+	// One round trip: the lock timeout (transaction-local, restored
+	// afterwards) and the upsert are pipelined.
+	batch := &pgx.Batch{}
+	queueLockTimeout(batch, opt)
+	batch.Queue(`
+		INSERT INTO series_counters AS c (series_id, fy, last_serial, last_invoice_date, last_issued_at)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (series_id, fy) DO UPDATE
+		SET last_serial = c.last_serial + $3,
+		    last_invoice_date = EXCLUDED.last_invoice_date,
+		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
+		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
+		  AND c.last_serial + $3 <= $6
+		RETURNING last_serial, last_issued_at, chain_length, chain_head`,
+		s.ID, int(fy), int64(n), date, now, capacity).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&last, &b.IssuedAt, &b.ChainLength, &b.ChainHead)
+	})
+	queueLockTimeoutRestore(batch, opt)
+	err := tx.SendBatch(ctx, batch).Close()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Block{}, explainRefusal(ctx, tx, s, fy, date, n)
+	}
+	if err != nil {
+		return Block{}, translate(err, "take number")
+	}
+	b.First = last - int64(n) + 1
+	return b, nil
+}
+
+// explainRefusal reads the (already locked) counter row after the upsert's
+// WHERE refused to advance it and says why.
+func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) error {
+	var last int64
+	var lastDate time.Time
+	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		s.ID, int(fy)).Scan(&last, &lastDate)
+	if err != nil {
+		return translate(err, "read counter")
+	}
+	if date.Before(lastDate) {
+		return apperr.Errorf(ErrDateOutOfOrder, "invoice date %s is earlier than %s, the last invoice date of series %s in %s",
+			date.Format(time.DateOnly), lastDate.Format(time.DateOnly), s.Code, fy)
+	}
+	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n)
+}
+
+// Counter returns the counter row of series id in fy without locking it, or
+// ErrNotFound when no number was ever taken there.
+func Counter(ctx context.Context, db DB, seriesID int64, fy FY) (Usage, error) {
+	u := Usage{FY: fy}
+	err := db.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Usage{}, ErrNotFound
+	}
+	if err != nil {
+		return Usage{}, translate(err, "read counter")
+	}
+	return u, nil
+}
+
+// LockChain locks the counter row of (seriesID, fy) for a record that takes
+// no number (a cancellation) and returns its chain state. It returns
+// ErrNotFound when the row does not exist and ErrLockTimeout as NextN does.
+func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
+	batch := &pgx.Batch{}
+	queueLockTimeout(batch, opt)
+	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`,
+		seriesID, int(fy)).QueryRow(func(row pgx.Row) error { return row.Scan(&length, &head) })
+	queueLockTimeoutRestore(batch, opt)
+	err = tx.SendBatch(ctx, batch).Close()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, ErrNotFound
+	}
+	return length, head, translate(err, "lock counter")
+}
+
+// queueLockTimeout queues, when opt asks for one, a transaction-local
+// lock_timeout, saving the transaction's own value so that
+// queueLockTimeoutRestore can put it back in the same round trip.
+func queueLockTimeout(b *pgx.Batch, opt Options) {
+	if opt.LockTimeout <= 0 {
+		return
+	}
+	b.Queue(`SELECT set_config('invoiced.saved_lock_timeout', current_setting('lock_timeout'), true),
+	                set_config('lock_timeout', $1, true)`,
+		fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds())))
+}
+
+func queueLockTimeoutRestore(b *pgx.Batch, opt Options) {
+	if opt.LockTimeout <= 0 {
+		return
+	}
+	b.Queue(`SELECT set_config('lock_timeout', current_setting('invoiced.saved_lock_timeout'), true)`)
+}
+
+// translate maps database errors to the package's errors; nil stays nil.
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch pg.Code {
+		case pgerrcode.LockNotAvailable:
+			return apperr.WithCause(ErrLockTimeout, err)
+		}
+	}
+	return fmt.Errorf("series: %s: %w", what, err)
+}
+
+func isUnique(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation
+}
+
+// QueueAdvanceChain queues on b the update that stores the chain state after
+// records were appended, so callers can pipeline it with their inserts. The
+// counter row must already be locked by the transaction b runs in.
+func QueueAdvanceChain(b *pgx.Batch, seriesID int64, fy FY, length int64, head []byte) {
+	b.Queue(`UPDATE series_counters SET chain_length = $3, chain_head = $4 WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy), length, head)
+}
