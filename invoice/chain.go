@@ -1,0 +1,137 @@
+package invoice
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/shopspring/decimal"
+)
+
+// Record kinds in a chain.
+const (
+	KindIssue  = "issue"
+	KindCancel = "cancel"
+)
+
+// ChainVersion is the version of the canonical form below; it is the first
+// field of every record.
+const ChainVersion = "1"
+
+// Record is one link of a series-year's chain, in the fields its hash
+// covers. docs/chain.md documents the canonical form for third parties.
+type Record struct {
+	GSTIN       string
+	FY          series.FY
+	Series      string
+	DocType     series.DocType
+	Position    int64 // 1-based within the series-year
+	Kind        string
+	Serial      int64
+	Number      string
+	InvoiceDate time.Time
+	IssuedAt    time.Time
+	RecordedAt  time.Time // IssuedAt for an issue, the cancellation time for a cancel
+	BuyerGSTIN  string
+	Totals      Totals
+	Reason      string // cancellation reason; empty for an issue
+	Prev        []byte // previous record's hash; nil for the first
+}
+
+// Canonical returns the record's canonical form: fields in a fixed order,
+// each name=value with the value percent-encoded (every byte outside
+// A-Z a-z 0-9 - . _ ~ as %XX, upper-case hex), joined by '&'.
+func (r Record) Canonical() string {
+	fields := [][2]string{
+		{"v", ChainVersion},
+		{"gstin", r.GSTIN},
+		{"fy", r.FY.String()},
+		{"series", r.Series},
+		{"doc_type", string(r.DocType)},
+		{"position", strconv.FormatInt(r.Position, 10)},
+		{"kind", r.Kind},
+		{"serial", strconv.FormatInt(r.Serial, 10)},
+		{"number", r.Number},
+		{"invoice_date", r.InvoiceDate.Format(time.DateOnly)},
+		{"issued_at", Timestamp(r.IssuedAt)},
+		{"recorded_at", Timestamp(r.RecordedAt)},
+		{"buyer_gstin", r.BuyerGSTIN},
+		{"taxable", money(r.Totals.Taxable)},
+		{"cgst", money(r.Totals.CGST)},
+		{"sgst", money(r.Totals.SGST)},
+		{"igst", money(r.Totals.IGST)},
+		{"total", money(r.Totals.Total)},
+		{"reason", r.Reason},
+		{"prev", hex.EncodeToString(r.Prev)},
+	}
+	var b strings.Builder
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(f[0])
+		b.WriteByte('=')
+		escape(&b, f[1])
+	}
+	return b.String()
+}
+
+// Hash returns SHA-256 of the canonical form.
+func (r Record) Hash() []byte {
+	h := sha256.Sum256([]byte(r.Canonical()))
+	return h[:]
+}
+
+// Timestamp formats t as the chain and the API write instants: UTC with
+// microseconds, e.g. 2026-11-29T03:20:00.000000Z.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+func money(d decimal.Decimal) string { return d.StringFixed(2) }
+
+func escape(b *strings.Builder, s string) {
+	const hexdig = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hexdig[c>>4])
+		b.WriteByte(hexdig[c&15])
+	}
+}
+
+// IssueRecord returns the chain record of inv's issue at position.
+func IssueRecord(gstin string, inv Invoice, position int64, prev []byte) Record {
+	return Record{
+		GSTIN: gstin, FY: inv.FY, Series: inv.SeriesCode, DocType: inv.DocType,
+		Position: position, Kind: KindIssue, Serial: inv.Serial, Number: inv.Number,
+		InvoiceDate: inv.InvoiceDate, IssuedAt: inv.IssuedAt, RecordedAt: inv.IssuedAt,
+		BuyerGSTIN: buyerGSTIN(inv.Buyer), Totals: inv.Totals, Prev: prev,
+	}
+}
+
+// CancelRecord returns the chain record of inv's cancellation at position;
+// inv must carry CancelledAt and CancelReason.
+func CancelRecord(gstin string, inv Invoice, position int64, prev []byte) Record {
+	r := IssueRecord(gstin, inv, position, prev)
+	r.Kind = KindCancel
+	if inv.CancelledAt != nil {
+		r.RecordedAt = *inv.CancelledAt
+	}
+	r.Reason = inv.CancelReason
+	return r
+}
+
+func buyerGSTIN(b *Buyer) string {
+	if b == nil {
+		return ""
+	}
+	return b.GSTIN
+}

@@ -1,0 +1,313 @@
+package invoice
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/series"
+	"github.com/shopspring/decimal"
+)
+
+// Limits on what one invoice may hold.
+const (
+	MaxItems          = 250
+	MaxTextLen        = 300 // bytes, for descriptions, names and reasons
+	maxQuantityDigits = 3
+	maxPriceDigits    = 4
+)
+
+// Status of an invoice.
+const (
+	StatusIssued    = "issued"
+	StatusCancelled = "cancelled"
+)
+
+// ValidRates are the GST rates an item may carry, in percent.
+var ValidRates = []string{"0", "0.1", "0.25", "1", "1.5", "3", "5", "6", "7.5", "12", "18", "28", "40"}
+
+// ItemInput is one line as the client sends it; numbers are decimal strings.
+type ItemInput struct {
+	Description string
+	HSN         string
+	Quantity    string
+	UnitPrice   string
+	GSTRate     string
+}
+
+// Buyer is the recipient; nil for an unregistered (B2C) buyer.
+type Buyer struct {
+	GSTIN string // empty for an unregistered buyer with a name
+	Name  string
+}
+
+// Original is the invoice a credit or debit note corrects.
+type Original struct {
+	Number      string
+	InvoiceDate time.Time
+}
+
+// Request is an invoice as asked for.
+type Request struct {
+	InvoiceDate   time.Time // civil date (00:00 UTC); zero means today in IST
+	Buyer         *Buyer
+	PlaceOfSupply string // state code; empty means the seller's state
+	Items         []ItemInput
+	Original      *Original
+}
+
+// Item is a validated line with its server-side amounts.
+type Item struct {
+	Description string          `json:"description"`
+	HSN         string          `json:"hsn"`
+	Quantity    decimal.Decimal `json:"quantity"`
+	UnitPrice   decimal.Decimal `json:"unit_price"`
+	GSTRate     decimal.Decimal `json:"gst_rate"`
+	Taxable     decimal.Decimal `json:"taxable"`
+	CGST        decimal.Decimal `json:"cgst"`
+	SGST        decimal.Decimal `json:"sgst"`
+	IGST        decimal.Decimal `json:"igst"`
+	Total       decimal.Decimal `json:"total"`
+}
+
+// Totals are the sums over an invoice's items.
+type Totals struct {
+	Taxable, CGST, SGST, IGST, Total decimal.Decimal
+}
+
+// Draft is a validated request with computed amounts, ready to be numbered.
+// Drafts are made by Prepare; IssueTx numbers them.
+type Draft struct {
+	InvoiceDate   time.Time
+	Buyer         *Buyer
+	PlaceOfSupply string
+	Items         []Item
+	Totals        Totals
+	Original      *Original
+
+	// IdempotencyKey, when set, is recorded with the invoice in the same
+	// transaction; RequestHash identifies the request it answered.
+	IdempotencyKey string
+	RequestHash    []byte
+}
+
+// Invoice is an issued (possibly later cancelled) document.
+type Invoice struct {
+	ID            int64
+	PublicID      string
+	SellerID      int64
+	SeriesID      int64
+	SeriesCode    string
+	DocType       series.DocType
+	FY            series.FY
+	Serial        int64
+	Number        string
+	InvoiceDate   time.Time
+	IssuedAt      time.Time
+	Status        string
+	Buyer         *Buyer
+	PlaceOfSupply string
+	Original      *Original
+	Items         []Item
+	Totals        Totals
+	CancelledAt   *time.Time
+	CancelReason  string
+}
+
+// Policy says which invoice dates are acceptable.
+type Policy struct {
+	// BackdateDays is how many days before today (IST) an invoice date may
+	// lie; 0 allows only today.
+	BackdateDays int
+}
+
+var (
+	hsnRE     = regexp.MustCompile(`^[0-9]{4,8}$`)
+	stateRE   = regexp.MustCompile(`^[0-9]{2}$`)
+	numberRE  = regexp.MustCompile(`^[A-Z1-9][A-Z0-9/-]{0,15}$`)
+	hundred   = decimal.NewFromInt(100)
+	two       = decimal.NewFromInt(2)
+	maxAmount = decimal.New(1, 13) // ₹10 lakh crore per line: far beyond any real invoice
+)
+
+// validState reports whether code is a GST state or territory code a place
+// of supply may name: 01–38, 96 (other country) or 97 (other territory).
+func validState(code string) bool {
+	if !stateRE.MatchString(code) {
+		return false
+	}
+	n := int(code[0]-'0')*10 + int(code[1]-'0')
+	return (n >= 1 && n <= 38) || n == 96 || n == 97
+}
+
+// Prepare validates req for seller's series s on the day now (IST) and
+// computes its amounts. It returns ErrInvalid, series.ErrInvalidGSTIN or
+// series.ErrInvalidDate with a message naming the offending field; it
+// touches no database and consumes no number.
+func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, p Policy) (Draft, error) {
+	today := series.DateIST(now)
+	d := Draft{InvoiceDate: req.InvoiceDate}
+	if d.InvoiceDate.IsZero() {
+		d.InvoiceDate = today
+	}
+	if d.InvoiceDate.After(today) {
+		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", d.InvoiceDate.Format(time.DateOnly), today.Format(time.DateOnly))
+	}
+	if earliest := today.AddDate(0, 0, -p.BackdateDays); d.InvoiceDate.Before(earliest) {
+		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s)", d.InvoiceDate.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly))
+	}
+	if req.Buyer != nil {
+		b := Buyer{Name: strings.TrimSpace(req.Buyer.Name)}
+		if req.Buyer.GSTIN != "" {
+			g, err := series.ParseGSTIN(req.Buyer.GSTIN)
+			if err != nil {
+				return Draft{}, apperr.Errorf(series.ErrInvalidGSTIN, "buyer.gstin: %s", apperr.MessageOf(err))
+			}
+			b.GSTIN = string(g)
+		}
+		if err := checkText("buyer.name", b.Name, b.GSTIN != ""); err != nil {
+			return Draft{}, err
+		}
+		d.Buyer = &b
+	}
+	d.PlaceOfSupply = req.PlaceOfSupply
+	if d.PlaceOfSupply == "" {
+		d.PlaceOfSupply = seller.StateCode
+	}
+	if !validState(d.PlaceOfSupply) {
+		return Draft{}, apperr.Errorf(ErrInvalid, "place_of_supply %q must be a two-digit state code (01-38, 96 or 97)", d.PlaceOfSupply)
+	}
+	interState := d.PlaceOfSupply != seller.StateCode
+	if s.DocType.NeedsOriginal() {
+		if req.Original == nil {
+			return Draft{}, apperr.Errorf(ErrInvalid, "a %s must name the original invoice (original.number and original.invoice_date)", s.DocType)
+		}
+		o := Original{Number: strings.ToUpper(req.Original.Number), InvoiceDate: req.Original.InvoiceDate}
+		if !numberRE.MatchString(o.Number) {
+			return Draft{}, apperr.Errorf(ErrInvalid, "original.number %q is not a valid document number", req.Original.Number)
+		}
+		if o.InvoiceDate.IsZero() || o.InvoiceDate.After(d.InvoiceDate) {
+			return Draft{}, apperr.Errorf(ErrInvalid, "original.invoice_date must be given and not after the note's date")
+		}
+		d.Original = &o
+	} else if req.Original != nil {
+		return Draft{}, apperr.Errorf(ErrInvalid, "original is only for credit notes, debit notes and revised invoices, not a %s", s.DocType)
+	}
+	if len(req.Items) == 0 {
+		return Draft{}, apperr.Errorf(ErrInvalid, "items must hold at least one item")
+	}
+	if len(req.Items) > MaxItems {
+		return Draft{}, apperr.Errorf(ErrInvalid, "items holds %d items; at most %d are allowed", len(req.Items), MaxItems)
+	}
+	d.Totals = Totals{Taxable: decimal.Zero, CGST: decimal.Zero, SGST: decimal.Zero, IGST: decimal.Zero, Total: decimal.Zero}
+	for i, in := range req.Items {
+		it, err := prepareItem(in, interState)
+		if err != nil {
+			return Draft{}, apperr.Errorf(ErrInvalid, "items[%d].%s", i, apperr.MessageOf(err))
+		}
+		d.Items = append(d.Items, it)
+		d.Totals.Taxable = d.Totals.Taxable.Add(it.Taxable)
+		d.Totals.CGST = d.Totals.CGST.Add(it.CGST)
+		d.Totals.SGST = d.Totals.SGST.Add(it.SGST)
+		d.Totals.IGST = d.Totals.IGST.Add(it.IGST)
+		d.Totals.Total = d.Totals.Total.Add(it.Total)
+	}
+	return d, nil
+}
+
+func checkText(field, v string, optional bool) error {
+	switch {
+	case v == "" && !optional:
+		return apperr.Errorf(ErrInvalid, "%s must not be empty", field)
+	case len(v) > MaxTextLen:
+		return apperr.Errorf(ErrInvalid, "%s is longer than %d bytes", field, MaxTextLen)
+	case !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return apperr.Errorf(ErrInvalid, "%s holds control characters or invalid UTF-8", field)
+	}
+	return nil
+}
+
+// prepareItem validates one line and computes it; errors name the field
+// relative to the item ("quantity …").
+func prepareItem(in ItemInput, interState bool) (Item, error) {
+	desc := strings.TrimSpace(in.Description)
+	if err := checkText("description", desc, false); err != nil {
+		return Item{}, err
+	}
+	if !hsnRE.MatchString(in.HSN) {
+		return Item{}, apperr.Errorf(ErrInvalid, "hsn %q must be 4 to 8 digits", in.HSN)
+	}
+	qty, err := parseAmount("quantity", in.Quantity, maxQuantityDigits)
+	if err != nil {
+		return Item{}, err
+	}
+	if !qty.IsPositive() {
+		return Item{}, apperr.Errorf(ErrInvalid, "quantity must be greater than zero")
+	}
+	price, err := parseAmount("unit_price", in.UnitPrice, maxPriceDigits)
+	if err != nil {
+		return Item{}, err
+	}
+	rate, err := parseAmount("gst_rate", in.GSTRate, 2)
+	if err != nil {
+		return Item{}, err
+	}
+	if !validRate(rate) {
+		return Item{}, apperr.Errorf(ErrInvalid, "gst_rate %s is not a GST rate (one of %s)", in.GSTRate, strings.Join(ValidRates, ", "))
+	}
+	it := Item{Description: desc, HSN: in.HSN, Quantity: qty, UnitPrice: price, GSTRate: rate}
+	it.Taxable = qty.Mul(price).Round(2)
+	if it.Taxable.GreaterThan(maxAmount) {
+		return Item{}, apperr.Errorf(ErrInvalid, "quantity × unit_price exceeds %s", maxAmount)
+	}
+	zero := decimal.Zero
+	if interState {
+		it.IGST = it.Taxable.Mul(rate).Div(hundred).Round(2)
+		it.CGST, it.SGST = zero, zero
+	} else {
+		half := it.Taxable.Mul(rate).Div(hundred).Div(two).Round(2)
+		it.CGST, it.SGST, it.IGST = half, half, zero
+	}
+	it.Total = it.Taxable.Add(it.CGST).Add(it.SGST).Add(it.IGST)
+	return it, nil
+}
+
+var amountRE = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]+)?$`)
+
+// parseAmount accepts a plain non-negative decimal string ("12", "0.50"),
+// with at most places decimals: no sign, exponent, spaces or separators.
+func parseAmount(field, s string, places int) (decimal.Decimal, error) {
+	if !amountRE.MatchString(s) {
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, clip(s))
+	}
+	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > places {
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q has more than %d decimal places", field, clip(s), places)
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q is not a decimal number", field, clip(s))
+	}
+	return d, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+func validRate(r decimal.Decimal) bool {
+	for _, v := range ValidRates {
+		if decimal.RequireFromString(v).Equal(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// String returns the number, for logs.
+func (inv Invoice) String() string { return fmt.Sprintf("%s (%s)", inv.Number, inv.FY) }

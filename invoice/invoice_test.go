@@ -1,0 +1,141 @@
+package invoice_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+)
+
+var (
+	seller = series.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
+	// 2026-11-29 08:50 IST
+	now = time.Date(2026, 11, 29, 3, 20, 0, 0, time.UTC)
+)
+
+func mustSeries(t testing.TB, docType, format string) series.Series {
+	t.Helper()
+	f, err := series.ParseFormat(format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dt, err := series.ParseDocType(docType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return series.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: dt, Format: f}
+}
+
+func chai(qty, price, rate string) invoice.ItemInput {
+	return invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: qty, UnitPrice: price, GSTRate: rate}
+}
+
+func TestPrepareComputesTotals(t *testing.T) {
+	t.Parallel()
+	s := mustSeries(t, "invoice", "CH1/{FY}/{SEQ:5}")
+	for _, c := range []struct {
+		name                             string
+		pos                              string
+		items                            []invoice.ItemInput
+		taxable, cgst, sgst, igst, total string
+	}{
+		{"intra-state splits CGST and SGST", "", []invoice.ItemInput{chai("2", "10.00", "5")}, "20.00", "0.50", "0.50", "0.00", "21.00"},
+		{"inter-state is IGST", "29", []invoice.ItemInput{chai("2", "10.00", "5")}, "20.00", "0.00", "0.00", "1.00", "21.00"},
+		// 3 × 0.35 = 1.05 taxable; 5% → 0.0525 → halves 0.02625 → 0.03 each (half-up)
+		{"half-up to the paisa per line", "", []invoice.ItemInput{chai("3", "0.35", "5")}, "1.05", "0.03", "0.03", "0.00", "1.11"},
+		// 0.333 × 1.5 = 0.4995 → 0.50
+		{"taxable rounds half-up", "", []invoice.ItemInput{chai("0.333", "1.5", "0")}, "0.50", "0.00", "0.00", "0.00", "0.50"},
+		{"sums lines", "", []invoice.ItemInput{chai("1", "100", "18"), chai("2", "50.50", "12")}, "201.00", "15.06", "15.06", "0.00", "231.12"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := invoice.Prepare(invoice.Request{PlaceOfSupply: c.pos, Items: c.items}, seller, s, now, invoice.Policy{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []string{d.Totals.Taxable.StringFixed(2), d.Totals.CGST.StringFixed(2), d.Totals.SGST.StringFixed(2), d.Totals.IGST.StringFixed(2), d.Totals.Total.StringFixed(2)}
+			want := []string{c.taxable, c.cgst, c.sgst, c.igst, c.total}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("totals %v, want %v", got, want)
+			}
+			if !d.InvoiceDate.Equal(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)) {
+				t.Fatalf("default date %v, want today in IST", d.InvoiceDate)
+			}
+		})
+	}
+}
+
+func TestPrepareRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	s := mustSeries(t, "invoice", "CH1/{FY}/{SEQ:5}")
+	cn := mustSeries(t, "credit_note", "CN/{FY}/{SEQ:5}")
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	ok := []invoice.ItemInput{chai("1", "10", "5")}
+	many := make([]invoice.ItemInput, invoice.MaxItems+1)
+	for i := range many {
+		many[i] = chai("1", "1", "5")
+	}
+	for _, c := range []struct {
+		name string
+		s    series.Series
+		req  invoice.Request
+		p    invoice.Policy
+		want error
+		msg  string
+	}{
+		{"no items", s, invoice.Request{}, invoice.Policy{}, invoice.ErrInvalid, "at least one item"},
+		{"too many items", s, invoice.Request{Items: many}, invoice.Policy{}, invoice.ErrInvalid, "at most 250"},
+		{"zero quantity", s, invoice.Request{Items: []invoice.ItemInput{chai("0", "1", "5")}}, invoice.Policy{}, invoice.ErrInvalid, "items[0].quantity"},
+		{"negative quantity", s, invoice.Request{Items: []invoice.ItemInput{chai("-1", "1", "5")}}, invoice.Policy{}, invoice.ErrInvalid, "quantity"},
+		{"exponent", s, invoice.Request{Items: []invoice.ItemInput{chai("1e3", "1", "5")}}, invoice.Policy{}, invoice.ErrInvalid, "decimal string"},
+		{"30 decimals", s, invoice.Request{Items: []invoice.ItemInput{chai("1", "0.123456789012345678901234567890", "5")}}, invoice.Policy{}, invoice.ErrInvalid, "decimal places"},
+		{"not a GST rate", s, invoice.Request{Items: []invoice.ItemInput{chai("1", "1", "7")}}, invoice.Policy{}, invoice.ErrInvalid, "gst_rate"},
+		{"bad HSN", s, invoice.Request{Items: []invoice.ItemInput{{Description: "x", HSN: "09 2", Quantity: "1", UnitPrice: "1", GSTRate: "5"}}}, invoice.Policy{}, invoice.ErrInvalid, "hsn"},
+		{"empty description", s, invoice.Request{Items: []invoice.ItemInput{{HSN: "0902", Quantity: "1", UnitPrice: "1", GSTRate: "5"}}}, invoice.Policy{}, invoice.ErrInvalid, "description"},
+		{"bad place of supply", s, invoice.Request{PlaceOfSupply: "40", Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "place_of_supply"},
+		{"bad buyer GSTIN", s, invoice.Request{Buyer: &invoice.Buyer{GSTIN: "01AABCE2207R1Z5", Name: "X"}, Items: ok}, invoice.Policy{}, series.ErrInvalidGSTIN, "buyer.gstin"},
+		{"future date", s, invoice.Request{InvoiceDate: day("2026-11-30"), Items: ok}, invoice.Policy{}, series.ErrInvalidDate, "future"},
+		{"too far back", s, invoice.Request{InvoiceDate: day("2026-11-26"), Items: ok}, invoice.Policy{BackdateDays: 2}, series.ErrInvalidDate, "more than 2 days"},
+		{"note without original", cn, invoice.Request{Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "original"},
+		{"original on an invoice", s, invoice.Request{Items: ok, Original: &invoice.Original{Number: "CH1/26-27/00001", InvoiceDate: day("2026-11-01")}}, invoice.Policy{}, invoice.ErrInvalid, "original"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := invoice.Prepare(c.req, seller, c.s, now, c.p)
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("got %v, want %v containing %q", err, c.want, c.msg)
+			}
+		})
+	}
+	// Backdating within the policy is fine.
+	if _, err := invoice.Prepare(invoice.Request{InvoiceDate: day("2026-11-27"), Items: ok}, seller, s, now, invoice.Policy{BackdateDays: 2}); err != nil {
+		t.Fatalf("within backdate window: %v", err)
+	}
+	if _, err := invoice.Prepare(invoice.Request{Items: ok, Original: &invoice.Original{Number: "ch1/26-27/00001", InvoiceDate: day("2026-11-01")}}, seller, cn, now, invoice.Policy{}); err != nil {
+		t.Fatalf("credit note with original: %v", err)
+	}
+}
+
+func TestCanonicalRecord(t *testing.T) {
+	t.Parallel()
+	inv := invoice.Invoice{
+		SeriesCode: "CH1", DocType: "invoice", FY: 2026, Serial: 1, Number: "CH1/26-27/00001",
+		InvoiceDate: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), IssuedAt: now,
+	}
+	r := invoice.IssueRecord("27AAPFU0939F1ZV", inv, 1, nil)
+	want := "v=1&gstin=27AAPFU0939F1ZV&fy=2026-27&series=CH1&doc_type=invoice&position=1&kind=issue&serial=1" +
+		"&number=CH1%2F26-27%2F00001&invoice_date=2026-11-29&issued_at=2026-11-29T03%3A20%3A00.000000Z" +
+		"&recorded_at=2026-11-29T03%3A20%3A00.000000Z&buyer_gstin=&taxable=0.00&cgst=0.00&sgst=0.00&igst=0.00&total=0.00&reason=&prev="
+	if got := r.Canonical(); got != want {
+		t.Fatalf("canonical form\n got %s\nwant %s", got, want)
+	}
+	inv.CancelReason = "wrong buyer & amount = ₹5"
+	c := invoice.CancelRecord("27AAPFU0939F1ZV", inv, 2, r.Hash())
+	if !strings.Contains(c.Canonical(), "kind=cancel") || !strings.Contains(c.Canonical(), "reason=wrong%20buyer%20%26%20amount%20%3D%20%E2%82%B95") {
+		t.Fatalf("cancel record not escaped as documented: %s", c.Canonical())
+	}
+	if string(c.Hash()) == string(r.Hash()) {
+		t.Fatal("distinct records hash alike")
+	}
+}

@@ -1,0 +1,400 @@
+package invoice
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/shopspring/decimal"
+)
+
+// This file holds the package's SQL; pgx errors are translated here.
+
+// Beginner starts transactions: *pgxpool.Pool and *pgx.Conn satisfy it.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+var publicIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// newPublicID returns 128 random bits as 26 lower-case base32 characters.
+func newPublicID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return publicIDEncoding.EncodeToString(b[:])
+}
+
+// IssueTx numbers drafts, in order, with consecutive serials of s and
+// inserts them, their chain records and their idempotency keys inside tx.
+// All drafts must share one invoice date. Everything that can be done
+// before the counter lock is done first; the lock is then held for two
+// round trips plus the caller's COMMIT.
+//
+// It returns the errors of series.NextN (date out of order, exhausted,
+// lock timeout), ErrKeyRace when another transaction recorded one of the
+// idempotency keys first, and database errors. On any error tx is aborted.
+func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
+	if len(drafts) == 0 {
+		return nil, nil
+	}
+	date := drafts[0].InvoiceDate
+	for _, d := range drafts[1:] {
+		if !d.InvoiceDate.Equal(date) {
+			return nil, fmt.Errorf("invoice: IssueTx: drafts of one call must share an invoice date")
+		}
+	}
+	// Before the lock: ids, public ids and the JSON of the items.
+	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('invoices', 'id')) FROM generate_series(1, $1)`, len(drafts))
+	if err != nil {
+		return nil, translate(err, "reserve ids")
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, translate(err, "reserve ids")
+	}
+	invs := make([]Invoice, len(drafts))
+	itemsJSON := make([]string, len(drafts))
+	for i, d := range drafts {
+		invs[i] = Invoice{
+			ID: ids[i], PublicID: newPublicID(), SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code,
+			DocType: s.DocType, InvoiceDate: d.InvoiceDate, Status: StatusIssued, Buyer: d.Buyer,
+			PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
+		}
+		b, err := json.Marshal(d.Items)
+		if err != nil {
+			return nil, fmt.Errorf("invoice: items: %w", err)
+		}
+		itemsJSON[i] = string(b)
+	}
+
+	block, err := series.NextN(ctx, tx, s, date, now, len(drafts), opt)
+	if err != nil {
+		return nil, err
+	}
+
+	// Under the lock: number, chain, and one pipelined round trip of writes.
+	n := len(drafts)
+	var (
+		serials                           = make([]int64, n)
+		numbers, publicIDs, bGSTIN, bName = make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
+		pos, origNum                      = make([]string, n), make([]*string, n)
+		origDate                          = make([]*time.Time, n)
+		taxable, cgst, sgst, igst, total  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		positions                         = make([]int64, n)
+		hashes                            = make([][]byte, n)
+		keys                              []string
+		keyHashes                         [][]byte
+		keyIDs                            []int64
+	)
+	head := block.ChainHead
+	for i := range invs {
+		inv := &invs[i]
+		inv.FY, inv.Serial, inv.Number, inv.IssuedAt = block.FY, block.Serial(i), block.Number(i), block.IssuedAt
+		positions[i] = block.ChainLength + int64(i) + 1
+		head = IssueRecord(string(seller.GSTIN), *inv, positions[i], head).Hash()
+		hashes[i] = head
+		serials[i], publicIDs[i], pos[i] = inv.Serial, inv.PublicID, inv.PlaceOfSupply
+		numbers[i] = &inv.Number
+		if inv.Buyer != nil {
+			if inv.Buyer.GSTIN != "" {
+				bGSTIN[i] = &inv.Buyer.GSTIN
+			}
+			if inv.Buyer.Name != "" {
+				bName[i] = &inv.Buyer.Name
+			}
+		}
+		if inv.Original != nil {
+			origNum[i], origDate[i] = &inv.Original.Number, &inv.Original.InvoiceDate
+		}
+		taxable[i], cgst[i], sgst[i], igst[i], total[i] = money(inv.Totals.Taxable), money(inv.Totals.CGST), money(inv.Totals.SGST), money(inv.Totals.IGST), money(inv.Totals.Total)
+		if drafts[i].IdempotencyKey != "" {
+			keys = append(keys, drafts[i].IdempotencyKey)
+			keyHashes = append(keyHashes, drafts[i].RequestHash)
+			keyIDs = append(keyIDs, inv.ID)
+		}
+	}
+	batch := &pgx.Batch{}
+	batch.Queue(`
+		INSERT INTO invoices (id, seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+			buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
+			taxable, cgst, sgst, igst, total)
+		SELECT u.id, $1, $2, $3, u.serial, u.number, $4, $5, u.public_id,
+			u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
+			u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric
+		FROM unnest($6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+			$13::text[], $14::date[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[])
+			AS u(id, serial, number, public_id, bg, bn, pos, onum, odate, items, taxable, cgst, sgst, igst, total)`,
+		seller.ID, s.ID, int(block.FY), date, block.IssuedAt,
+		ids, serials, numbers, publicIDs, bGSTIN, bName, pos, origNum, origDate, itemsJSON, taxable, cgst, sgst, igst, total)
+	batch.Queue(`
+		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
+		SELECT $1, $2, u.position, 'issue', u.serial, $3, u.hash
+		FROM unnest($4::bigint[], $5::bigint[], $6::bytea[]) AS u(position, serial, hash)`,
+		s.ID, int(block.FY), block.IssuedAt, positions, serials, hashes)
+	series.QueueAdvanceChain(batch, s.ID, block.FY, block.ChainLength+int64(n), head)
+	if len(keys) > 0 {
+		batch.Queue(`
+			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
+			SELECT $1, u.key, u.hash, u.id FROM unnest($2::text[], $3::bytea[], $4::bigint[]) AS u(key, hash, id)`,
+			seller.ID, keys, keyHashes, keyIDs)
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		var pg *pgconn.PgError
+		if errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys" {
+			return nil, apperr.WithCause(ErrKeyRace, err)
+		}
+		return nil, translate(err, "insert invoices")
+	}
+	return invs, nil
+}
+
+// Issue numbers and stores one draft in its own transaction and returns it.
+// See IssueTx for the errors.
+func Issue(ctx context.Context, db Beginner, seller series.Seller, s series.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Invoice{}, translate(err, "begin")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	invs, err := IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)
+	if err != nil {
+		return Invoice{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Invoice{}, translate(err, "commit")
+	}
+	return invs[0], nil
+}
+
+// ClaimKey looks up an Idempotency-Key inside tx before a request is served.
+// It returns the id of the invoice the key already answered for when
+// requestHash matches (the caller replays it), 0 when the key is new (the
+// caller proceeds and records it with IssueTx; a transaction-scoped
+// advisory lock keeps a concurrent request with the same key out until tx
+// ends), ErrKeyInProgress when another transaction holds the key, and
+// ErrKeyReused when the key answered a different request.
+func ClaimKey(ctx context.Context, tx pgx.Tx, sellerID int64, key string, requestHash []byte) (int64, error) {
+	out, err := ClaimKeys(ctx, tx, sellerID, []KeyClaim{{Key: key, RequestHash: requestHash}})
+	if err != nil {
+		return 0, err
+	}
+	return out[0].InvoiceID, out[0].Err
+}
+
+// PurgeKeys deletes idempotency keys recorded before cutoff and returns how
+// many it deleted.
+func PurgeKeys(ctx context.Context, db series.DB, cutoff time.Time) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, cutoff)
+	if err != nil {
+		return 0, translate(err, "purge idempotency keys")
+	}
+	return tag.RowsAffected(), nil
+}
+
+const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_type, i.fy, i.serial, i.number,
+	i.invoice_date, i.issued_at, i.status, i.buyer_gstin, i.buyer_name, i.place_of_supply,
+	i.original_number, i.original_date, i.items, i.taxable, i.cgst, i.sgst, i.igst, i.total,
+	i.cancelled_at, i.cancel_reason`
+
+const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id `
+
+func scanInvoice(row pgx.Row) (Invoice, error) {
+	var inv Invoice
+	var dt string
+	var fy int
+	var bg, bn, on, reason *string
+	var od *time.Time
+	var items []byte
+	var taxable, cgst, sgst, igst, total decimal.Decimal
+	err := row.Scan(&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
+		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason)
+	if err != nil {
+		return Invoice{}, err
+	}
+	inv.DocType, inv.FY = series.DocType(dt), series.FY(fy)
+	if bg != nil || bn != nil {
+		inv.Buyer = &Buyer{GSTIN: deref(bg), Name: deref(bn)}
+	}
+	if on != nil && od != nil {
+		inv.Original = &Original{Number: *on, InvoiceDate: *od}
+	}
+	inv.Totals = Totals{Taxable: taxable, CGST: cgst, SGST: sgst, IGST: igst, Total: total}
+	inv.CancelReason = deref(reason)
+	if err := json.Unmarshal(items, &inv.Items); err != nil {
+		return Invoice{}, fmt.Errorf("invoice %d: stored items: %w", inv.ID, err)
+	}
+	return inv, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func one(row pgx.Row, what string) (Invoice, error) {
+	inv, err := scanInvoice(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invoice{}, ErrNotFound
+	}
+	if err != nil {
+		return Invoice{}, translate(err, what)
+	}
+	return inv, nil
+}
+
+// Get returns the seller's invoice with id, or ErrNotFound (also when it
+// belongs to another seller).
+func Get(ctx context.Context, db series.DB, sellerID, id int64) (Invoice, error) {
+	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
+}
+
+// GetByPublicID returns the invoice whose public id is publicID, or
+// ErrNotFound.
+func GetByPublicID(ctx context.Context, db series.DB, publicID string) (Invoice, error) {
+	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
+}
+
+// List returns up to limit invoices of series s in fy with serials above
+// after, in serial order.
+func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+	rows, err := db.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit)
+	if err != nil {
+		return nil, translate(err, "list invoices")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, translate(err, "list invoices")
+	}
+	return out, nil
+}
+
+// Cancel cancels an invoice in its own transaction; see CancelTx.
+func Cancel(ctx context.Context, db Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return Invoice{}, translate(err, "begin")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	inv, err := CancelTx(ctx, tx, seller, id, reason, now, opt)
+	if err != nil {
+		return Invoice{}, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Invoice{}, translate(err, "commit")
+	}
+	return inv, nil
+}
+
+// CancelTx marks the seller's invoice id cancelled with reason and appends a
+// cancellation record to its series-year's chain, under the counter lock.
+// The number stays used; nothing is deleted. It returns ErrInvalid for an
+// empty or overlong reason, ErrNotFound, ErrAlreadyCancelled, and
+// series.ErrLockTimeout when the counter stays locked past opt.LockTimeout.
+func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+	if err := checkText("reason", reason, false); err != nil {
+		return Invoice{}, err
+	}
+	inv, err := one(tx.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2 FOR UPDATE OF i`, id, seller.ID), "lock invoice")
+	if err != nil {
+		return Invoice{}, err
+	}
+	if inv.Status == StatusCancelled {
+		return Invoice{}, apperr.Errorf(ErrAlreadyCancelled, "invoice %s was already cancelled", inv.Number)
+	}
+	length, head, err := series.LockChain(ctx, tx, inv.SeriesID, inv.FY, opt)
+	if err != nil {
+		return Invoice{}, err
+	}
+	at := now.UTC().Truncate(time.Microsecond)
+	inv.Status, inv.CancelledAt, inv.CancelReason = StatusCancelled, &at, reason
+	rec := CancelRecord(string(seller.GSTIN), inv, length+1, head)
+	hash := rec.Hash()
+	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, id, at, reason)
+	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
+		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash)
+	series.QueueAdvanceChain(batch, inv.SeriesID, inv.FY, length+1, hash)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return Invoice{}, translate(err, "cancel invoice")
+	}
+	return inv, nil
+}
+
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) && pg.Code == pgerrcode.LockNotAvailable {
+		return apperr.WithCause(series.ErrLockTimeout, err)
+	}
+	return fmt.Errorf("invoice: %s: %w", what, err)
+}
+
+// KeyClaim is one idempotency key to claim.
+type KeyClaim struct {
+	Key         string
+	RequestHash []byte
+}
+
+// KeyOutcome is what ClaimKeys found for one key: InvoiceID of the invoice
+// to replay, 0 for a fresh key (now held by tx), or Err (ErrKeyInProgress,
+// ErrKeyReused).
+type KeyOutcome struct {
+	InvoiceID int64
+	Err       error
+}
+
+// ClaimKeys claims several distinct keys of one seller in one round trip;
+// see ClaimKey. It returns one outcome per claim, in order, and an error
+// only when the database fails.
+func ClaimKeys(ctx context.Context, tx pgx.Tx, sellerID int64, claims []KeyClaim) ([]KeyOutcome, error) {
+	out := make([]KeyOutcome, len(claims))
+	batch := &pgx.Batch{}
+	for i, c := range claims {
+		o := &out[i]
+		var locked bool
+		lockKey := strconv.FormatInt(sellerID, 10) + "/" + c.Key
+		batch.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, lockKey).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&locked)
+		})
+		// A separate statement, so its snapshot is taken after the lock.
+		batch.Queue(`SELECT request_hash, invoice_id FROM idempotency_keys WHERE seller_id = $1 AND key = $2`, sellerID, c.Key).
+			QueryRow(func(r pgx.Row) error {
+				var stored []byte
+				var id int64
+				err := r.Scan(&stored, &id)
+				switch {
+				case !locked:
+					o.Err = ErrKeyInProgress
+				case errors.Is(err, pgx.ErrNoRows):
+				case err != nil:
+					return err
+				case !bytes.Equal(stored, c.RequestHash):
+					o.Err = ErrKeyReused
+				default:
+					o.InvoiceID = id
+				}
+				return nil
+			})
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, translate(err, "claim idempotency keys")
+	}
+	return out, nil
+}
