@@ -11,5 +11,5 @@ var (
 	ErrKeyReused        = apperr.New(apperr.Invalid, "idempotency_key_reused", "this Idempotency-Key was used with a different request")
 	// ErrKeyRace is returned by IssueTx when another transaction recorded
 	// the same idempotency key first; the caller retries and replays.
-	ErrKeyRace = apperr.New(apperr.Conflict, "idempotency_key_in_progress", "a request with this Idempotency-Key is still being processed")
+	ErrKeyRace = apperr.New(apperr.Conflict, "idempotency_key_race", "a concurrent request recorded this Idempotency-Key first; retry to replay it")
 )

@@ -1,0 +1,266 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Strict JSON decoding of request bodies. Everything a client can send
+// decodes to a value or to a 4xx error; nothing here panics or fails with
+// an internal error.
+
+var (
+	errNotJSON      = apperr.New(apperr.Unsupported, "unsupported_media_type", "the request body must be JSON: send Content-Type: application/json")
+	errBadJSON      = apperr.New(apperr.Malformed, "malformed_json", "the request body is not valid JSON")
+	errTooDeep      = apperr.New(apperr.Malformed, "malformed_json", "the request body nests deeper than allowed")
+	errUnknownField = apperr.New(apperr.Malformed, "unknown_field", "the request body holds a field this endpoint does not know")
+)
+
+// maxDepth bounds the nesting of objects and arrays in a request body; the
+// deepest valid body (an item inside items) nests three levels.
+const maxDepth = 8
+
+// readJSON checks the Content-Type (415 unless application/json) and reads
+// the body, at most max bytes (413 beyond).
+func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	ct := r.Header.Get("Content-Type")
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return nil, errNotJSON
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return nil, apperr.Errorf(errNotJSON, "the request body must be UTF-8 JSON, not charset %q", cs)
+	}
+	if r.ContentLength > max {
+		return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
+	}
+	if err != nil {
+		return nil, apperr.WithCause(errMalformed, err)
+	}
+	return body, nil
+}
+
+// decodeStrict decodes exactly one JSON value from body into v: unknown
+// fields, trailing data, nesting beyond maxDepth and malformed JSON are
+// errMalformed-kind errors (400); a value of the wrong type is a 422 of
+// invalid (naming the field).
+func decodeStrict(body []byte, v any, invalid *apperr.Error) error {
+	if err := checkDepth(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, invalid)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return apperr.Errorf(errBadJSON, "the request body must hold one JSON value and nothing after it")
+	}
+	return nil
+}
+
+func jsonError(err error, invalid *apperr.Error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return apperr.Errorf(errBadJSON, "the request body is not valid JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return apperr.Errorf(errBadJSON, "the request body must be a JSON object")
+		}
+		return apperr.Errorf(invalid, "%s must be %s, not a JSON %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return apperr.Errorf(errBadJSON, "the request body is empty or cut short")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no typed error for DisallowUnknownFields.
+		return apperr.Errorf(errUnknownField, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return apperr.WithCause(errBadJSON, err)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array"
+	case "struct", "ptr":
+		return "an object"
+	}
+	return "a " + k
+}
+
+// checkDepth fails with errTooDeep when body nests objects and arrays
+// deeper than maxDepth. It skips strings; syntax is left to the decoder.
+func checkDepth(body []byte) error {
+	depth, inString := 0, false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > maxDepth {
+				return errTooDeep
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
+// jsonDecimal is an amount, quantity or rate: it must be sent as a JSON
+// string. A JSON number is remembered (not refused by the decoder) so the
+// handler can name the field in its 422.
+type jsonDecimal struct {
+	s      string
+	number bool // sent as a JSON number
+}
+
+// UnmarshalJSON accepts a string (kept as is), null (left empty) and a
+// number (flagged); any other JSON value is an error.
+func (d *jsonDecimal) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		return json.Unmarshal(b, &d.s)
+	case string(b) == "null":
+		return nil
+	case len(b) > 0 && (b[0] == '-' || '0' <= b[0] && b[0] <= '9'):
+		d.number = true
+		return nil
+	}
+	return apperr.Errorf(invoice.ErrInvalid, "amounts, quantities and rates must be decimal strings such as \"10.50\"")
+}
+
+// issueBody is the JSON body of POST /v1/series/{code}/invoices.
+type issueBody struct {
+	InvoiceDate   *string       `json:"invoice_date"`
+	Buyer         *buyerBody    `json:"buyer"`
+	PlaceOfSupply string        `json:"place_of_supply"`
+	Items         []itemBody    `json:"items"`
+	Original      *originalBody `json:"original"`
+}
+
+type buyerBody struct {
+	GSTIN string `json:"gstin"`
+	Name  string `json:"name"`
+}
+
+type originalBody struct {
+	Number      string `json:"number"`
+	InvoiceDate string `json:"invoice_date"`
+}
+
+type itemBody struct {
+	Description string      `json:"description"`
+	HSN         string      `json:"hsn"`
+	Quantity    jsonDecimal `json:"quantity"`
+	UnitPrice   jsonDecimal `json:"unit_price"`
+	GSTRate     jsonDecimal `json:"gst_rate"`
+}
+
+// decodeIssueRequest decodes the body of an issue request strictly. It
+// fails with a 400 error for malformed JSON, unknown fields or trailing
+// data, and with invoice.ErrInvalid (422) for numbers sent as JSON numbers,
+// too many items or values of the wrong type, and series.ErrInvalidDate for
+// a date not written YYYY-MM-DD.
+func decodeIssueRequest(body []byte) (invoice.Request, error) {
+	var b issueBody
+	if err := decodeStrict(body, &b, invoice.ErrInvalid); err != nil {
+		return invoice.Request{}, err
+	}
+	var req invoice.Request
+	if b.InvoiceDate != nil {
+		d, err := series.ParseDate(*b.InvoiceDate)
+		if err != nil {
+			return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date: %s", apperr.MessageOf(err))
+		}
+		req.InvoiceDate = d
+	}
+	if b.Buyer != nil {
+		req.Buyer = &invoice.Buyer{GSTIN: b.Buyer.GSTIN, Name: b.Buyer.Name}
+	}
+	req.PlaceOfSupply = b.PlaceOfSupply
+	if b.Original != nil {
+		req.Original = &invoice.Original{Number: b.Original.Number}
+		if b.Original.InvoiceDate != "" {
+			d, err := series.ParseDate(b.Original.InvoiceDate)
+			if err != nil {
+				return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "original.invoice_date: %s", apperr.MessageOf(err))
+			}
+			req.Original.InvoiceDate = d
+		}
+	}
+	if len(b.Items) > invoice.MaxItems {
+		return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "items holds %d items; at most %d are allowed", len(b.Items), invoice.MaxItems)
+	}
+	req.Items = make([]invoice.ItemInput, len(b.Items))
+	for i, it := range b.Items {
+		for _, f := range [...]struct {
+			name string
+			d    jsonDecimal
+		}{{"quantity", it.Quantity}, {"unit_price", it.UnitPrice}, {"gst_rate", it.GSTRate}} {
+			if f.d.number {
+				return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "items[%d].%s must be sent as a decimal string such as \"10.50\", not a JSON number (numbers lose paise)", i, f.name)
+			}
+		}
+		req.Items[i] = invoice.ItemInput{Description: it.Description, HSN: it.HSN,
+			Quantity: it.Quantity.s, UnitPrice: it.UnitPrice.s, GSTRate: it.GSTRate.s}
+	}
+	return req, nil
+}
+
+// seriesBody is the JSON body of POST /v1/series.
+type seriesBody struct {
+	Code    string `json:"code"`
+	DocType string `json:"doc_type"`
+	Format  string `json:"format"`
+	Shop    string `json:"shop"`
+}
+
+func decodeSeriesRequest(body []byte) (seriesBody, error) {
+	var b seriesBody
+	err := decodeStrict(body, &b, series.ErrInvalidSeries)
+	return b, err
+}
+
+// cancelBody is the JSON body of POST /v1/invoices/{id}/cancel.
+type cancelBody struct {
+	Reason string `json:"reason"`
+}
+
+func decodeCancelRequest(body []byte) (cancelBody, error) {
+	var b cancelBody
+	err := decodeStrict(body, &b, invoice.ErrInvalid)
+	return b, err
+}

@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+	"github.com/labstack/echo/v4"
+)
+
+// This file is the one place where errors become HTTP answers.
+
+// statusOf maps each apperr.Kind to its HTTP status.
+var statusOf = [...]int{
+	apperr.Internal:     http.StatusInternalServerError,
+	apperr.Invalid:      http.StatusUnprocessableEntity,
+	apperr.Malformed:    http.StatusBadRequest,
+	apperr.NotFound:     http.StatusNotFound,
+	apperr.Conflict:     http.StatusConflict,
+	apperr.Unavailable:  http.StatusServiceUnavailable,
+	apperr.Unauthorized: http.StatusUnauthorized,
+	apperr.Forbidden:    http.StatusForbidden,
+	apperr.TooLarge:     http.StatusRequestEntityTooLarge,
+	apperr.Unsupported:  http.StatusUnsupportedMediaType,
+}
+
+// retryAfterSeconds is the Retry-After value of every 503.
+const retryAfterSeconds = "1"
+
+// Errors of the HTTP layer itself.
+var (
+	errDBUnavailable    = apperr.New(apperr.Unavailable, "database_unavailable", "the database is not available; retry shortly")
+	errInternal         = apperr.New(apperr.Internal, "internal_error", "an internal error occurred; it has been logged")
+	errRouteNotFound    = apperr.New(apperr.NotFound, "not_found", "no such resource")
+	errMethodNotAllowed = apperr.New(apperr.Malformed, "method_not_allowed", "this method is not allowed on this resource")
+	errBodyTooLarge     = apperr.New(apperr.TooLarge, "body_too_large", "the request body is larger than the limit")
+	errMalformed        = apperr.New(apperr.Malformed, "malformed_request", "the request cannot be parsed")
+)
+
+// problem is an error resolved for the client.
+type problem struct {
+	status  int
+	code    string
+	message string
+}
+
+// classify resolves err to the status, code and message the client sees,
+// and reports whether it is an internal error that must be logged.
+func classify(err error) (problem, bool) {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return echoProblem(he), false
+	}
+	var ae *apperr.Error
+	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
+		return problem{statusOf[ae.Kind], ae.Code, ae.Message}, false
+	}
+	if dbUnavailable(err) {
+		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false
+	}
+	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}, true
+}
+
+// echoProblem maps echo's own errors (unknown route, wrong method, …) to the
+// same body as ours.
+func echoProblem(he *echo.HTTPError) problem {
+	switch he.Code {
+	case http.StatusNotFound:
+		return problem{http.StatusNotFound, errRouteNotFound.Code, errRouteNotFound.Message}
+	case http.StatusMethodNotAllowed:
+		return problem{http.StatusMethodNotAllowed, errMethodNotAllowed.Code, errMethodNotAllowed.Message}
+	case http.StatusRequestEntityTooLarge:
+		return problem{http.StatusRequestEntityTooLarge, errBodyTooLarge.Code, errBodyTooLarge.Message}
+	case http.StatusUnsupportedMediaType:
+		return problem{http.StatusUnsupportedMediaType, errNotJSON.Code, errNotJSON.Message}
+	case http.StatusUnauthorized:
+		return problem{http.StatusUnauthorized, ErrUnauthorized.Code, ErrUnauthorized.Message}
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return problem{he.Code, errMalformed.Code, errMalformed.Message}
+	}
+	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}
+}
+
+// dbUnavailable reports whether err means the database cannot be reached or
+// did not answer in time: connection failures, SQLSTATE class 08, server
+// shutdown (57P01–57P03), statement cancellation, and deadlines (pool
+// acquire included).
+func dbUnavailable(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return len(pg.Code) == 5 && pg.Code[:2] == "08" ||
+			pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03" || pg.Code == "57014" || pg.Code == "53300"
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool)
+}
+
+// handleError is echo's HTTPErrorHandler: it writes err as the JSON error
+// body, with Retry-After on 503 and WWW-Authenticate on 401, and logs
+// internal errors with the request id.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p, internal := classify(err)
+	if internal {
+		s.log.ErrorContext(c.Request().Context(), "internal error",
+			"request_id", c.Response().Header().Get(headerRequestID),
+			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	writeProblem(c, p)
+}
+
+func writeProblem(c echo.Context, p problem) {
+	h := c.Response().Header()
+	switch p.status {
+	case http.StatusServiceUnavailable:
+		h.Set("Retry-After", retryAfterSeconds)
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", `Bearer realm="invoiced"`)
+	}
+	h.Set("Cache-Control", "no-store")
+	b, _ := json.Marshal(errorBody{Error: errorDetail{Code: p.code, Message: p.message}})
+	_ = c.Blob(p.status, echo.MIMEApplicationJSON, b)
+}
+
+// errorBody is the body of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

@@ -1,0 +1,301 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/labstack/echo/v4"
+)
+
+// Errors of request parameters.
+var (
+	errBadIdempotencyKey = apperr.New(apperr.Malformed, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
+	errBadCursor         = apperr.New(apperr.Invalid, "invalid_cursor", "cursor is not a cursor this server returned")
+	errBadLimit          = apperr.New(apperr.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
+)
+
+// Paging of invoice lists.
+const (
+	defaultListLimit = 100
+	maxListLimit     = 1000
+)
+
+const headerReplayed = "Idempotent-Replayed"
+
+// createSeries serves POST /v1/series (scope manage).
+func (s *Server) createSeries(c echo.Context) error {
+	p, err := s.authorize(c, scopeManageBit)
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	if err != nil {
+		return err
+	}
+	b, err := decodeSeriesRequest(body)
+	if err != nil {
+		return err
+	}
+	sr, err := series.CreateSeries(c.Request().Context(), s.pool, series.NewSeries{
+		SellerID: p.seller.ID, Code: b.Code, DocType: b.DocType, Format: b.Format, Shop: b.Shop,
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusCreated, renderSeries(sr, nil))
+}
+
+// listSeries serves GET /v1/series (scope read).
+func (s *Server) listSeries(c echo.Context) error {
+	p, err := s.authorize(c, scopeReadBit)
+	if err != nil {
+		return err
+	}
+	all, err := series.List(c.Request().Context(), s.pool, p.seller.ID)
+	if err != nil {
+		return err
+	}
+	out := seriesListJSON{Series: make([]seriesJSON, len(all))}
+	for i, su := range all {
+		out.Series[i] = renderSeries(su.Series, su.Years)
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// idempotencyKey returns the request's Idempotency-Key, "" when there is
+// none. It fails with errBadIdempotencyKey when the header is repeated,
+// empty, longer than 255 bytes or not printable ASCII.
+func idempotencyKey(h http.Header) (string, error) {
+	v, ok := h["Idempotency-Key"]
+	if !ok {
+		return "", nil
+	}
+	if len(v) != 1 || !printableASCII(v[0], 255) {
+		return "", errBadIdempotencyKey
+	}
+	return v[0], nil
+}
+
+// requestHash identifies a request for idempotency: SHA-256 over the
+// method, the path (series code upper-cased) and the raw body.
+func requestHash(method, path string, body []byte) []byte {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	h.Write([]byte{0})
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// issueInvoice serves POST /v1/series/{code}/invoices (scope issue). The
+// request is validated and its amounts computed before any transaction, so
+// a refused request never touches a number.
+func (s *Server) issueInvoice(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := s.authorize(c, scopeIssueBit)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(c.Request().Header)
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	if err != nil {
+		return err
+	}
+	var hash []byte
+	if key != "" {
+		hash = requestHash(http.MethodPost, "/v1/series/"+strings.ToUpper(c.Param("code"))+"/invoices", body)
+	}
+	req, err := decodeIssueRequest(body)
+	if err != nil {
+		return err
+	}
+	sr, err := series.Get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	d, err := invoice.Prepare(req, p.seller, sr, now, s.policy)
+	if err != nil {
+		// A retry of a request that succeeded earlier replays its answer
+		// even if it would no longer pass (its date is now too old).
+		if key != "" {
+			if inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, key, hash); rerr != nil {
+				return rerr
+			} else if ok {
+				return replay(c, inv)
+			}
+		}
+		return err
+	}
+	d.IdempotencyKey, d.RequestHash = key, hash
+	r := s.committer.Issue(ctx, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
+	switch {
+	case r.Err != nil:
+		return r.Err
+	case r.Replayed:
+		return replay(c, r.Invoice)
+	}
+	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
+}
+
+func replay(c echo.Context, inv invoice.Invoice) error {
+	c.Response().Header().Set(headerReplayed, "true")
+	return writeJSON(c, http.StatusCreated, renderInvoice(asIssued(inv)))
+}
+
+// lookupReplay returns the invoice a stored idempotency key answered for,
+// ok false when the key is unknown. A key used with another request is
+// ErrKeyReused, one still in progress ErrKeyInProgress.
+func (s *Server) lookupReplay(ctx context.Context, sellerID int64, key string, hash []byte) (invoice.Invoice, bool, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return invoice.Invoice{}, false, err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	id, err := invoice.ClaimKey(ctx, tx, sellerID, key, hash)
+	if err != nil || id == 0 {
+		return invoice.Invoice{}, false, err
+	}
+	inv, err := invoice.Get(ctx, tx, sellerID, id)
+	if err != nil {
+		return invoice.Invoice{}, false, err
+	}
+	return inv, true, nil
+}
+
+// listInvoices serves GET /v1/series/{code}/invoices?fy=&cursor=&limit=
+// (scope read): the series' invoices of one financial year (default: the
+// current one in IST) in serial order, a page at a time.
+func (s *Server) listInvoices(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := s.authorize(c, scopeReadBit)
+	if err != nil {
+		return err
+	}
+	q := c.QueryParams()
+	fy := series.FYAt(s.now())
+	if v := q.Get("fy"); v != "" {
+		if fy, err = series.ParseFY(v); err != nil {
+			return err
+		}
+	}
+	var after int64
+	if v := q.Get("cursor"); v != "" {
+		if after, err = decodeCursor(v); err != nil {
+			return err
+		}
+	}
+	limit := defaultListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxListLimit {
+			return apperr.Errorf(errBadLimit, "limit %q must be an integer from 1 to %d", clip(v), maxListLimit)
+		}
+		limit = n
+	}
+	sr, err := series.Get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	invs, err := invoice.List(ctx, s.pool, sr, fy, after, limit+1)
+	if err != nil {
+		return err
+	}
+	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, min(len(invs), limit))}
+	for i, inv := range invs {
+		if i == limit {
+			next := encodeCursor(invs[i-1].Serial)
+			out.NextCursor = &next
+			break
+		}
+		out.Invoices = append(out.Invoices, renderInvoice(inv))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// Cursors are opaque to clients: base64url of "s" and the last serial seen.
+func encodeCursor(serial int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("s" + strconv.FormatInt(serial, 10)))
+}
+
+func decodeCursor(v string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(b) < 2 || b[0] != 's' {
+		return 0, errBadCursor
+	}
+	n, err := strconv.ParseInt(string(b[1:]), 10, 64)
+	if err != nil || n < 1 || encodeCursor(n) != v {
+		return 0, errBadCursor
+	}
+	return n, nil
+}
+
+// invoiceID parses an invoice id path parameter; anything but a positive
+// decimal integer is not found.
+func invoiceID(v string) (int64, error) {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
+		return 0, invoice.ErrNotFound
+	}
+	return id, nil
+}
+
+// getInvoice serves GET /v1/invoices/{id} (scope read).
+func (s *Server) getInvoice(c echo.Context) error {
+	p, err := s.authorize(c, scopeReadBit)
+	if err != nil {
+		return err
+	}
+	id, err := invoiceID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	inv, err := invoice.Get(c.Request().Context(), s.pool, p.seller.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, renderInvoice(inv))
+}
+
+// cancelInvoice serves POST /v1/invoices/{id}/cancel (scope issue).
+func (s *Server) cancelInvoice(c echo.Context) error {
+	p, err := s.authorize(c, scopeIssueBit)
+	if err != nil {
+		return err
+	}
+	id, err := invoiceID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	if err != nil {
+		return err
+	}
+	b, err := decodeCancelRequest(body)
+	if err != nil {
+		return err
+	}
+	inv, err := invoice.Cancel(c.Request().Context(), s.pool, p.seller, id, strings.TrimSpace(b.Reason), s.now(), s.opt)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, renderInvoice(inv))
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

@@ -1,0 +1,215 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base32"
+	"encoding/hex"
+	"strings"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Scopes an API key may carry.
+const (
+	ScopeIssue  = "issue"  // issue and cancel invoices
+	ScopeRead   = "read"   // read series and invoices
+	ScopeManage = "manage" // create series
+)
+
+// Errors of API keys. Match them with errors.Is.
+var (
+	// ErrUnauthorized: the Authorization header is missing, malformed, or
+	// names an unknown or revoked key.
+	ErrUnauthorized = apperr.New(apperr.Unauthorized, "unauthorized", "a valid API key is required: send Authorization: Bearer KEY")
+	// ErrForbidden: the key lacks the scope the operation needs.
+	ErrForbidden = apperr.New(apperr.Forbidden, "forbidden", "the API key lacks the scope this operation needs")
+	// ErrInvalidScopes: CreateKey was given no scope or an unknown one.
+	ErrInvalidScopes = apperr.New(apperr.Invalid, "invalid_scopes", "scopes must be one or more of issue, read, manage")
+	// ErrKeyNotFound: RevokeKey was given a prefix no live key has.
+	ErrKeyNotFound = apperr.New(apperr.NotFound, "key_not_found", "no active API key has this prefix")
+)
+
+// Key layout: "ik_" + 8 hex characters (the public prefix, the lookup key)
+// + "_" + 32 base32 characters (160 random bits, the secret). Only the
+// prefix and SHA-256 of the secret are stored.
+const (
+	keyTag        = "ik_"
+	prefixBytes   = 4
+	prefixLen     = 2 * prefixBytes
+	secretBytes   = 20
+	secretLen     = 32 // base32 of 20 bytes, unpadded
+	keyLen        = len(keyTag) + prefixLen + 1 + secretLen
+	secretEncChar = "abcdefghijklmnopqrstuvwxyz234567"
+)
+
+var secretEncoding = base32.NewEncoding(secretEncChar).WithPadding(base32.NoPadding)
+
+// scopeSet is a bit set of scopes.
+type scopeSet uint8
+
+const (
+	scopeIssueBit scopeSet = 1 << iota
+	scopeReadBit
+	scopeManageBit
+)
+
+func scopeBit(s string) scopeSet {
+	switch s {
+	case ScopeIssue:
+		return scopeIssueBit
+	case ScopeRead:
+		return scopeReadBit
+	case ScopeManage:
+		return scopeManageBit
+	}
+	return 0
+}
+
+func (s scopeSet) has(b scopeSet) bool { return s&b == b }
+
+// principal is who a request acts for.
+type principal struct {
+	seller series.Seller
+	scopes scopeSet
+}
+
+// CreateKey creates an API key for the seller sellerID with scopes (each one
+// of ScopeIssue, ScopeRead, ScopeManage; duplicates are ignored) and returns
+// the key, "ik_<prefix>_<secret>". The secret is 160 random bits and is
+// stored only as its SHA-256 hash, so the returned string is the only copy.
+// It fails with ErrInvalidScopes when scopes is empty or holds an unknown
+// scope, series.ErrSellerNotFound when there is no such seller, and with the
+// database's error otherwise.
+func CreateKey(ctx context.Context, db series.DB, sellerID int64, scopes []string) (string, error) {
+	norm, err := normalizeScopes(scopes)
+	if err != nil {
+		return "", err
+	}
+	var secret [secretBytes]byte
+	rand.Read(secret[:]) // never fails (crypto/rand documents it)
+	sec := secretEncoding.EncodeToString(secret[:])
+	hash := sha256.Sum256([]byte(sec))
+	// A prefix collision (1 in 2^32 per existing key) is retried.
+	for attempt := 0; ; attempt++ {
+		var p [prefixBytes]byte
+		rand.Read(p[:])
+		prefix := hex.EncodeToString(p[:])
+		err := insertKey(ctx, db, sellerID, prefix, hash[:], norm)
+		if err == errPrefixTaken && attempt < 5 {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return keyTag + prefix + "_" + sec, nil
+	}
+}
+
+// RevokeKey revokes the key whose prefix is prefix (the 8 hex characters
+// after "ik_"; a whole key or "ik_<prefix>" is accepted too). Requests with
+// the key get 401 from then on; the row is kept. It fails with
+// ErrKeyNotFound when no unrevoked key has that prefix.
+func RevokeKey(ctx context.Context, db series.DB, prefix string) error {
+	p := strings.TrimPrefix(strings.TrimSpace(prefix), keyTag)
+	if i := strings.IndexByte(p, '_'); i >= 0 {
+		p = p[:i]
+	}
+	if !isPrefix(p) {
+		return apperr.Errorf(ErrKeyNotFound, "%q is not a key prefix (8 hex characters)", prefix)
+	}
+	return revokeKey(ctx, db, p)
+}
+
+func normalizeScopes(scopes []string) ([]string, error) {
+	var set scopeSet
+	for _, s := range scopes {
+		b := scopeBit(strings.TrimSpace(s))
+		if b == 0 {
+			return nil, apperr.Errorf(ErrInvalidScopes, "unknown scope %q: scopes must be one or more of issue, read, manage", s)
+		}
+		set |= b
+	}
+	if set == 0 {
+		return nil, ErrInvalidScopes
+	}
+	var out []string
+	for _, s := range []string{ScopeIssue, ScopeRead, ScopeManage} {
+		if set.has(scopeBit(s)) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// parseKey splits key into prefix and secret, or reports false when it does
+// not have the shape of a key.
+func parseKey(key string) (prefix, secret string, ok bool) {
+	if len(key) != keyLen || !strings.HasPrefix(key, keyTag) || key[len(keyTag)+prefixLen] != '_' {
+		return "", "", false
+	}
+	prefix = key[len(keyTag) : len(keyTag)+prefixLen]
+	secret = key[len(keyTag)+prefixLen+1:]
+	if !isPrefix(prefix) {
+		return "", "", false
+	}
+	for i := 0; i < len(secret); i++ {
+		if !strings.ContainsRune(secretEncChar, rune(secret[i])) {
+			return "", "", false
+		}
+	}
+	return prefix, secret, true
+}
+
+func isPrefix(p string) bool {
+	if len(p) != prefixLen {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// dummyHash is compared against when no key has the prefix, so that an
+// unknown prefix costs about as much as a wrong secret.
+var dummyHash = sha256.Sum256([]byte("invoiced: no such key"))
+
+// authenticate returns the principal of the bearer key in header (the
+// Authorization header's value). It fails with ErrUnauthorized when the
+// header is missing or malformed, the key is unknown or revoked, or its
+// secret does not match, and with a database error otherwise.
+func authenticate(ctx context.Context, db series.DB, header string) (principal, error) {
+	const bearer = "Bearer "
+	if len(header) < len(bearer) || !strings.EqualFold(header[:len(bearer)], bearer) {
+		return principal{}, ErrUnauthorized
+	}
+	prefix, secret, ok := parseKey(strings.TrimSpace(header[len(bearer):]))
+	if !ok {
+		return principal{}, ErrUnauthorized
+	}
+	row, found, err := lookupKey(ctx, db, prefix)
+	if err != nil {
+		return principal{}, err
+	}
+	got := sha256.Sum256([]byte(secret))
+	want := dummyHash[:]
+	if found {
+		want = row.secretHash
+	}
+	match := subtle.ConstantTimeCompare(got[:], want) == 1
+	if !found || !match || row.revoked {
+		return principal{}, ErrUnauthorized
+	}
+	p := principal{seller: row.seller}
+	for _, s := range row.scopes {
+		p.scopes |= scopeBit(s)
+	}
+	return p, nil
+}

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the SQL of API keys.
+
+var errPrefixTaken = errors.New("api: key prefix taken")
+
+func insertKey(ctx context.Context, db series.DB, sellerID int64, prefix string, secretHash []byte, scopes []string) error {
+	_, err := db.Exec(ctx, `
+		INSERT INTO api_keys (seller_id, prefix, secret_hash, scopes)
+		VALUES ($1, $2, $3, $4)`, sellerID, prefix, secretHash, scopes)
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == pgerrcode.UniqueViolation:
+			return errPrefixTaken
+		case pg.Code == pgerrcode.ForeignKeyViolation:
+			return series.ErrSellerNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("api: create key: %w", err)
+	}
+	return nil
+}
+
+func revokeKey(ctx context.Context, db series.DB, prefix string) error {
+	tag, err := db.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE prefix = $1 AND revoked_at IS NULL`, prefix)
+	if err != nil {
+		return fmt.Errorf("api: revoke key: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrKeyNotFound
+	}
+	return nil
+}
+
+type keyRow struct {
+	seller     series.Seller
+	secretHash []byte
+	scopes     []string
+	revoked    bool
+}
+
+// lookupKey returns the key with prefix and its seller, found false when
+// there is none.
+func lookupKey(ctx context.Context, db series.DB, prefix string) (keyRow, bool, error) {
+	var r keyRow
+	var gstin string
+	err := db.QueryRow(ctx, `
+		SELECT k.secret_hash, k.scopes, k.revoked_at IS NOT NULL,
+		       s.id, s.gstin, s.name, s.state_code, s.created_at
+		FROM api_keys k JOIN sellers s ON s.id = k.seller_id
+		WHERE k.prefix = $1`, prefix).Scan(&r.secretHash, &r.scopes, &r.revoked,
+		&r.seller.ID, &gstin, &r.seller.Name, &r.seller.StateCode, &r.seller.CreatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return keyRow{}, false, nil
+	}
+	if err != nil {
+		return keyRow{}, false, fmt.Errorf("api: look up key: %w", err)
+	}
+	r.seller.GSTIN = series.GSTIN(gstin)
+	return r, true, nil
+}

@@ -1,0 +1,166 @@
+package api
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/shopspring/decimal"
+)
+
+// JSON shapes of answers. Rendering is deterministic: the same invoice
+// always gives the same bytes (an idempotent replay relies on it).
+
+type invoiceJSON struct {
+	ID            string        `json:"id"`
+	Number        string        `json:"number"`
+	Serial        int64         `json:"serial"`
+	FY            string        `json:"fy"`
+	Series        string        `json:"series"`
+	DocType       string        `json:"doc_type"`
+	InvoiceDate   string        `json:"invoice_date"`
+	IssuedAt      string        `json:"issued_at"`
+	Status        string        `json:"status"`
+	PublicID      string        `json:"public_id"`
+	ReceiptURL    string        `json:"receipt_url"`
+	Buyer         *buyerJSON    `json:"buyer,omitempty"`
+	PlaceOfSupply string        `json:"place_of_supply"`
+	Original      *originalJSON `json:"original,omitempty"`
+	Totals        totalsJSON    `json:"totals"`
+	Items         []itemJSON    `json:"items"`
+	CancelledAt   string        `json:"cancelled_at,omitempty"`
+	CancelReason  string        `json:"cancel_reason,omitempty"`
+}
+
+type buyerJSON struct {
+	GSTIN string `json:"gstin,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
+type originalJSON struct {
+	Number      string `json:"number"`
+	InvoiceDate string `json:"invoice_date"`
+}
+
+type totalsJSON struct {
+	Taxable string `json:"taxable"`
+	CGST    string `json:"cgst"`
+	SGST    string `json:"sgst"`
+	IGST    string `json:"igst"`
+	Total   string `json:"total"`
+}
+
+type itemJSON struct {
+	Description string `json:"description"`
+	HSN         string `json:"hsn"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	GSTRate     string `json:"gst_rate"`
+	Taxable     string `json:"taxable"`
+	CGST        string `json:"cgst"`
+	SGST        string `json:"sgst"`
+	IGST        string `json:"igst"`
+	Total       string `json:"total"`
+}
+
+type invoiceListJSON struct {
+	Invoices   []invoiceJSON `json:"invoices"`
+	NextCursor *string       `json:"next_cursor"`
+}
+
+type seriesJSON struct {
+	Code      string     `json:"code"`
+	DocType   string     `json:"doc_type"`
+	Format    string     `json:"format"`
+	Shop      string     `json:"shop"`
+	Capacity  int64      `json:"capacity"`
+	CreatedAt string     `json:"created_at"`
+	Years     []yearJSON `json:"years"`
+}
+
+type yearJSON struct {
+	FY              string `json:"fy"`
+	LastSerial      int64  `json:"last_serial"`
+	LastNumber      string `json:"last_number"`
+	LastInvoiceDate string `json:"last_invoice_date"`
+}
+
+type seriesListJSON struct {
+	Series []seriesJSON `json:"series"`
+}
+
+// money renders an amount in rupees with exactly two decimals.
+func money(d decimal.Decimal) string { return d.StringFixed(2) }
+
+// price renders a unit price with at least two decimals and no trailing
+// zeros beyond them: "10.00", "10.125".
+func price(d decimal.Decimal) string {
+	s := d.String()
+	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > 2 {
+		return s
+	}
+	return d.StringFixed(2)
+}
+
+func date(t time.Time) string { return t.Format(time.DateOnly) }
+
+func renderInvoice(inv invoice.Invoice) invoiceJSON {
+	out := invoiceJSON{
+		ID:            strconv.FormatInt(inv.ID, 10),
+		Number:        inv.Number,
+		Serial:        inv.Serial,
+		FY:            inv.FY.String(),
+		Series:        inv.SeriesCode,
+		DocType:       string(inv.DocType),
+		InvoiceDate:   date(inv.InvoiceDate),
+		IssuedAt:      invoice.Timestamp(inv.IssuedAt),
+		Status:        inv.Status,
+		PublicID:      inv.PublicID,
+		ReceiptURL:    "/r/" + inv.PublicID,
+		PlaceOfSupply: inv.PlaceOfSupply,
+		Totals: totalsJSON{
+			Taxable: money(inv.Totals.Taxable), CGST: money(inv.Totals.CGST), SGST: money(inv.Totals.SGST),
+			IGST: money(inv.Totals.IGST), Total: money(inv.Totals.Total),
+		},
+		Items:        make([]itemJSON, len(inv.Items)),
+		CancelReason: inv.CancelReason,
+	}
+	if inv.Buyer != nil {
+		out.Buyer = &buyerJSON{GSTIN: inv.Buyer.GSTIN, Name: inv.Buyer.Name}
+	}
+	if inv.Original != nil {
+		out.Original = &originalJSON{Number: inv.Original.Number, InvoiceDate: date(inv.Original.InvoiceDate)}
+	}
+	if inv.CancelledAt != nil {
+		out.CancelledAt = invoice.Timestamp(*inv.CancelledAt)
+	}
+	for i, it := range inv.Items {
+		out.Items[i] = itemJSON{
+			Description: it.Description, HSN: it.HSN,
+			Quantity: it.Quantity.String(), UnitPrice: price(it.UnitPrice), GSTRate: it.GSTRate.String(),
+			Taxable: money(it.Taxable), CGST: money(it.CGST), SGST: money(it.SGST), IGST: money(it.IGST), Total: money(it.Total),
+		}
+	}
+	return out
+}
+
+// asIssued returns inv as it was when issued: status issued, no
+// cancellation. A replay of the issue request answers with it.
+func asIssued(inv invoice.Invoice) invoice.Invoice {
+	inv.Status, inv.CancelledAt, inv.CancelReason = invoice.StatusIssued, nil, ""
+	return inv
+}
+
+func renderSeries(s series.Series, years []series.Usage) seriesJSON {
+	out := seriesJSON{
+		Code: s.Code, DocType: string(s.DocType), Format: s.Format.String(), Shop: s.Shop,
+		Capacity: s.Format.Capacity(), CreatedAt: invoice.Timestamp(s.CreatedAt),
+		Years: make([]yearJSON, len(years)),
+	}
+	for i, y := range years {
+		out.Years[i] = yearJSON{FY: y.FY.String(), LastSerial: y.LastSerial, LastNumber: y.LastNumber, LastInvoiceDate: date(y.LastInvoiceDate)}
+	}
+	return out
+}
