@@ -1,0 +1,514 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+)
+
+const demoGSTIN = "27AAPFU0939F1ZV"
+
+// invoiceBody is the request of issue 3 without invoice_date (today in IST).
+const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore Traders"},
+ "place_of_supply": "29",
+ "items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2",
+            "unit_price": "10.00", "gst_rate": "5"}]}`
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p; it never fails.
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fixture is a migrated database with a seller, its series CH1 and an API key
+// with every scope, all made through the command line.
+type fixture struct {
+	url    string
+	getenv func(string) string
+	key    string
+}
+
+// cli runs the command line in-process with DATABASE_URL set to url and
+// returns what it printed.
+func cli(ctx context.Context, url string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut syncBuffer
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return url
+		}
+		return ""
+	}
+	err = run(ctx, args, getenv, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// setup gives the test a fresh database and seeds it through the CLI:
+// migrate, sellers add, series add, keys add.
+func setup(t *testing.T) fixture {
+	t.Helper()
+	ctx := t.Context()
+	url := dbtest.NewURL(t)
+	must := func(args ...string) string {
+		t.Helper()
+		out, errOut, err := cli(ctx, url, args...)
+		if err != nil {
+			t.Fatalf("invoiced %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut)
+		}
+		return out
+	}
+	if out := must("migrate"); !regexp.MustCompile(`^schema version [1-9][0-9]*\n$`).MatchString(out) {
+		t.Fatalf("migrate printed %q", out)
+	}
+	must("sellers", "add", "--gstin", demoGSTIN, "--name", "Demo Chai Stall, Pune")
+	must("series", "add", "--gstin", demoGSTIN, "--code", "CH1", "--doc-type", "invoice",
+		"--format", "CH1/{FY}/{SEQ:5}", "--shop", "Pune station stall")
+	out := must("keys", "add", "--gstin", demoGSTIN, "--scopes", "issue,read,manage")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 1 || lines[0] == "" || strings.ContainsAny(lines[0], " \t") || !strings.HasSuffix(out, "\n") {
+		t.Fatalf("keys add must print the key alone on one line; stdout = %q", out)
+	}
+	return fixture{
+		url:    url,
+		getenv: func(k string) string { return map[string]string{"DATABASE_URL": url}[k] },
+		key:    lines[0],
+	}
+}
+
+// issued is the part of a 201 answer the tests check.
+type issued struct {
+	Number string `json:"number"`
+	Serial int64  `json:"serial"`
+	FY     string `json:"fy"`
+}
+
+// issue posts invoiceBody to series CH1 with idemKey and returns the status
+// and body, or the transport error.
+func issue(ctx context.Context, c *http.Client, base, key, idemKey string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/series/CH1/invoices", strings.NewReader(invoiceBody))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", idemKey)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, body, nil
+}
+
+// waitListening polls out until it holds the "listening on" line and returns
+// the URL, or fails the test after timeout.
+func waitListening(t *testing.T, out, errOut *syncBuffer, done <-chan struct{}, timeout time.Duration) string {
+	t.Helper()
+	re := regexp.MustCompile(`(?m)^listening on (http://\S+)$`)
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-done:
+			t.Fatalf("serve exited before listening\nstdout: %s\nstderr: %s", out, errOut)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve did not print its address within %s\nstdout: %s\nstderr: %s", timeout, out, errOut)
+	return ""
+}
+
+// TestEndToEnd drives the whole command line in-process: seeding through the
+// CLI, serving on a free port, issuing an invoice over HTTP, revoking the
+// key, and a prompt, clean return on cancellation.
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+
+	// A bad GSTIN (wrong check character) fails with the validation sentence.
+	_, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", "01AABCE2207R1Z5", "--name", "Bad")
+	if err == nil || !errors.Is(err, series.ErrInvalidGSTIN) || !strings.Contains(strings.ToLower(err.Error()), "gstin") {
+		t.Fatalf("sellers add with a bad GSTIN: err = %v, want ErrInvalidGSTIN with a message about the GSTIN", err)
+	}
+	// A duplicate seller is refused; the list shows the first one.
+	if _, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", demoGSTIN, "--name", "Again"); !errors.Is(err, series.ErrSellerExists) {
+		t.Fatalf("duplicate sellers add: err = %v, want ErrSellerExists", err)
+	}
+	out, _, err := cli(ctx, f.url, "sellers", "list")
+	if err != nil || !strings.Contains(out, demoGSTIN) || !strings.Contains(out, "Demo Chai Stall, Pune") {
+		t.Fatalf("sellers list = %q, %v", out, err)
+	}
+	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN); err != nil || !strings.Contains(out, "active") || strings.Contains(out, f.key) {
+		t.Fatalf("keys list = %q, %v (want one active key and no secret)", out, err)
+	}
+
+	// Serve on a free port until cancel.
+	srvCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var srvOut, srvErr syncBuffer
+	done := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(done)
+		runErr = run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s"}, f.getenv, &srvOut, &srvErr)
+	}()
+	base := waitListening(t, &srvOut, &srvErr, done, 15*time.Second)
+
+	c := &http.Client{Timeout: 30 * time.Second}
+	status, body, err := issue(ctx, c, base, f.key, "e2e-1")
+	if err != nil || status != http.StatusCreated {
+		t.Fatalf("issue: status %d, err %v, body %s", status, err, body)
+	}
+	var inv issued
+	if err := json.Unmarshal(body, &inv); err != nil || inv.Serial != 1 || !strings.HasPrefix(inv.Number, "CH1/") {
+		t.Fatalf("issue answered %s (%v), want serial 1 numbered CH1/…", body, err)
+	}
+	// Without a key: 401, not 500.
+	resp, err := c.Post(base+"/v1/series/CH1/invoices", "application/json", strings.NewReader(invoiceBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("issue without a key: status %d, want 401", resp.StatusCode)
+	}
+
+	// Revoking the key locks it out.
+	prefix := strings.SplitN(strings.TrimPrefix(f.key, "ik_"), "_", 2)[0]
+	if out, errOut, err := cli(ctx, f.url, "keys", "revoke", "--prefix", prefix); err != nil {
+		t.Fatalf("keys revoke: %v\n%s%s", err, out, errOut)
+	}
+	if status, body, err := issue(ctx, c, base, f.key, "e2e-2"); err != nil || status != http.StatusUnauthorized {
+		t.Fatalf("issue with a revoked key: status %d, err %v, body %s; want 401", status, err, body)
+	}
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not return within 10s of cancellation")
+	}
+	if runErr != nil {
+		t.Fatalf("serve returned %v after cancellation, want nil\nstderr: %s", runErr, srvErr.String())
+	}
+	if _, err := c.Get(base + "/healthz"); err == nil {
+		t.Fatal("server still answers after serve returned")
+	}
+}
+
+// outcome is what one request of the load test got.
+type outcome struct {
+	status  int // 0 for a transport error
+	err     error
+	body    []byte
+	inv     issued
+	sentAt  time.Time
+	gotAt   time.Time
+	idemKey string
+}
+
+// TestSIGTERMDuringLoadLosesNoAcknowledgedInvoice runs the real binary under
+// 16 concurrent issuers, sends SIGTERM, and checks that it exits 0, that
+// every 201 is stored with the number and serial it announced, that serials
+// stay 1..N, and that requests refused by the shutdown were refused cleanly.
+func TestSIGTERMDuringLoadLosesNoAcknowledgedInvoice(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+
+	bin := filepath.Join(t.TempDir(), "invoiced")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+
+	var srvOut, srvErr syncBuffer
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s", "--max-conns", "8")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+f.url)
+	cmd.Stdout, cmd.Stderr = &srvOut, &srvErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	base := waitListening(t, &srvOut, &srvErr, exited, 30*time.Second)
+
+	const workers = 16
+	var (
+		stop       atomic.Bool
+		signalled  time.Time // zero until SIGTERM is sent
+		resultsMu  sync.Mutex
+		results    []outcome
+		wg         sync.WaitGroup
+		httpClient = &http.Client{
+			Timeout:   60 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: workers},
+		}
+	)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; !stop.Load(); i++ {
+				o := outcome{idemKey: fmt.Sprintf("load-%d-%d", w, i), sentAt: time.Now()}
+				o.status, o.body, o.err = issue(ctx, httpClient, base, f.key, o.idemKey)
+				o.gotAt = time.Now()
+				if o.status == http.StatusCreated {
+					if err := json.Unmarshal(o.body, &o.inv); err != nil {
+						o.err = fmt.Errorf("decode 201 body %q: %w", o.body, err)
+					}
+				}
+				resultsMu.Lock()
+				results = append(results, o)
+				resultsMu.Unlock()
+				if o.err != nil {
+					// Refused after shutdown began; don't spin.
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		})
+	}
+
+	time.Sleep(time.Second)
+	signalled = time.Now() // read only after wg.Wait
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(45 * time.Second):
+		stop.Store(true)
+		t.Fatalf("serve did not exit within 45s of SIGTERM\nstderr: %s", srvErr.String())
+	}
+	exitedAt := time.Now()
+	stop.Store(true)
+	wg.Wait()
+	if waitErr != nil {
+		t.Fatalf("serve exited with %v after SIGTERM, want exit 0\nstderr: %s", waitErr, srvErr.String())
+	}
+
+	// Classify the answers.
+	acked := map[string]issued{} // number → invoice
+	var drained, refused, unavailable int
+	for _, o := range results {
+		switch {
+		case o.err != nil && o.status == http.StatusCreated:
+			t.Errorf("request %s: %v", o.idemKey, o.err)
+		case o.err != nil:
+			// No answer: fine once shutdown began (connection refused or
+			// closed before the request was read), never before.
+			if o.gotAt.Before(signalled) {
+				t.Errorf("request %s failed before SIGTERM: %v", o.idemKey, o.err)
+			}
+			refused++
+		case o.status == http.StatusCreated:
+			if prev, dup := acked[o.inv.Number]; dup {
+				t.Errorf("number %s acknowledged twice (%+v and %+v)", o.inv.Number, prev, o.inv)
+			}
+			acked[o.inv.Number] = o.inv
+			if o.sentAt.Before(signalled) && o.gotAt.After(signalled) {
+				drained++
+			}
+		case o.status == http.StatusServiceUnavailable:
+			unavailable++
+		default:
+			t.Errorf("request %s: status %d, body %s (want 201, 503 or a refused connection)", o.idemKey, o.status, o.body)
+		}
+	}
+	t.Logf("%d requests: %d acknowledged (%d of them in flight at SIGTERM), %d 503, %d refused; exit %s after SIGTERM",
+		len(results), len(acked), drained, unavailable, refused, exitedAt.Sub(signalled).Round(time.Millisecond))
+	if len(acked) == 0 {
+		t.Fatalf("no invoice was acknowledged\nstderr: %s", srvErr.String())
+	}
+	if drained == 0 {
+		t.Errorf("no request in flight at SIGTERM was answered 201: the drain was not exercised")
+	}
+
+	// Every acknowledged invoice is stored under its number and serial, and
+	// each series-year's serials are exactly 1..N.
+	conn, err := pgx.Connect(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, `
+		SELECT i.fy, i.serial, i.number FROM invoices i JOIN series s ON s.id = i.series_id
+		WHERE s.code = 'CH1' ORDER BY i.fy, i.serial`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]int64{}
+	next := map[int]int64{} // fy → expected next serial
+	var n int
+	for rows.Next() {
+		var fy int
+		var serial int64
+		var number string
+		if err := rows.Scan(&fy, &serial, &number); err != nil {
+			t.Fatal(err)
+		}
+		if next[fy] == 0 {
+			next[fy] = 1
+		}
+		if serial != next[fy] {
+			t.Fatalf("FY %d: serial %d follows %d: serials are not 1..N", fy, serial, next[fy]-1)
+		}
+		next[fy]++
+		stored[number] = serial
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for number, inv := range acked {
+		serial, ok := stored[number]
+		switch {
+		case !ok:
+			t.Errorf("acknowledged invoice %s (serial %d) is not in the database", number, inv.Serial)
+		case serial != inv.Serial:
+			t.Errorf("acknowledged invoice %s had serial %d, the database has %d", number, inv.Serial, serial)
+		}
+	}
+	if n < len(acked) {
+		t.Errorf("%d invoices stored, fewer than the %d acknowledged", n, len(acked))
+	}
+}
+
+// TestUsageErrors checks that command-line mistakes are usage errors (exit
+// 2) that say what is wrong, and print nothing on stdout.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	// No database is needed: every mistake is caught before connecting.
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		args []string
+		want string // in the error message
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"sellers"}, "sellers add|list"},
+		{[]string{"sellers", "remove"}, `unknown command "remove"`},
+		{[]string{"sellers", "add", "--name", "X"}, "missing required flag --gstin"},
+		{[]string{"sellers", "add"}, "--gstin, --name"},
+		{[]string{"sellers", "add", "--gstin"}, "flag needs an argument"},
+		{[]string{"series", "add", "--gstin", demoGSTIN, "--code", "CH1"}, "missing required flag --format"},
+		{[]string{"keys", "add", "--gstin", demoGSTIN}, "missing required flag --scopes"},
+		{[]string{"keys", "add", "--gstin", demoGSTIN, "--scopes", "issue,admin"}, `unknown scope "admin"`},
+		{[]string{"keys", "revoke"}, "missing required flag --prefix"},
+		{[]string{"serve", "--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"serve", "--backdate-days", "-1"}, "--backdate-days must be 0 or more"},
+		{[]string{"serve", "--lock-timeout", "0s"}, "--lock-timeout must be positive"},
+		{[]string{"serve", "--max-conns", "0"}, "--max-conns must be at least 1"},
+		{[]string{"migrate", "extra"}, `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		err := run(t.Context(), tt.args, noEnv, &out, &errOut)
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("invoiced %q: err = %v, want a usage error", tt.args, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("invoiced %q: err = %q, want it to mention %q", tt.args, err, tt.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("invoiced %q: printed %q on stdout on a usage error", tt.args, out.String())
+		}
+	}
+}
+
+// TestHelpListsEveryCommand checks help, -h and --help, and a command's -h.
+func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
+		var out, errOut bytes.Buffer
+		if err := run(t.Context(), args, func(string) string { return "" }, &out, &errOut); err != nil {
+			t.Fatalf("invoiced %q: %v", args, err)
+		}
+		for _, c := range commands() {
+			if !strings.Contains(out.String(), "  "+c.name+" ") {
+				t.Errorf("invoiced %q does not list %q:\n%s", args, c.name, out.String())
+			}
+		}
+	}
+	// A command's -h shows its flags and succeeds.
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), []string{"serve", "-h"}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatalf("serve -h: %v", err)
+	}
+	for _, flag := range []string{"-addr", "-backdate-days", "-lock-timeout", "-max-conns"} {
+		if !strings.Contains(errOut.String(), flag) {
+			t.Errorf("serve -h does not describe %s:\n%s", flag, errOut.String())
+		}
+	}
+}
+
+// TestMissingDatabaseURL checks that commands needing the database say how
+// to provide it.
+func TestMissingDatabaseURL(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"migrate"}, {"sellers", "list"}, {"serve", "--addr", "127.0.0.1:0"}} {
+		err := run(t.Context(), args, func(string) string { return "" }, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "DATABASE_URL is not set") {
+			t.Errorf("invoiced %q without DATABASE_URL: err = %v", args, err)
+		}
+	}
+}
+
+// TestVersion checks that version prints one line.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "invoiced ") || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("version printed %q", out.String())
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Idempotency keys must be kept at least 24 hours (issue 3); the purge keeps
+// them twice that and runs hourly.
+const (
+	keyRetention     = 48 * time.Hour
+	keyPurgeInterval = time.Hour
+)
+
+// serveConfig is what `invoiced serve` is asked to do.
+type serveConfig struct {
+	addr         string
+	backdateDays int
+	lockTimeout  time.Duration
+	maxConns     int
+	drainTimeout time.Duration
+	logFormat    string
+	batching     bool
+	stats        bool
+}
+
+// runServe parses the serve flags, then serves the HTTP API until ctx is
+// cancelled. It returns nil after a clean drain, a *usageError for bad flags,
+// and an error when the database is unreachable, the address cannot be
+// bound, or in-flight requests did not finish within the drain timeout.
+func runServe(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--batching=false] [--stats]")
+	var c serveConfig
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the bound address is printed)")
+	fs.IntVar(&c.backdateDays, "backdate-days", 0, "how many days before today (IST) an invoice date may lie")
+	fs.DurationVar(&c.lockTimeout, "lock-timeout", 3*time.Second, "longest wait for a series lock before answering 503 with Retry-After")
+	fs.IntVar(&c.maxConns, "max-conns", 32, "database connection pool size")
+	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
+	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
+	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
+	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case c.backdateDays < 0:
+		return usageErrorf("serve: --backdate-days must be 0 or more")
+	case c.lockTimeout <= 0:
+		return usageErrorf("serve: --lock-timeout must be positive")
+	case c.maxConns < 1 || c.maxConns > math.MaxInt32:
+		return usageErrorf("serve: --max-conns must be at least 1")
+	case c.drainTimeout <= 0:
+		return usageErrorf("serve: --drain-timeout must be positive")
+	case c.logFormat != "json" && c.logFormat != "text":
+		return usageErrorf("serve: --log-format must be json or text")
+	}
+	return serve(ctx, e, c)
+}
+
+// serve runs the API server described by c until ctx is cancelled, then
+// stops accepting connections, lets in-flight requests finish (at most
+// c.drainTimeout), stops the key purge and closes the pool. It prints
+// "listening on http://ADDR" on stdout once the socket is bound. It returns
+// nil after a clean drain and an error when the database or the address is
+// unusable, the server fails, or the drain times out.
+func serve(ctx context.Context, e env, c serveConfig) error {
+	var h slog.Handler
+	if c.logFormat == "text" {
+		h = slog.NewTextHandler(e.stderr, nil)
+	} else {
+		h = slog.NewJSONHandler(e.stderr, nil)
+	}
+	logger := slog.New(h)
+
+	pool, err := openPoolSized(ctx, e.getenv, int32(c.maxConns))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer ln.Close() // Shutdown closes it too; a second Close is harmless.
+
+	handler := api.New(api.Config{
+		Pool:            pool,
+		Logger:          logger,
+		Now:             time.Now,
+		LockTimeout:     c.lockTimeout,
+		BackdateDays:    c.backdateDays,
+		DisableBatching: !c.batching,
+		ExposeStats:     c.stats,
+	}).Handler()
+	srv := &http.Server{
+		Handler: handler,
+		// Request contexts must not derive from ctx: a signal would cancel
+		// the in-flight requests the drain is meant to finish.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second, // bodies are at most 1 MiB
+		// Longer than the api's own bound on a request's database work
+		// (which includes the lock wait), so a committed invoice is never
+		// answered with a cut connection.
+		WriteTimeout:   max(api.DefaultRequestTimeout, c.lockTimeout) + 15*time.Second,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
+	}
+
+	purgeCtx, stopPurge := context.WithCancel(context.WithoutCancel(ctx))
+	var purgeDone sync.WaitGroup
+	purgeDone.Go(func() { purgeKeysLoop(purgeCtx, pool, logger, time.Now, keyPurgeInterval) })
+	defer func() {
+		stopPurge()
+		purgeDone.Wait() // before the deferred pool.Close
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	addr := ln.Addr().String()
+	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
+		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns)
+	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
+
+	select {
+	case err := <-serveErr:
+		// Serve only returns early on a listener failure.
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down: draining in-flight requests", "timeout", c.drainTimeout.String())
+	start := time.Now()
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.drainTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		srv.Close()
+		return fmt.Errorf("serve: in-flight requests did not finish within %s: %w", c.drainTimeout, err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped", "drained_in", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// purgeKeysLoop deletes idempotency keys older than keyRetention right away
+// and then every interval, until ctx is cancelled. Failures are logged and
+// retried at the next tick; it returns only when ctx is done.
+func purgeKeysLoop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, now func() time.Time, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := invoice.PurgeKeys(ctx, pool, now().Add(-keyRetention))
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			logger.Warn("purge idempotency keys", "err", err)
+		case n > 0:
+			logger.Info("purged idempotency keys", "deleted", n, "older_than", keyRetention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
