@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgerrcode"
@@ -71,4 +72,28 @@ func lookupKey(ctx context.Context, db series.DB, prefix string) (keyRow, bool, 
 	}
 	r.seller.GSTIN = series.GSTIN(gstin)
 	return r, true, nil
+}
+
+// KeyInfo is what may be shown of an API key: never its secret.
+type KeyInfo struct {
+	Prefix    string
+	Scopes    []string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// Keys returns the API keys of seller sellerID, oldest first. It fails only
+// on a database error.
+func Keys(ctx context.Context, db series.DB, sellerID int64) ([]KeyInfo, error) {
+	rows, err := db.Query(ctx, `
+		SELECT prefix, scopes, created_at, revoked_at
+		FROM api_keys WHERE seller_id = $1 ORDER BY id`, sellerID)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[KeyInfo])
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return keys, nil
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/invoiced/invoiced/internal/apperr"
 )
 
 // DB is what the store needs from a connection: *pgxpool.Pool, *pgx.Conn and

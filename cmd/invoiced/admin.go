@@ -285,7 +285,7 @@ func runKeysList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("keys list", err)
 	}
-	keys, err := listKeys(ctx, pool, seller.ID)
+	keys, err := api.Keys(ctx, pool, seller.ID)
 	if err != nil {
 		return explain("keys list", err)
 	}
