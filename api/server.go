@@ -137,9 +137,8 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.GET("/r/:public_id", s.receipt)
 
-	// Reports and audit (GET /v1/series/:code/audit,
-	// GET /v1/reports/gstr1/doc-issue) are registered here too, with
-	// handlers that start with s.authorize(c, scopeReadBit).
+	e.GET("/v1/series/:code/audit", s.audit)
+	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
 }
 
 // Handler returns the server's http.Handler.
@@ -159,7 +158,11 @@ func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 			id = s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 10)
 		}
 		c.Response().Header().Set(headerRequestID, id)
-		ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+		timeout := s.timeout
+		if isExport(c.Path()) {
+			timeout = exportTimeout
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
 		c.SetRequest(r.WithContext(ctx))
 		defer func() {

@@ -36,9 +36,15 @@ type Record struct {
 	IssuedAt    time.Time
 	RecordedAt  time.Time // IssuedAt for an issue, the cancellation time for a cancel
 	BuyerGSTIN  string
-	Totals      Totals
-	Reason      string // cancellation reason; empty for an issue
-	Prev        []byte // previous record's hash; nil for the first
+	BuyerName   string
+	// PlaceOfSupply is the state code of the place of supply.
+	PlaceOfSupply  string
+	OriginalNumber string    // the invoice a note corrects; empty otherwise
+	OriginalDate   time.Time // zero when there is no original
+	Items          []Item
+	Totals         Totals
+	Reason         string // cancellation reason; empty for an issue
+	Prev           []byte // previous record's hash; nil for the first
 }
 
 // Canonical returns the record's canonical form: fields in a fixed order,
@@ -59,6 +65,11 @@ func (r Record) Canonical() string {
 		{"issued_at", Timestamp(r.IssuedAt)},
 		{"recorded_at", Timestamp(r.RecordedAt)},
 		{"buyer_gstin", r.BuyerGSTIN},
+		{"buyer_name", r.BuyerName},
+		{"place_of_supply", r.PlaceOfSupply},
+		{"original_number", r.OriginalNumber},
+		{"original_date", civil(r.OriginalDate)},
+		{"items", canonicalItems(r.Items)},
 		{"taxable", money(r.Totals.Taxable)},
 		{"cgst", money(r.Totals.CGST)},
 		{"sgst", money(r.Totals.SGST)},
@@ -93,6 +104,35 @@ func Timestamp(t time.Time) string {
 
 func money(d decimal.Decimal) string { return d.StringFixed(2) }
 
+func civil(d time.Time) string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.Format(time.DateOnly)
+}
+
+// canonicalItems encodes the lines: per item its fields description, hsn,
+// quantity, unit_price, gst_rate (shortest decimal, no trailing zeros),
+// taxable, cgst, sgst, igst, total (two places), each percent-encoded and
+// joined by ','; items joined by ';'. Canonical then percent-encodes the
+// whole value once more.
+func canonicalItems(items []Item) string {
+	var b strings.Builder
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		for j, v := range []string{it.Description, it.HSN, it.Quantity.String(), it.UnitPrice.String(), it.GSTRate.String(),
+			money(it.Taxable), money(it.CGST), money(it.SGST), money(it.IGST), money(it.Total)} {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			escape(&b, v)
+		}
+	}
+	return b.String()
+}
+
 func escape(b *strings.Builder, s string) {
 	const hexdig = "0123456789ABCDEF"
 	for i := 0; i < len(s); i++ {
@@ -109,12 +149,20 @@ func escape(b *strings.Builder, s string) {
 
 // IssueRecord returns the chain record of inv's issue at position.
 func IssueRecord(gstin string, inv Invoice, position int64, prev []byte) Record {
-	return Record{
+	r := Record{
 		GSTIN: gstin, FY: inv.FY, Series: inv.SeriesCode, DocType: inv.DocType,
 		Position: position, Kind: KindIssue, Serial: inv.Serial, Number: inv.Number,
 		InvoiceDate: inv.InvoiceDate, IssuedAt: inv.IssuedAt, RecordedAt: inv.IssuedAt,
-		BuyerGSTIN: buyerGSTIN(inv.Buyer), Totals: inv.Totals, Prev: prev,
+		BuyerGSTIN: buyerGSTIN(inv.Buyer), PlaceOfSupply: inv.PlaceOfSupply,
+		Items: inv.Items, Totals: inv.Totals, Prev: prev,
 	}
+	if inv.Buyer != nil {
+		r.BuyerName = inv.Buyer.Name
+	}
+	if inv.Original != nil {
+		r.OriginalNumber, r.OriginalDate = inv.Original.Number, inv.Original.InvoiceDate
+	}
+	return r
 }
 
 // CancelRecord returns the chain record of inv's cancellation at position;

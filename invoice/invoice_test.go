@@ -121,12 +121,19 @@ func TestCanonicalRecord(t *testing.T) {
 	t.Parallel()
 	inv := invoice.Invoice{
 		SeriesCode: "CH1", DocType: "invoice", FY: 2026, Serial: 1, Number: "CH1/26-27/00001",
-		InvoiceDate: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), IssuedAt: now,
+		InvoiceDate: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), IssuedAt: now, PlaceOfSupply: "27",
 	}
+	d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("2", "10.00", "5")}}, seller, mustSeries(t, "invoice", "CH1/{FY}/{SEQ:5}"), now, invoice.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv.Items = d.Items
 	r := invoice.IssueRecord("27AAPFU0939F1ZV", inv, 1, nil)
 	want := "v=1&gstin=27AAPFU0939F1ZV&fy=2026-27&series=CH1&doc_type=invoice&position=1&kind=issue&serial=1" +
 		"&number=CH1%2F26-27%2F00001&invoice_date=2026-11-29&issued_at=2026-11-29T03%3A20%3A00.000000Z" +
-		"&recorded_at=2026-11-29T03%3A20%3A00.000000Z&buyer_gstin=&taxable=0.00&cgst=0.00&sgst=0.00&igst=0.00&total=0.00&reason=&prev="
+		"&recorded_at=2026-11-29T03%3A20%3A00.000000Z&buyer_gstin=&buyer_name=&place_of_supply=27&original_number=&original_date=" +
+		"&items=Masala%2520chai%2C0902%2C2%2C10%2C5%2C20.00%2C0.50%2C0.50%2C0.00%2C21.00" +
+		"&taxable=0.00&cgst=0.00&sgst=0.00&igst=0.00&total=0.00&reason=&prev="
 	if got := r.Canonical(); got != want {
 		t.Fatalf("canonical form\n got %s\nwant %s", got, want)
 	}
@@ -137,5 +144,12 @@ func TestCanonicalRecord(t *testing.T) {
 	}
 	if string(c.Hash()) == string(r.Hash()) {
 		t.Fatal("distinct records hash alike")
+	}
+	// Every stored field is sealed: changing a line item changes the hash.
+	edited := inv
+	edited.Items = append([]invoice.Item(nil), inv.Items...)
+	edited.Items[0].Description = "Masala chai (large)"
+	if string(invoice.IssueRecord("27AAPFU0939F1ZV", edited, 1, nil).Hash()) == string(r.Hash()) {
+		t.Fatal("an edited item does not change the hash")
 	}
 }

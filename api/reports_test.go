@@ -1,0 +1,114 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/xuri/excelize/v2"
+)
+
+func TestAuditExport(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for range 3 {
+		e.mustIssue("CH1", "2026-11-29")
+	}
+	first := e.mustIssue("CH1", "2026-11-29")
+	e.wantStatus(e.do("POST", "/v1/invoices/"+first.ID+"/cancel", e.all, `{"reason":"wrong buyer"}`), http.StatusOK)
+
+	r := e.do("GET", "/v1/series/ch1/audit?fy=2026-27&format=csv", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	if ct := r.header.Get("Content-Type"); ct != "text/csv; charset=utf-8" {
+		t.Fatalf("content type %q", ct)
+	}
+	if cd := r.header.Get("Content-Disposition"); cd != `attachment; filename="CH1-2026-27-audit.csv"` {
+		t.Fatalf("content disposition %q", cd)
+	}
+	body, ok := bytes.CutPrefix(r.body, []byte("\xef\xbb\xbf"))
+	if !ok {
+		t.Fatal("CSV has no UTF-8 BOM")
+	}
+	cr := csv.NewReader(bytes.NewReader(body))
+	cr.FieldsPerRecord = -1
+	recs, err := cr.ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse: %v", err)
+	}
+	var rows [][]string
+	for i, rec := range recs {
+		if rec[0] == "Serial" {
+			rows = recs[i+1:]
+		}
+	}
+	if len(rows) != 4 || rows[3][1] != "CH1/26-27/00004" || rows[3][4] != "cancelled" || rows[3][5] != "wrong buyer" {
+		t.Fatalf("audit rows %v", rows)
+	}
+
+	r = e.do("GET", "/v1/series/CH1/audit?format=json", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	var audit struct {
+		Summary map[string]any   `json:"summary"`
+		Rows    []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal(r.body, &audit); err != nil {
+		t.Fatalf("JSON audit: %v", err)
+	}
+	if len(audit.Rows) != 4 || audit.Summary["cancelled"] != float64(1) || audit.Summary["net_issued"] != float64(3) {
+		t.Fatalf("JSON audit summary %v, %d rows", audit.Summary, len(audit.Rows))
+	}
+
+	r = e.do("GET", "/v1/series/CH1/audit?format=xlsx", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	f, err := excelize.OpenReader(bytes.NewReader(r.body))
+	if err != nil {
+		t.Fatalf("XLSX does not open: %v", err)
+	}
+	defer f.Close()
+	if sheets := f.GetSheetList(); strings.Join(sheets, ",") != "Summary,Rows" {
+		t.Fatalf("sheets %v", sheets)
+	}
+
+	e.wantError(e.do("GET", "/v1/series/CH1/audit?format=pdf", e.read, ""), http.StatusUnprocessableEntity, "invalid_report_format")
+	e.wantError(e.do("GET", "/v1/series/CH1/audit?fy=2026", e.read, ""), http.StatusUnprocessableEntity, "invalid_date")
+	e.wantError(e.do("GET", "/v1/series/NOPE/audit", e.read, ""), http.StatusNotFound, "series_not_found")
+	e.wantError(e.do("GET", "/v1/series/CH1/audit", "", ""), http.StatusUnauthorized, "unauthorized")
+
+	// Another seller's key sees nothing of ours.
+	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := mustKey(t, e.pool, other.ID, ScopeRead)
+	e.wantError(e.do("GET", "/v1/series/CH1/audit", otherKey, ""), http.StatusNotFound, "series_not_found")
+}
+
+func TestGSTR1DocIssue(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for range 3 {
+		e.mustIssue("CH1", "2026-11-29")
+	}
+	last := e.mustIssue("CH1", "2026-11-29")
+	e.wantStatus(e.do("POST", "/v1/invoices/"+last.ID+"/cancel", e.all, `{"reason":"duplicate"}`), http.StatusOK)
+
+	r := e.do("GET", "/v1/reports/gstr1/doc-issue?fp=112026", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	want := `{"gstin":"27AAPFU0939F1ZV","fp":"112026","doc_issue":{"doc_det":[{"doc_num":1,"docs":[{"num":1,"from":"CH1/26-27/00001","to":"CH1/26-27/00004","totnum":4,"cancel":1,"net_issue":3}]}]}}`
+	if string(r.body) != want {
+		t.Fatalf("doc_issue\n got %s\nwant %s", r.body, want)
+	}
+	r = e.do("GET", "/v1/reports/gstr1/doc-issue?fp=2026-27-Q3", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"fp":"122026"`) || !strings.Contains(string(r.body), `"totnum":4`) {
+		t.Fatalf("quarter: %s", r.body)
+	}
+	e.wantError(e.do("GET", "/v1/reports/gstr1/doc-issue", e.read, ""), http.StatusUnprocessableEntity, "invalid_period")
+	e.wantError(e.do("GET", "/v1/reports/gstr1/doc-issue?fp=132026", e.read, ""), http.StatusUnprocessableEntity, "invalid_period")
+	e.wantError(e.do("GET", "/v1/reports/gstr1/doc-issue?fp=112026", e.issue, ""), http.StatusForbidden, "forbidden")
+}

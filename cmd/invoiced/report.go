@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
+)
+
+// runReport runs `invoiced report audit|gstr1-docs FLAGS…`; args start at the
+// subcommand.
+//
+//	report audit --gstin G --series CODE --fy 2026-27 [--format csv|json|xlsx] [--out FILE]
+//	report gstr1-docs --gstin G --fp 112026|042026-062026|2026-27-Q1 [--out FILE]
+//
+// --out - or no --out writes to stdout; a file is written under a temporary
+// name and renamed into place only when complete. It returns a *usageError
+// for a bad command line, the validation sentence for a bad GSTIN, series
+// code, year, format or period (checked before connecting), and database
+// or write errors.
+func runReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+	return dispatch(ctx, e, "report", args, []subcommand{
+		{"audit", runReportAudit},
+		{"gstr1-docs", runReportDocs},
+	})
+}
+
+// runReportAudit writes the serial audit of one series-year.
+func runReportAudit(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "report audit", "--gstin GSTIN --series CODE --fy 2026-27 [--format csv|json|xlsx] [--out FILE]")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	code := fs.String("series", "", "the series code (required)")
+	fyText := fs.String("fy", "", "the financial year, e.g. 2026-27 (required)")
+	format := fs.String("format", "csv", "csv (UTF-8 with BOM, for Excel), json or xlsx")
+	out := fs.String("out", "-", "output file; - for stdout")
+	if err := parseFlags(fs, args, "gstin", "series", "fy"); err != nil {
+		return err
+	}
+	if _, err := series.ParseGSTIN(*gstin); err != nil {
+		return explain("report audit", err)
+	}
+	if _, err := series.ParseCode(*code); err != nil {
+		return explain("report audit", err)
+	}
+	fy, err := series.ParseFY(*fyText)
+	if err != nil {
+		return explain("report audit", err)
+	}
+	if reports.ContentType(*format) == "" {
+		return usageErrorf("report audit: --format %q must be csv, json or xlsx", *format)
+	}
+	pool, err := openPool(ctx, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
+	if err != nil {
+		return explain("report audit", err)
+	}
+	s, err := series.Get(ctx, pool, seller.ID, *code)
+	if err != nil {
+		return explain("report audit", err)
+	}
+	return explain("report audit", writeOut(e, *out, func(w io.Writer) error {
+		return reports.WriteAudit(ctx, pool, seller, s, fy, *format, w)
+	}))
+}
+
+// runReportDocs prints GSTR-1 Table 13 as the GST API's doc_issue JSON.
+func runReportDocs(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "report gstr1-docs", "--gstin GSTIN --fp 112026|042026-062026|2026-27-Q1 [--out FILE]")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	fp := fs.String("fp", "", "return period: MMYYYY, MMYYYY-MMYYYY or YYYY-YY-Qn (required)")
+	out := fs.String("out", "-", "output file; - for stdout")
+	if err := parseFlags(fs, args, "gstin", "fp"); err != nil {
+		return err
+	}
+	if _, err := series.ParseGSTIN(*gstin); err != nil {
+		return explain("report gstr1-docs", err)
+	}
+	period, err := reports.ParsePeriod(*fp)
+	if err != nil {
+		return explain("report gstr1-docs", err)
+	}
+	pool, err := openPool(ctx, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
+	if err != nil {
+		return explain("report gstr1-docs", err)
+	}
+	rep, err := reports.DocIssue(ctx, pool, seller, period)
+	if err != nil {
+		return explain("report gstr1-docs", err)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(e.stderr, "warning: %s\n", w)
+	}
+	return explain("report gstr1-docs", writeOut(e, *out, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}))
+}
+
+// writeOut runs write against stdout (out "" or "-") or against a temporary
+// file beside out that is renamed to out once write and Close succeed; on
+// failure the temporary file is removed and out is left untouched.
+func writeOut(e env, out string, write func(io.Writer) error) error {
+	if out == "" || out == "-" {
+		return write(e.stdout)
+	}
+	f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, out)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(e.stderr, "wrote %s\n", out)
+	return nil
+}
+
+// errNotIntact is returned by runVerify when a break was found.
+var errNotIntact = errors.New("the records are NOT intact")
+
+// runVerify runs `invoiced verify --gstin G [--series CODE] [--fy 2026-27]`
+// (args start after "verify"): it prints every finding, one line per
+// series-year, and a verdict line, and returns nil only when every
+// series-year checked is intact (errNotIntact otherwise, so the process
+// exits 1). It returns a *usageError for a bad command line and the
+// validation sentence for a bad GSTIN, series code or year.
+func runVerify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+	fs := newFlagSet(e, "verify", "--gstin GSTIN [--series CODE] [--fy 2026-27]")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	code := fs.String("series", "", "only this series (default: all)")
+	fyText := fs.String("fy", "", "only this financial year, e.g. 2026-27 (default: all)")
+	if err := parseFlags(fs, args, "gstin"); err != nil {
+		return err
+	}
+	if _, err := series.ParseGSTIN(*gstin); err != nil {
+		return explain("verify", err)
+	}
+	if *code != "" {
+		if _, err := series.ParseCode(*code); err != nil {
+			return explain("verify", err)
+		}
+	}
+	var fy series.FY
+	if *fyText != "" {
+		var err error
+		if fy, err = series.ParseFY(*fyText); err != nil {
+			return explain("verify", err)
+		}
+	}
+	pool, err := openPool(ctx, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
+	if err != nil {
+		return explain("verify", err)
+	}
+	rep, err := reports.Verify(ctx, pool, seller, *code, fy)
+	if err != nil {
+		return explain("verify", err)
+	}
+	findings := 0
+	for _, c := range rep.Chains {
+		for _, f := range c.Findings {
+			fmt.Fprintln(stdout, f.String())
+		}
+		if c.Omitted > 0 {
+			fmt.Fprintf(stdout, "%s %s: %d further findings omitted\n", c.Series, c.FY, c.Omitted)
+		}
+		findings += len(c.Findings) + c.Omitted
+		status := "intact"
+		if !c.OK() {
+			status = fmt.Sprintf("%d findings; chain %s", len(c.Findings)+c.Omitted, c.Verdict())
+		}
+		fmt.Fprintf(stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
+			c.Series, c.FY, c.Invoices, c.Cancelled, c.Records, c.FirstSerial, c.LastSerial, status)
+	}
+	if rep.OK() {
+		fmt.Fprintf(stdout, "verdict: intact (%d series-years of %s checked)\n", len(rep.Chains), rep.GSTIN)
+		return nil
+	}
+	fmt.Fprintf(stdout, "verdict: NOT intact: %d findings in %s\n", findings, rep.GSTIN)
+	return errNotIntact
+}

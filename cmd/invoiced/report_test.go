@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/xuri/excelize/v2"
+)
+
+// reportSetup seeds a fresh database with seller demoGSTIN, series CH1 and
+// three invoices dated in November 2026, the second cancelled, and returns
+// its getenv and a pool on it.
+func reportSetup(t *testing.T) (func(string) string, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	seller, err := series.CreateSeller(ctx, pool, demoGSTIN, "Demo Chai Stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+	var ids []int64
+	for i, date := range []string{"2026-11-02", "2026-11-10", "2026-11-30"} {
+		d, _ := time.Parse(time.DateOnly, date)
+		draft, err := invoice.Prepare(invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{
+			{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
+			seller, s, now, invoice.Policy{BackdateDays: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := invoice.Issue(ctx, pool, seller, s, draft, now.Add(time.Duration(i)*time.Minute), series.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, inv.ID)
+	}
+	if _, err := invoice.Cancel(ctx, pool, seller, ids[1], "typo in buyer name", now.Add(time.Hour), series.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return func(k string) string { return map[string]string{"DATABASE_URL": url}[k] }, pool
+}
+
+func TestReportAndVerifyCommands(t *testing.T) {
+	t.Parallel()
+	getenv, pool := reportSetup(t)
+	ctx := t.Context()
+	dir := t.TempDir()
+	runR := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		err := runReport(ctx, args, getenv, &out, &errOut)
+		return out.String(), errOut.String(), err
+	}
+
+	// CSV and XLSX to files.
+	csvPath, xlsxPath := filepath.Join(dir, "ch1.csv"), filepath.Join(dir, "ch1.xlsx")
+	if _, e, err := runR("audit", "--gstin", demoGSTIN, "--series", "ch1", "--fy", "2026-27", "--out", csvPath); err != nil {
+		t.Fatalf("report audit csv: %v (%s)", err, e)
+	}
+	b, err := os.ReadFile(csvPath)
+	if err != nil || !bytes.HasPrefix(b, []byte("\xEF\xBB\xBFField,Value\r\n")) || !bytes.Contains(b, []byte("typo in buyer name")) {
+		t.Errorf("CSV file: %v, %.200q", err, b)
+	}
+	if _, e, err := runR("audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "xlsx", "--out", xlsxPath); err != nil {
+		t.Fatalf("report audit xlsx: %v (%s)", err, e)
+	}
+	x, err := excelize.OpenFile(xlsxPath)
+	if err != nil {
+		t.Fatalf("XLSX: %v", err)
+	}
+	if got := strings.Join(x.GetSheetList(), ","); got != "Summary,Rows" {
+		t.Errorf("XLSX sheets = %s", got)
+	}
+	x.Close()
+	if leftovers, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(leftovers) > 0 {
+		t.Errorf("temporary files left: %v", leftovers)
+	}
+
+	// JSON to stdout.
+	out, _, err := runR("audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Summary struct {
+			Total, Cancelled int
+			Chain            string
+		}
+		Rows []json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Summary.Total != 3 || doc.Summary.Cancelled != 1 || doc.Summary.Chain != "ok" || len(doc.Rows) != 3 {
+		t.Errorf("audit json: %v, %+v", err, doc.Summary)
+	}
+
+	// GSTR-1 Table 13.
+	out, _, err = runR("gstr1-docs", "--gstin", demoGSTIN, "--fp", "112026")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"gstin":"27AAPFU0939F1ZV","fp":"112026","doc_issue":{"doc_det":[{"doc_num":1,"docs":[{"num":1,"from":"CH1/26-27/00001","to":"CH1/26-27/00003","totnum":3,"cancel":1,"net_issue":2}]}]}}`
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, []byte(out)); err != nil || compact.String() != want {
+		t.Errorf("gstr1-docs = %s (%v), want %s", out, err, want)
+	}
+
+	// verify: intact, then tampered.
+	var vout, verr bytes.Buffer
+	if err := runVerify(ctx, []string{"--gstin", demoGSTIN}, getenv, &vout, &verr); err != nil {
+		t.Fatalf("verify intact: %v\n%s", err, vout.String())
+	}
+	if !strings.Contains(vout.String(), "verdict: intact") {
+		t.Errorf("verify printed %q", vout.String())
+	}
+	if _, err := pool.Exec(ctx, `UPDATE invoices SET total = total * 10 WHERE serial = 3`); err != nil {
+		t.Fatal(err)
+	}
+	vout.Reset()
+	err = runVerify(ctx, []string{"--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27"}, getenv, &vout, &verr)
+	if !errors.Is(err, errNotIntact) {
+		t.Errorf("verify tampered: err = %v, want errNotIntact", err)
+	}
+	for _, w := range []string{"CH1 2026-27 position 3 serial 3: hash_mismatch", "verdict: NOT intact"} {
+		if !strings.Contains(vout.String(), w) {
+			t.Errorf("verify output lacks %q:\n%s", w, vout.String())
+		}
+	}
+}
+
+func TestReportUsageErrors(t *testing.T) {
+	t.Parallel()
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		verify bool
+		args   []string
+		want   string
+		usage  bool
+	}{
+		{false, nil, "report audit|gstr1-docs", true},
+		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1"}, "missing required flag --fy", true},
+		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "pdf"}, "csv, json or xlsx", true},
+		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026"}, "2026-27", false},
+		{false, []string{"gstr1-docs", "--gstin", demoGSTIN, "--fp", "132026"}, "not a month", false},
+		{false, []string{"gstr1-docs", "--gstin", "27AAPFU0939F1ZX", "--fp", "112026"}, "check character", false},
+		{true, nil, "missing required flag --gstin", true},
+		{true, []string{"--gstin", demoGSTIN, "--fy", "26-27"}, "2026-27", false},
+	} {
+		var out, errOut bytes.Buffer
+		var err error
+		if tc.verify {
+			err = runVerify(t.Context(), tc.args, noEnv, &out, &errOut)
+		} else {
+			err = runReport(t.Context(), tc.args, noEnv, &out, &errOut)
+		}
+		var ue *usageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
+			t.Errorf("%v: err = %v, want it to mention %q (usage error: %v)", tc.args, err, tc.want, tc.usage)
+		}
+	}
+}

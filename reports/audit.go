@@ -1,0 +1,565 @@
+package reports
+
+import (
+	"archive/zip"
+	"bufio"
+	"context"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/xuri/excelize/v2"
+)
+
+// Audit export formats.
+const (
+	FormatCSV  = "csv"
+	FormatJSON = "json"
+	FormatXLSX = "xlsx"
+)
+
+// ContentType returns the media type of an audit export in format, or ""
+// for an unknown format.
+func ContentType(format string) string {
+	switch format {
+	case FormatCSV:
+		return "text/csv; charset=utf-8"
+	case FormatJSON:
+		return "application/json"
+	case FormatXLSX:
+		return "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+	}
+	return ""
+}
+
+// Summary is the head of a serial audit: what the whole series-year holds
+// and every break found in it. Lists are capped at MaxFindings entries.
+type Summary struct {
+	SellerGSTIN string `json:"seller_gstin"`
+	Series      string `json:"series"`
+	DocType     string `json:"doc_type"`
+	FY          string `json:"fy"`
+	FirstNumber string `json:"first_number"` // lowest serial's number; "" when empty
+	LastNumber  string `json:"last_number"`
+	Total       int64  `json:"total"` // invoice rows
+	Cancelled   int64  `json:"cancelled"`
+	NetIssued   int64  `json:"net_issued"`
+
+	Gaps             []SerialRange     `json:"gaps"` // missing serials, up to the counter's last_serial
+	DuplicateSerials []int64           `json:"duplicate_serials"`
+	DuplicateNumbers []DuplicateNumber `json:"duplicate_numbers"`
+	DateRegressions  []DateRegression  `json:"date_regressions"`
+
+	CounterLastSerial int64 `json:"counter_last_serial"`
+	MaxSerial         int64 `json:"max_serial"`
+	// CounterDrift is counter_last_serial − max_serial: positive when the
+	// counter is ahead of the rows, negative when behind; 0 when intact.
+	CounterDrift int64 `json:"counter_drift"`
+
+	ChainRecords int64  `json:"chain_records"`
+	Chain        string `json:"chain"`  // "ok" or "broken at position N: reason"
+	Intact       bool   `json:"intact"` // no finding of any kind
+
+	Findings        []Finding `json:"findings"`
+	FindingsOmitted int       `json:"findings_omitted"`
+}
+
+// Row is one invoice of a serial audit. Amounts are decimal strings with
+// two places; Hash is the hex SHA-256 of the invoice's issue record as
+// stored ("" when the record is missing).
+type Row struct {
+	Serial       int64  `json:"serial"`
+	Number       string `json:"number"`
+	InvoiceDate  string `json:"invoice_date"` // YYYY-MM-DD
+	IssuedAt     string `json:"issued_at"`    // UTC, invoice.Timestamp
+	Status       string `json:"status"`
+	CancelReason string `json:"cancel_reason"`
+	BuyerGSTIN   string `json:"buyer_gstin"`
+	Taxable      string `json:"taxable"`
+	CGST         string `json:"cgst"`
+	SGST         string `json:"sgst"`
+	IGST         string `json:"igst"`
+	Total        string `json:"total"`
+	Hash         string `json:"hash"`
+
+	issuedAt    time.Time // for XLSX
+	invoiceDate time.Time
+}
+
+// WriteAudit writes the serial audit of series s of seller for year fy to
+// w in format (FormatCSV, FormatJSON or FormatXLSX; docs/reports.md
+// describes each): a summary, then one row per invoice in serial order.
+//
+// It reads one snapshot (a read-only REPEATABLE READ transaction) in two
+// streaming passes: the first verifies the series-year as Verify does and
+// fills the summary, the second writes the rows as they arrive from the
+// database, so memory stays flat whatever the size (XLSX rows pass through
+// excelize's temporary file).
+//
+// It returns ErrInvalidFormat before touching the database or w, database
+// errors, and w's write errors; after a failure w may hold a partial
+// export.
+func WriteAudit(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+	if ContentType(format) == "" {
+		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+	}
+	return readTx(ctx, db, func(tx pgx.Tx) error { return WriteAuditTx(ctx, tx, seller, s, fy, format, w) })
+}
+
+// WriteAuditTx is WriteAudit inside the caller's transaction, which should
+// be REPEATABLE READ so that both passes see the same rows.
+func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+	var aw auditWriter
+	switch format {
+	case FormatCSV:
+		aw = newCSVWriter(w)
+	case FormatJSON:
+		aw = newJSONWriter(w)
+	case FormatXLSX:
+		aw = newXLSXWriter(w)
+	default:
+		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+	}
+	defer aw.abort()
+	sum, err := AuditSummaryTx(ctx, tx, seller, s, fy)
+	if err != nil {
+		return err
+	}
+	if err := aw.summary(sum); err != nil {
+		return err
+	}
+	err = walkInvoices(ctx, tx, s.ID, fy, func(r *invoiceRow) error { return aw.row(rowOf(r)) })
+	if err != nil {
+		return err
+	}
+	return aw.close()
+}
+
+// AuditSummaryTx returns the summary of the serial audit of s in fy, read
+// inside tx (the first pass of WriteAudit). It fails only when the
+// database fails.
+func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+	ctr, err := counterOf(ctx, tx, s.ID, fy)
+	if err != nil {
+		return Summary{}, err
+	}
+	res, err := check(ctx, tx, string(seller.GSTIN), seriesYear{Series: s, FY: fy, Counter: ctr})
+	if err != nil {
+		return Summary{}, err
+	}
+	return summaryOf(seller, s, fy, res), nil
+}
+
+func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
+	sum := Summary{
+		SellerGSTIN: string(seller.GSTIN), Series: s.Code, DocType: string(s.DocType), FY: fy.String(),
+		FirstNumber: res.FirstNumber, LastNumber: res.LastNumber,
+		Total: res.Invoices, Cancelled: res.Cancelled, NetIssued: res.NetIssued(),
+		Gaps: nonNil(res.Gaps), DuplicateSerials: nonNil(res.DuplicateSerials),
+		DuplicateNumbers: nonNil(res.DuplicateNumbers), DateRegressions: nonNil(res.DateRegressions),
+		CounterLastSerial: res.CounterLastSerial, MaxSerial: res.LastSerial,
+		CounterDrift: res.CounterLastSerial - res.LastSerial,
+		ChainRecords: res.Records, Chain: res.Verdict(), Intact: res.OK(),
+		Findings: nonNil(res.Findings), FindingsOmitted: res.Omitted,
+	}
+	return sum
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func rowOf(r *invoiceRow) *Row {
+	row := &Row{
+		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly),
+		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
+		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
+		Hash: hex.EncodeToString(r.IssueHash), issuedAt: r.IssuedAt, invoiceDate: r.InvoiceDate,
+	}
+	return row
+}
+
+// auditWriter renders one export format.
+type auditWriter interface {
+	summary(Summary) error
+	row(*Row) error
+	close() error // completes the export
+	abort()       // releases resources; harmless after close
+}
+
+// rowHeader is the header of the rows, shared by CSV and XLSX.
+var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (UTC)", "Status", "Cancel reason", "Buyer GSTIN",
+	"Taxable", "CGST", "SGST", "IGST", "Total", "Hash"}
+
+// summaryField is one line of the summary block (CSV, XLSX).
+type summaryField struct {
+	label string
+	value any // string or int64
+}
+
+// fields returns the summary as labelled lines, lists joined with "; "
+// and ranges written "7 to 9" (so spreadsheets do not read them as dates).
+func (s Summary) fields() []summaryField {
+	none := func(parts []string) string {
+		if len(parts) == 0 {
+			return "none"
+		}
+		return strings.Join(parts, "; ")
+	}
+	var gaps, dupS, dupN, regr []string
+	for _, g := range s.Gaps {
+		if g.From == g.To {
+			gaps = append(gaps, fmt.Sprint(g.From))
+		} else {
+			gaps = append(gaps, fmt.Sprintf("%d to %d", g.From, g.To))
+		}
+	}
+	for _, d := range s.DuplicateSerials {
+		dupS = append(dupS, fmt.Sprint(d))
+	}
+	for _, d := range s.DuplicateNumbers {
+		dupN = append(dupN, fmt.Sprintf("%s (serials %s)", d.Number, joinInts(d.Serials)))
+	}
+	for _, d := range s.DateRegressions {
+		regr = append(regr, fmt.Sprintf("%s dated %s after %s", d.Number, d.InvoiceDate, d.PreviousDate))
+	}
+	drift := "none"
+	switch {
+	case s.CounterDrift > 0:
+		drift = fmt.Sprintf("counter ahead by %d (last_serial %d, highest stored %d)", s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
+	case s.CounterDrift < 0:
+		drift = fmt.Sprintf("counter behind by %d (last_serial %d, highest stored %d)", -s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
+	}
+	intact := "yes"
+	if !s.Intact {
+		intact = "no"
+	}
+	out := []summaryField{
+		{"Seller GSTIN", s.SellerGSTIN},
+		{"Series", s.Series},
+		{"Document type", s.DocType},
+		{"Financial year", s.FY},
+		{"First number", s.FirstNumber},
+		{"Last number", s.LastNumber},
+		{"Total", s.Total},
+		{"Cancelled", s.Cancelled},
+		{"Net issued", s.NetIssued},
+		{"Gaps", none(gaps)},
+		{"Duplicate serials", none(dupS)},
+		{"Duplicate numbers", none(dupN)},
+		{"Dated before predecessor", none(regr)},
+		{"Counter drift", drift},
+		{"Chain records", s.ChainRecords},
+		{"Chain", s.Chain},
+		{"Intact", intact},
+	}
+	for _, f := range s.Findings {
+		out = append(out, summaryField{"Finding", f.String()})
+	}
+	if s.FindingsOmitted > 0 {
+		out = append(out, summaryField{"Findings omitted", int64(s.FindingsOmitted)})
+	}
+	return out
+}
+
+// ---- CSV
+
+// utf8BOM lets Excel detect UTF-8.
+const utf8BOM = "\uFEFF"
+
+type csvWriter struct {
+	w   *bufio.Writer
+	c   *csv.Writer
+	rec []string
+}
+
+func newCSVWriter(w io.Writer) *csvWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	c := csv.NewWriter(bw)
+	c.UseCRLF = true // RFC 4180
+	return &csvWriter{w: bw, c: c, rec: make([]string, len(rowHeader))}
+}
+
+func (cw *csvWriter) summary(s Summary) error {
+	if _, err := cw.w.WriteString(utf8BOM); err != nil {
+		return err
+	}
+	cw.c.Write([]string{"Field", "Value"})
+	for _, f := range s.fields() {
+		cw.c.Write([]string{f.label, fmt.Sprint(f.value)})
+	}
+	cw.c.Write([]string{""}) // the blank line between the blocks
+	return cw.c.Write(rowHeader)
+}
+
+func (cw *csvWriter) row(r *Row) error {
+	rec := cw.rec
+	rec[0], rec[1], rec[2], rec[3], rec[4] = strconv.FormatInt(r.Serial, 10), r.Number, r.InvoiceDate, r.IssuedAt, r.Status
+	rec[5], rec[6], rec[7], rec[8], rec[9] = defuse(r.CancelReason), r.BuyerGSTIN, r.Taxable, r.CGST, r.SGST
+	rec[10], rec[11], rec[12] = r.IGST, r.Total, r.Hash
+	return cw.c.Write(rec)
+}
+
+func (cw *csvWriter) close() error {
+	cw.c.Flush()
+	if err := cw.c.Error(); err != nil {
+		return err
+	}
+	return cw.w.Flush()
+}
+
+func (cw *csvWriter) abort() {}
+
+// defuse prefixes free text that a spreadsheet would run as a formula
+// (leading =, +, -, @, tab or CR) with an apostrophe (OWASP "CSV
+// injection"). Only the cancel reason is free text in the rows.
+func defuse(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+// ---- JSON
+
+type jsonWriter struct {
+	w     *bufio.Writer
+	first bool
+}
+
+func newJSONWriter(w io.Writer) *jsonWriter {
+	return &jsonWriter{w: bufio.NewWriterSize(w, 64<<10), first: true}
+}
+
+func (jw *jsonWriter) summary(s Summary) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	jw.w.WriteString(`{"summary":`)
+	jw.w.Write(b)
+	_, err = jw.w.WriteString(",\n\"rows\":[")
+	return err
+}
+
+func (jw *jsonWriter) row(r *Row) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if !jw.first {
+		jw.w.WriteByte(',')
+	}
+	jw.first = false
+	jw.w.WriteByte('\n')
+	_, err = jw.w.Write(b)
+	return err
+}
+
+func (jw *jsonWriter) close() error {
+	jw.w.WriteString("\n]}\n")
+	return jw.w.Flush()
+}
+
+func (jw *jsonWriter) abort() {}
+
+// ---- XLSX
+
+// maxSheetRows is how many invoice rows one sheet takes below its header
+// (Excel's limit is 1,048,576 rows); more continue on "Rows 2", "Rows 3"….
+const maxSheetRows = 1048576 - 1
+
+type xlsxWriter struct {
+	w                                  io.Writer
+	f                                  *excelize.File
+	sw                                 *excelize.StreamWriter
+	sheet                              int // number of the current rows sheet
+	n                                  int // rows written to it
+	bold, left, amount, date, datetime int
+	cells                              []any
+}
+
+func newXLSXWriter(w io.Writer) *xlsxWriter {
+	return &xlsxWriter{w: w, f: excelize.NewFile(), cells: make([]any, len(rowHeader))}
+}
+
+func (xw *xlsxWriter) styles() error {
+	var err error
+	styles := []struct {
+		id *int
+		st *excelize.Style
+	}{
+		{&xw.bold, &excelize.Style{Font: &excelize.Font{Bold: true}}},
+		{&xw.left, &excelize.Style{Alignment: &excelize.Alignment{Horizontal: "left"}}},
+		{&xw.amount, &excelize.Style{CustomNumFmt: ptr("#,##0.00")}},
+		{&xw.date, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")}},
+		{&xw.datetime, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd hh:mm:ss")}},
+	}
+	for _, s := range styles {
+		if *s.id, err = xw.f.NewStyle(s.st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// printLayout makes sheet print landscape, fitted to the page width.
+func (xw *xlsxWriter) printLayout(sheet string) error {
+	if err := xw.f.SetPageLayout(sheet, &excelize.PageLayoutOptions{
+		Orientation: ptr("landscape"), FitToWidth: ptr(1), FitToHeight: ptr(0),
+	}); err != nil {
+		return err
+	}
+	return xw.f.SetSheetProps(sheet, &excelize.SheetPropsOptions{FitToPage: ptr(true)})
+}
+
+func (xw *xlsxWriter) summary(s Summary) error {
+	if err := xw.styles(); err != nil {
+		return err
+	}
+	if err := xw.f.SetSheetName("Sheet1", "Summary"); err != nil {
+		return err
+	}
+	if err := xw.printLayout("Summary"); err != nil {
+		return err
+	}
+	sw, err := xw.f.NewStreamWriter("Summary")
+	if err != nil {
+		return err
+	}
+	if err := sw.SetColWidth(1, 1, 26); err != nil {
+		return err
+	}
+	if err := sw.SetColWidth(2, 2, 100); err != nil {
+		return err
+	}
+	if err := sw.SetRow("A1", []any{excelize.Cell{StyleID: xw.bold, Value: "Field"}, excelize.Cell{StyleID: xw.bold, Value: "Value"}}); err != nil {
+		return err
+	}
+	for i, f := range s.fields() {
+		cell, _ := excelize.CoordinatesToCellName(1, i+2)
+		if err := sw.SetRow(cell, []any{excelize.Cell{StyleID: xw.bold, Value: f.label}, excelize.Cell{StyleID: xw.left, Value: f.value}}); err != nil {
+			return err
+		}
+	}
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	return xw.newRowsSheet()
+}
+
+// newRowsSheet flushes the current rows sheet, if any, and starts the next.
+func (xw *xlsxWriter) newRowsSheet() error {
+	if xw.sw != nil {
+		if err := xw.sw.Flush(); err != nil {
+			return err
+		}
+	}
+	xw.sheet++
+	name := "Rows"
+	if xw.sheet > 1 {
+		name = fmt.Sprintf("Rows %d", xw.sheet)
+	}
+	if _, err := xw.f.NewSheet(name); err != nil {
+		return err
+	}
+	if err := xw.printLayout(name); err != nil {
+		return err
+	}
+	sw, err := xw.f.NewStreamWriter(name)
+	if err != nil {
+		return err
+	}
+	widths := []float64{9, 18, 12, 20, 10, 30, 17, 14, 12, 12, 12, 14, 66}
+	for i, wd := range widths {
+		if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
+			return err
+		}
+	}
+	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+		return err
+	}
+	head := make([]any, len(rowHeader))
+	for i, h := range rowHeader {
+		if h == "Issued at (UTC)" {
+			h = "Issued at (IST)"
+		}
+		head[i] = excelize.Cell{StyleID: xw.bold, Value: h}
+	}
+	if err := sw.SetRow("A1", head); err != nil {
+		return err
+	}
+	xw.sw, xw.n = sw, 0
+	return nil
+}
+
+func (xw *xlsxWriter) row(r *Row) error {
+	if xw.n == maxSheetRows {
+		if err := xw.newRowsSheet(); err != nil {
+			return err
+		}
+	}
+	xw.n++
+	c := xw.cells
+	c[0], c[1] = r.Serial, r.Number
+	c[2] = excelize.Cell{StyleID: xw.date, Value: r.invoiceDate}
+	c[3] = excelize.Cell{StyleID: xw.datetime, Value: r.issuedAt.In(series.IST)}
+	c[4], c[5], c[6] = r.Status, nilIfEmpty(r.CancelReason), nilIfEmpty(r.BuyerGSTIN)
+	for i, a := range []string{r.Taxable, r.CGST, r.SGST, r.IGST, r.Total} {
+		v, err := strconv.ParseFloat(a, 64)
+		if err != nil {
+			return fmt.Errorf("reports: amount %q of serial %d: %w", a, r.Serial, err)
+		}
+		c[7+i] = excelize.Cell{StyleID: xw.amount, Value: v}
+	}
+	c[12] = r.Hash
+	cell, _ := excelize.CoordinatesToCellName(1, xw.n+1)
+	return xw.sw.SetRow(cell, c)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (xw *xlsxWriter) close() error {
+	if err := xw.sw.Flush(); err != nil {
+		return err
+	}
+	// File.WriteTo assembles the whole zip in a bytes.Buffer it passes to
+	// the ZipWriter factory; ignoring that buffer and zipping straight to
+	// w keeps memory flat. (SetActiveSheet is not called: it would parse
+	// the streamed sheets back into memory; Summary, the first sheet, is
+	// active already.)
+	var zw *zip.Writer
+	xw.f.SetZipWriter(func(io.Writer) excelize.ZipWriter {
+		zw = zip.NewWriter(xw.w)
+		return zw
+	})
+	if _, err := xw.f.WriteTo(io.Discard); err != nil {
+		return err
+	}
+	if zw == nil {
+		return errors.New("reports: excelize did not use the zip writer")
+	}
+	return nil
+}
+
+func (xw *xlsxWriter) abort() { xw.f.Close() }

@@ -1,0 +1,159 @@
+package reports_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// fixture is a seller with three series and a fixed history:
+//
+//	CH1 (invoice, CH1/{FY}/{SEQ:5})
+//	  2025-26: serial 1 dated 2026-03-20                       position 1
+//	  2026-27: serials 1..6; 2 cancelled after 3 was issued:
+//	           issue 1, 2, 3 = positions 1, 2, 3; cancel 2 = position 4;
+//	           issue 4, 5, 6 = positions 5, 6, 7
+//	           1 dated 2026-10-30, 2-3 2026-11-02, 4 2026-11-15, 5-6 2026-11-28
+//	CN1 (credit_note, CN/{FY}/{SEQ:4}): 2026-27 serial 1 dated 2026-11-20
+//	B2  (bill_of_supply, BS/{FY}/{SEQ:4}): 2026-27 serials 1-2 dated 2026-11-05, 2026-12-01
+type fixture struct {
+	pool   *pgxpool.Pool
+	seller series.Seller
+	ch1    series.Series
+	cn1    series.Series
+	b2     series.Series
+	invs   map[string]invoice.Invoice // by number
+}
+
+var clock = time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC) // 09:30 IST on 1 December 2026
+
+func setup(t *testing.T) fixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	seller, err := series.CreateSeller(ctx, pool, "27AAPFU0939F1ZV", "Pune Chai Co")
+	if err != nil {
+		t.Fatalf("create seller: %v", err)
+	}
+	f := fixture{pool: pool, seller: seller, invs: map[string]invoice.Invoice{}}
+	mk := func(code, docType, format string) series.Series {
+		s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: code, DocType: docType, Format: format})
+		if err != nil {
+			t.Fatalf("create series %s: %v", code, err)
+		}
+		return s
+	}
+	f.ch1 = mk("CH1", "invoice", "CH1/{FY}/{SEQ:5}")
+	f.cn1 = mk("CN1", "credit_note", "CN/{FY}/{SEQ:4}")
+	f.b2 = mk("B2", "bill_of_supply", "BS/{FY}/{SEQ:4}")
+
+	minute := 0
+	issue := func(s series.Series, date string, buyer *invoice.Buyer, orig *invoice.Original) invoice.Invoice {
+		t.Helper()
+		minute++
+		now := clock.Add(time.Duration(minute) * time.Minute)
+		req := invoice.Request{InvoiceDate: day(date), Buyer: buyer, Original: orig, PlaceOfSupply: pos(buyer), Items: []invoice.ItemInput{
+			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "10", UnitPrice: "125.50", GSTRate: "5"},
+			{Description: "Steel tumbler", HSN: "7323", Quantity: "2", UnitPrice: "99.99", GSTRate: "18"},
+		}}
+		d, err := invoice.Prepare(req, seller, s, now, invoice.Policy{BackdateDays: 400})
+		if err != nil {
+			t.Fatalf("prepare %s %s: %v", s.Code, date, err)
+		}
+		inv, err := invoice.Issue(ctx, pool, seller, s, d, now, series.Options{})
+		if err != nil {
+			t.Fatalf("issue %s %s: %v", s.Code, date, err)
+		}
+		f.invs[inv.Number] = inv
+		return inv
+	}
+	cancel := func(inv invoice.Invoice, reason string) {
+		t.Helper()
+		minute++
+		if _, err := invoice.Cancel(ctx, pool, seller, inv.ID, reason, clock.Add(time.Duration(minute)*time.Minute), series.Options{}); err != nil {
+			t.Fatalf("cancel %s: %v", inv.Number, err)
+		}
+	}
+	karnataka := &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bengaluru Traders"}
+	issue(f.ch1, "2026-03-20", nil, nil)
+	first := issue(f.ch1, "2026-10-30", karnataka, nil)
+	second := issue(f.ch1, "2026-11-02", nil, nil)
+	issue(f.ch1, "2026-11-02", &invoice.Buyer{GSTIN: "27AAPFU0939F1ZV", Name: "Self"}, nil)
+	cancel(second, `Wrong buyer, "duplicate" entry`)
+	issue(f.ch1, "2026-11-15", nil, nil)
+	issue(f.ch1, "2026-11-28", karnataka, nil)
+	issue(f.ch1, "2026-11-28", nil, nil)
+	issue(f.cn1, "2026-11-20", karnataka, &invoice.Original{Number: first.Number, InvoiceDate: first.InvoiceDate})
+	issue(f.b2, "2026-11-05", nil, nil)
+	issue(f.b2, "2026-12-01", nil, nil)
+	return f
+}
+
+// pos returns the buyer's state as the place of supply ("" = the seller's).
+func pos(b *invoice.Buyer) string {
+	if b == nil || b.GSTIN == "" {
+		return ""
+	}
+	return b.GSTIN[:2]
+}
+
+func day(s string) time.Time {
+	d, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		panic(err)
+	}
+	return d
+}
+
+// exec runs statements in one transaction with foreign keys and triggers
+// off (session_replication_role = replica), as a DBA tampering would.
+func (f fixture) exec(t *testing.T, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range stmts {
+		if _, err := tx.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("..", "testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./reports -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}

@@ -1,0 +1,294 @@
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the package's SQL; pgx errors are translated here.
+
+// DB starts transactions: *pgxpool.Pool and *pgx.Conn satisfy it. Every
+// report runs in one read-only REPEATABLE READ transaction, so its passes
+// see one snapshot.
+type DB interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// readTx runs fn in a read-only REPEATABLE READ transaction on db.
+func readTx(ctx context.Context, db DB, fn func(pgx.Tx) error) error {
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return translate(err, "begin")
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return translate(tx.Commit(ctx), "commit")
+}
+
+// seriesYear is one series-year to check, with its counter row when there
+// is one.
+type seriesYear struct {
+	Series  series.Series
+	FY      series.FY
+	Counter *counterRow // nil when the counter row is missing
+}
+
+type counterRow struct {
+	LastSerial  int64
+	ChainLength int64
+	ChainHead   []byte
+}
+
+// listSeriesYears returns the seller's series-years that have a counter
+// row, an invoice or a chain record, ordered by series code and year,
+// restricted to code and fy when those are set ("" and 0 mean all).
+func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string, fy series.FY) ([]seriesYear, error) {
+	all, err := series.List(ctx, tx, sellerID)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]series.Series{}
+	var ids []int64
+	for _, su := range all {
+		if code != "" && su.Code != code {
+			continue
+		}
+		byID[su.ID] = su.Series
+		ids = append(ids, su.ID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, `
+		WITH y AS (
+			SELECT series_id, fy FROM series_counters WHERE series_id = ANY($1)
+			UNION SELECT DISTINCT series_id, fy FROM invoices WHERE series_id = ANY($1)
+			UNION SELECT DISTINCT series_id, fy FROM chain_records WHERE series_id = ANY($1)
+		)
+		SELECT y.series_id, y.fy, c.series_id IS NOT NULL, coalesce(c.last_serial, 0), coalesce(c.chain_length, 0), c.chain_head
+		FROM y LEFT JOIN series_counters c ON c.series_id = y.series_id AND c.fy = y.fy
+		WHERE $2 = 0 OR y.fy = $2`, ids, int(fy))
+	if err != nil {
+		return nil, translate(err, "list series-years")
+	}
+	defer rows.Close()
+	var out []seriesYear
+	for rows.Next() {
+		var id int64
+		var y int
+		var has bool
+		var c counterRow
+		if err := rows.Scan(&id, &y, &has, &c.LastSerial, &c.ChainLength, &c.ChainHead); err != nil {
+			return nil, translate(err, "list series-years")
+		}
+		sy := seriesYear{Series: byID[id], FY: series.FY(y)}
+		if has {
+			sy.Counter = &c
+		}
+		out = append(out, sy)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(err, "list series-years")
+	}
+	sortSeriesYears(out)
+	return out, nil
+}
+
+// counterOf reads the counter row of one series-year; nil when missing.
+func counterOf(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*counterRow, error) {
+	var c counterRow
+	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&c.LastSerial, &c.ChainLength, &c.ChainHead)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, translate(err, "read counter")
+	}
+	return &c, nil
+}
+
+// recordRow is one chain record joined with the invoice it names (Found is
+// false when that invoice row is gone).
+type recordRow struct {
+	Position   int64
+	Kind       string
+	Serial     int64
+	RecordedAt time.Time
+	Hash       []byte
+	Found      bool
+	Inv        invoiceFields
+}
+
+// invoiceFields are the invoice columns the chain and the audit read.
+// Amounts are the database's text (numeric(18,2): always two decimals).
+type invoiceFields struct {
+	Serial                           int64
+	Number                           string
+	InvoiceDate                      time.Time
+	IssuedAt                         time.Time
+	Status                           string
+	CancelReason                     string
+	CancelledAt                      *time.Time
+	BuyerGSTIN                       string
+	Taxable, CGST, SGST, IGST, Total string
+	// The rest of what the chain seals.
+	BuyerName, PlaceOfSupply, OriginalNumber string
+	OriginalDate                             *time.Time
+	Items                                    []byte // the stored JSON
+}
+
+// walkRecords streams the chain records of a series-year in position
+// order (rows of one position repeat when duplicate serials were forced in).
+func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*recordRow) error) error {
+	rows, err := tx.Query(ctx, `
+		SELECT c.position, c.kind, c.serial, c.recorded_at, c.hash, i.serial IS NOT NULL,
+			coalesce(i.number, ''), coalesce(i.invoice_date, '0001-01-01'::date), coalesce(i.issued_at, '0001-01-01Z'::timestamptz),
+			coalesce(i.status, ''), coalesce(i.cancel_reason, ''), i.cancelled_at, coalesce(i.buyer_gstin, ''),
+			coalesce(i.taxable::text, ''), coalesce(i.cgst::text, ''), coalesce(i.sgst::text, ''), coalesce(i.igst::text, ''), coalesce(i.total::text, ''),
+			coalesce(i.buyer_name, ''), coalesce(i.place_of_supply, ''), coalesce(i.original_number, ''), i.original_date, coalesce(i.items, '[]'::jsonb)::text
+		FROM chain_records c
+		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial
+		WHERE c.series_id = $1 AND c.fy = $2
+		ORDER BY c.position, i.id`, seriesID, int(fy))
+	if err != nil {
+		return translate(err, "read chain")
+	}
+	defer rows.Close()
+	var r recordRow
+	for rows.Next() {
+		r = recordRow{}
+		f := &r.Inv
+		if err := rows.Scan(&r.Position, &r.Kind, &r.Serial, &r.RecordedAt, &r.Hash, &r.Found,
+			&f.Number, &f.InvoiceDate, &f.IssuedAt, &f.Status, &f.CancelReason, &f.CancelledAt, &f.BuyerGSTIN,
+			&f.Taxable, &f.CGST, &f.SGST, &f.IGST, &f.Total,
+			&f.BuyerName, &f.PlaceOfSupply, &f.OriginalNumber, &f.OriginalDate, &f.Items); err != nil {
+			return translate(err, "read chain")
+		}
+		f.Serial = r.Serial
+		if err := fn(&r); err != nil {
+			return err
+		}
+	}
+	return translate(rows.Err(), "read chain")
+}
+
+// invoiceRow is one invoice of a series-year with what its chain holds for
+// it: how many issue and cancel records name its serial, and the stored
+// hash of its (first) issue record.
+type invoiceRow struct {
+	invoiceFields
+	Issues, Cancels int64
+	IssueHash       []byte
+}
+
+// walkInvoices streams the invoices of a series-year in serial order.
+func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*invoiceRow) error) error {
+	rows, err := tx.Query(ctx, `
+		SELECT i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
+			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
+			coalesce(c.issues, 0), coalesce(c.cancels, 0), c.issue_hash
+		FROM invoices i
+		LEFT JOIN (
+			SELECT serial,
+				count(*) FILTER (WHERE kind = 'issue') AS issues,
+				count(*) FILTER (WHERE kind = 'cancel') AS cancels,
+				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'issue'))[1] AS issue_hash
+			FROM chain_records WHERE series_id = $1 AND fy = $2
+			GROUP BY serial
+		) c ON c.serial = i.serial
+		WHERE i.series_id = $1 AND i.fy = $2
+		ORDER BY i.serial, i.id`, seriesID, int(fy))
+	if err != nil {
+		return translate(err, "read invoices")
+	}
+	defer rows.Close()
+	var r invoiceRow
+	for rows.Next() {
+		r = invoiceRow{}
+		if err := rows.Scan(&r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
+			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
+			&r.Issues, &r.Cancels, &r.IssueHash); err != nil {
+			return translate(err, "read invoices")
+		}
+		if err := fn(&r); err != nil {
+			return err
+		}
+	}
+	return translate(rows.Err(), "read invoices")
+}
+
+// duplicateNumbers returns up to limit numbers of a series-year held by
+// more than one invoice, with their serials, ordered by first serial.
+func duplicateNumbers(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, limit int) ([]DuplicateNumber, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT number, array_agg(serial ORDER BY serial)
+		FROM invoices WHERE series_id = $1 AND fy = $2
+		GROUP BY number HAVING count(*) > 1
+		ORDER BY min(serial) LIMIT $3`, seriesID, int(fy), limit)
+	if err != nil {
+		return nil, translate(err, "find duplicate numbers")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DuplicateNumber, error) {
+		var d DuplicateNumber
+		err := r.Scan(&d.Number, &d.Serials)
+		return d, err
+	})
+	return out, translate(err, "find duplicate numbers")
+}
+
+// docIssueRow is one series-year's documents dated in a period.
+type docIssueRow struct {
+	Code          string
+	DocType       series.DocType
+	FY            series.FY
+	From, To      string
+	Lo, Hi        int64
+	Count, Cancel int64
+}
+
+// docIssueRows returns, per series-year of the seller, the documents dated
+// from..to (civil dates, inclusive), ordered by series code.
+func docIssueRows(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.Time) ([]docIssueRow, error) {
+	rows, err := tx.Query(ctx, `
+		WITH g AS (
+			SELECT series_id, fy, min(serial) AS lo, max(serial) AS hi, count(*) AS n,
+				count(*) FILTER (WHERE status = 'cancelled') AS cancelled
+			FROM invoices
+			WHERE seller_id = $1 AND invoice_date BETWEEN $2 AND $3
+			GROUP BY series_id, fy
+		)
+		SELECT s.code, s.doc_type, g.fy,
+			(SELECT number FROM invoices WHERE series_id = g.series_id AND fy = g.fy AND serial = g.lo ORDER BY id LIMIT 1),
+			(SELECT number FROM invoices WHERE series_id = g.series_id AND fy = g.fy AND serial = g.hi ORDER BY id LIMIT 1),
+			g.lo, g.hi, g.n, g.cancelled
+		FROM g JOIN series s ON s.id = g.series_id
+		ORDER BY s.code, g.fy`, sellerID, from, to)
+	if err != nil {
+		return nil, translate(err, "documents issued")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (docIssueRow, error) {
+		var d docIssueRow
+		var dt string
+		var fy int
+		err := r.Scan(&d.Code, &dt, &fy, &d.From, &d.To, &d.Lo, &d.Hi, &d.Count, &d.Cancel)
+		d.DocType, d.FY = series.DocType(dt), series.FY(fy)
+		return d, err
+	})
+	return out, translate(err, "documents issued")
+}
+
+// translate wraps database errors with what was being done; nil stays nil.
+func translate(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("reports: %s: %w", what, err)
+}
