@@ -15,7 +15,6 @@ import (
 // about a minute (docs/reports.md).
 const exportTimeout = 30 * time.Minute
 
-
 // audit serves GET /v1/series/{code}/audit?fy=2026-27&format=csv|json|xlsx
 // (scope read): the serial audit of one series-year, streamed from one
 // database snapshot. fy defaults to the current financial year (IST),
@@ -104,4 +103,3 @@ func (s *Server) docIssue(c echo.Context) error {
 // isExport reports whether the matched route streams a long export, which
 // gets exportTimeout instead of the request timeout.
 func isExport(path string) bool { return path == "/v1/series/:code/audit" }
-

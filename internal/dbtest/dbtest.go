@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/invoiced/invoiced/migrations"
 )
 
 var (

@@ -1,0 +1,381 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/latencyproxy"
+)
+
+// ErrNotContiguous is returned (wrapped) by Run when some series' serials
+// were not exactly 1..N with N the acknowledged count.
+var ErrNotContiguous = errors.New("bench: numbering check failed")
+
+// Result is one measurement: one design at one concurrency and series
+// count.
+type Result struct {
+	// Design names what was measured: "invoiced batching=true",
+	// "pgbench interactive", ….
+	Design string `json:"design"`
+	// Kind is "invoiced" or "pgbench".
+	Kind        string  `json:"kind"`
+	Label       string  `json:"label"`
+	Series      int     `json:"series"`
+	Concurrency int     `json:"concurrency"`
+	DBLatencyMS float64 `json:"db_latency_ms"`
+	Seconds     float64 `json:"seconds"`
+	// PerSecond is invoices acknowledged per second (pgbench: tps without
+	// connection time).
+	PerSecond float64 `json:"invoices_per_s"`
+	OK        int64   `json:"ok"`
+	// Errors counts failures by HTTP status or "transport".
+	Errors  map[string]int64  `json:"errors,omitempty"`
+	Samples map[string]string `json:"error_samples,omitempty"`
+	// Resolved counts requests with a transport error settled afterwards by
+	// replaying their Idempotency-Key.
+	Resolved int64   `json:"resolved,omitempty"`
+	Latency  Latency `json:"latency"`
+	// MeanBatch and MaxBatch come from the server's GET /debug/stats, when
+	// it has one.
+	MeanBatch float64 `json:"mean_batch,omitempty"`
+	MaxBatch  int64   `json:"max_batch,omitempty"`
+	// GapFree says whether the design claims gap-free numbering; Checked
+	// whether its contiguity was verified and Problem what was wrong ("" =
+	// contiguous).
+	GapFree bool   `json:"gap_free"`
+	Checked bool   `json:"checked"`
+	Problem string `json:"problem,omitempty"`
+	// AbortedClients and Failed are pgbench's aborted clients and failed
+	// transactions.
+	AbortedClients int    `json:"aborted_clients,omitempty"`
+	Failed         int64  `json:"failed,omitempty"`
+	Note           string `json:"note,omitempty"`
+}
+
+// Report is everything one Run measured.
+type Report struct {
+	Started   time.Time `json:"started"`
+	Command   string    `json:"command"`
+	Host      string    `json:"host"`
+	Postgres  string    `json:"postgres,omitempty"`
+	Pgbench   string    `json:"pgbench,omitempty"`
+	DBLatency string    `json:"db_latency"`
+	Duration  string    `json:"duration"`
+	Notes     []string  `json:"notes,omitempty"`
+	Results   []Result  `json:"results"`
+	Out       string    `json:"-"`
+}
+
+// Run measures what cfg asks for, printing progress to stderr and the
+// result table to stdout, and writes results.json and chart.svg to the
+// output folder. It returns the report, and an error wrapping
+// ErrNotContiguous when any contiguity check failed (after writing
+// everything), or the first error that stopped the run.
+func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	if cfg.URL == "" && cfg.DatabaseURL == "" {
+		return Report{}, errors.New("bench: spawning servers needs DATABASE_URL (or --database-url), or give --url and --key")
+	}
+	rep := Report{
+		Started:   time.Now(),
+		Host:      fmt.Sprintf("%s/%s, %d CPUs, GOMAXPROCS %d", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0)),
+		DBLatency: cfg.DBLatency.String(),
+		Duration:  cfg.Duration.String(),
+		Command:   strings.Join(os.Args, " "),
+	}
+	rep.Out = cfg.Out
+	if rep.Out == "" {
+		rep.Out = filepath.Join("bench-results", rep.Started.Format("20060102-150405"))
+	}
+	if err := os.MkdirAll(rep.Out, 0o755); err != nil {
+		return rep, err
+	}
+	if cfg.DatabaseURL != "" {
+		rep.Postgres = pgVersion(ctx, cfg.DatabaseURL)
+	}
+
+	// The database URL clients use: through the proxy when latency is
+	// injected.
+	clientDB := cfg.DatabaseURL
+	if cfg.DBLatency > 0 {
+		if cfg.DatabaseURL == "" {
+			return rep, errors.New("bench: --db-latency needs DATABASE_URL")
+		}
+		p, proxied, err := startProxy(cfg.DatabaseURL, cfg.DBLatency/2)
+		if err != nil {
+			return rep, err
+		}
+		defer p.Close()
+		clientDB = proxied
+		fmt.Fprintf(stderr, "bench: latency proxy %s → PostgreSQL, %v each way\n", p.Addr(), cfg.DBLatency/2)
+		if cfg.URL != "" {
+			rep.Notes = append(rep.Notes, "--db-latency with --url: only pgbench goes through the proxy; the running server talks to its own database directly")
+		}
+	}
+
+	tag := runTag()
+	run := 0
+	var failed []string
+	record := func(r Result) {
+		rep.Results = append(rep.Results, r)
+		if r.Checked && r.Problem != "" {
+			failed = append(failed, r.Design+": "+r.Problem)
+			fmt.Fprintf(stderr, "bench: NUMBERING CHECK FAILED: %s S=%d C=%d: %s\n", r.Design, r.Series, r.Concurrency, r.Problem)
+		}
+	}
+
+	// Our server(s).
+	type target struct {
+		design string
+		flags  []string
+	}
+	var targets []target
+	if cfg.URL != "" {
+		targets = []target{{design: "invoiced"}}
+	} else {
+		iv := invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}
+		if iv.supportsBatching(ctx) {
+			targets = append(targets, target{"invoiced batching=true", []string{"--batching=true"}})
+			if cfg.CompareBatching {
+				targets = append(targets, target{"invoiced batching=false", []string{"--batching=false"}})
+			}
+		} else {
+			targets = append(targets, target{design: "invoiced"})
+			if cfg.CompareBatching {
+				rep.Notes = append(rep.Notes, cfg.Spawn+" serve has no --batching flag: measured its default only")
+			}
+		}
+	}
+	var key string
+	if cfg.URL == "" {
+		var err error
+		key, err = invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}.prepare(ctx, cfg.GSTIN)
+		if err != nil {
+			return rep, err
+		}
+	}
+	for _, t := range targets {
+		base, k := cfg.URL, cfg.Key
+		var srv *server
+		if cfg.URL == "" {
+			var err error
+			iv := invoiced{bin: cfg.Spawn, dbURL: clientDB}
+			srv, err = iv.startServer(ctx, append(append([]string(nil), t.flags...), cfg.ServeFlags...), filepath.Join(rep.Out, "server.log"))
+			if err != nil {
+				return rep, err
+			}
+			base, k = srv.url, key
+			fmt.Fprintf(stderr, "bench: started %s at %s\n", t.design, base)
+		}
+		for _, nseries := range cfg.Phases {
+			for _, c := range cfg.Concurrency {
+				if ctx.Err() != nil {
+					break
+				}
+				run++
+				r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, stderr)
+				if err != nil {
+					if srv != nil {
+						srv.stop()
+					}
+					return rep, err
+				}
+				record(r)
+			}
+		}
+		if srv != nil {
+			if err := srv.stop(); err != nil {
+				fmt.Fprintf(stderr, "bench: %s: %v\n", t.design, err)
+			}
+		}
+	}
+
+	// The pgbench baselines.
+	if len(cfg.Baselines) > 0 && cfg.DatabaseURL == "" {
+		rep.Notes = append(rep.Notes, "pgbench baselines skipped: no DATABASE_URL")
+	} else if len(cfg.Baselines) > 0 {
+		bin, err := findPgbench(cfg.Pgbench)
+		if err != nil {
+			rep.Notes = append(rep.Notes, "pgbench baselines skipped: "+err.Error())
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+		} else {
+			rep.Pgbench = bin
+			for _, name := range cfg.Baselines {
+				b, _ := baselineByName(name)
+				for _, nseries := range cfg.Phases {
+					for _, c := range cfg.Concurrency {
+						if ctx.Err() != nil {
+							break
+						}
+						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries, c, stderr)
+						if err != nil {
+							return rep, err
+						}
+						record(r)
+					}
+				}
+			}
+		}
+	}
+
+	if err := ctx.Err(); err != nil {
+		rep.Notes = append(rep.Notes, "interrupted: "+err.Error())
+	}
+	writeTable(stdout, rep)
+	if err := writeOutputs(rep); err != nil {
+		return rep, err
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\nchart:   %s\n", filepath.Join(rep.Out, "results.json"), filepath.Join(rep.Out, "chart.svg"))
+	if len(failed) > 0 {
+		return rep, fmt.Errorf("%w:\n  %s", ErrNotContiguous, strings.Join(failed, "\n  "))
+	}
+	return rep, ctx.Err()
+}
+
+// measureInvoiced creates nseries fresh series on the server at base and
+// drives them with c clients for cfg.Duration, then checks contiguity.
+func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c int, stderr io.Writer) (Result, error) {
+	a := newAPIClient(base, key, c)
+	defer a.close()
+	codes := make([]string, nseries)
+	for i := range codes {
+		// B + 2-char run tag + 2-char run index + "-" + i: at most 8
+		// characters, leaving room for 7+ digits of unpadded {SEQ}.
+		codes[i] = fmt.Sprintf("B%s%s-%d", tag, base36(run, 2), i+1)
+		if err := a.createSeries(ctx, codes[i]); err != nil {
+			return Result{}, err
+		}
+	}
+	label := fmt.Sprintf("%s S=%d C=%d", design, nseries, c)
+	fmt.Fprintf(stderr, "bench: %s, %v\n", label, cfg.Duration)
+	before := a.stats(ctx)
+	lr := runLoad(ctx, a, loadSpec{
+		label: label, clients: c, duration: cfg.Duration, codes: codes,
+		keyTag: "bench-" + tag + base36(run, 2),
+	}, stderr)
+	after := a.stats(context.WithoutCancel(ctx))
+	r := Result{
+		Design: design, Kind: "invoiced", Label: design, Series: nseries, Concurrency: c,
+		DBLatencyMS: float64(cfg.DBLatency) / float64(time.Millisecond),
+		Seconds:     lr.Elapsed.Seconds(), OK: lr.OK, Errors: lr.Errors, Samples: lr.Sample,
+		PerSecond: float64(lr.OK) / lr.Elapsed.Seconds(),
+		Latency:   summarize(lr.Lat),
+		GapFree:   true,
+	}
+	if len(r.Errors) == 0 {
+		r.Errors, r.Samples = nil, nil
+	}
+	if before != nil && after != nil && after.Batches > before.Batches {
+		r.MeanBatch = float64(after.Invoices-before.Invoices) / float64(after.Batches-before.Batches)
+		r.MaxBatch = after.MaxBatch
+	}
+	checkCtx := context.WithoutCancel(ctx)
+	if err := lr.resolve(checkCtx, a); err != nil {
+		r.Checked, r.Problem = true, "could not settle an ambiguous request: "+err.Error()
+		return r, nil
+	}
+	r.Resolved = lr.Resolved
+	problem, err := checkInvoiced(checkCtx, a, cfg.DatabaseURL, codes, lr.Acked)
+	if err != nil {
+		return r, fmt.Errorf("bench: contiguity check: %w", err)
+	}
+	r.Checked, r.Problem = true, problem
+	fmt.Fprintf(stderr, "bench: %s: %.0f invoices/s, p99 %.2fms, contiguity %s\n", label, r.PerSecond, r.Latency.P99, okOr(problem))
+	return r, nil
+}
+
+// measureBaseline resets the bench schema, runs baseline b with pgbench
+// through clientDB, and checks contiguity when b claims to be gap-free.
+func measureBaseline(ctx context.Context, cfg Config, bin, clientDB string, b baseline, nseries, c int, stderr io.Writer) (Result, error) {
+	if err := resetBaseline(ctx, cfg.DatabaseURL, nseries); err != nil {
+		return Result{}, err
+	}
+	label := fmt.Sprintf("pgbench %s S=%d C=%d", b.name, nseries, c)
+	fmt.Fprintf(stderr, "bench: %s, %v\n", label, cfg.Duration)
+	pr, lat, err := pgbenchRun{bin: bin, dbURL: clientDB, clients: c, nseries: nseries, duration: cfg.Duration, script: b.script}.run(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{
+		Design: "pgbench " + b.name, Kind: "pgbench", Label: b.label, Series: nseries, Concurrency: c,
+		DBLatencyMS: float64(cfg.DBLatency) / float64(time.Millisecond),
+		Seconds:     cfg.Duration.Round(time.Second).Seconds(),
+		PerSecond:   pr.TPS, OK: pr.Processed, Failed: pr.Failed, AbortedClients: pr.AbortedClients,
+		Latency: summarize(lat), GapFree: b.gapFree,
+	}
+	if pr.AbortedClients > 0 {
+		r.Note = fmt.Sprintf("%d of %d clients aborted: %s", pr.AbortedClients, c, pr.AbortReason)
+	}
+	rows, problem, err := checkBaseline(context.WithoutCancel(ctx), cfg.DatabaseURL, b)
+	if err != nil {
+		return r, fmt.Errorf("bench: %s check: %w", b.name, err)
+	}
+	if b.gapFree {
+		r.Checked, r.Problem = true, problem
+	}
+	if rows != pr.Processed {
+		// pgbench stops at -T mid-transaction; a committed one it did not
+		// count shows up here.
+		n := fmt.Sprintf("%d rows in the table, pgbench counted %d transactions", rows, pr.Processed)
+		r.Note = strings.TrimPrefix(r.Note+"; "+n, "; ")
+	}
+	fmt.Fprintf(stderr, "bench: %s: %.0f tps, p99 %.2fms%s\n", label, r.PerSecond, r.Latency.P99, map[bool]string{true: ", " + r.Note, false: ""}[r.Note != ""])
+	return r, nil
+}
+
+// startProxy starts a latency proxy in front of the host:port of dbURL and
+// returns it with dbURL rewritten to go through it.
+func startProxy(dbURL string, oneWay time.Duration) (*latencyproxy.Proxy, string, error) {
+	u, err := url.Parse(dbURL)
+	if err != nil || u.Host == "" {
+		return nil, "", fmt.Errorf("bench: --db-latency needs a postgres://host:port/… DATABASE_URL: %v", err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	p, err := latencyproxy.New("127.0.0.1:0", host, oneWay)
+	if err != nil {
+		return nil, "", err
+	}
+	u.Host = p.Addr()
+	return p, u.String(), nil
+}
+
+// runTag returns two random base-36 characters naming this run's series.
+func runTag() string {
+	var b [2]byte
+	rand.Read(b[:])
+	return base36(int(b[0])<<8|int(b[1]), 2)
+}
+
+// base36 renders n in upper-case base 36, the last width digits, zero
+// padded.
+func base36(n, width int) string {
+	s := strings.ToUpper(strconv.FormatInt(int64(n), 36))
+	if len(s) < width {
+		s = strings.Repeat("0", width-len(s)) + s
+	}
+	return s[len(s)-width:]
+}
+
+// okOr returns "ok" for "" and "FAILED: problem" otherwise.
+func okOr(problem string) string {
+	if problem == "" {
+		return "ok"
+	}
+	return "FAILED: " + problem
+}

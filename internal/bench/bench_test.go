@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// readTestdata returns testdata/name.
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPercentileNearestRank(t *testing.T) {
+	t.Parallel()
+	var s []time.Duration
+	for i := 1000; i >= 1; i-- { // 1..1000 ms, unsorted
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	l := summarize(s)
+	want := Latency{Count: 1000, Mean: 500.5, P50: 500, P99: 990, P999: 999, Max: 1000}
+	if l != want {
+		t.Fatalf("summarize = %+v, want %+v", l, want)
+	}
+	if got := percentile([]time.Duration{7}, 0.999); got != 7 {
+		t.Fatalf("percentile of one sample = %v, want 7ns", got)
+	}
+	if got := summarize(nil); got != (Latency{}) {
+		t.Fatalf("summarize(nil) = %+v, want zero", got)
+	}
+}
+
+func TestHistogramQuantileWithinBucketPrecision(t *testing.T) {
+	t.Parallel()
+	var h histogram
+	before := h.snapshot()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var exact []time.Duration
+	for range 100000 {
+		d := time.Duration(rng.ExpFloat64()*2e6) + 100*time.Microsecond
+		h.record(d)
+		exact = append(exact, d)
+	}
+	got, n := snapshotQuantile(h.snapshot(), before, 0.99)
+	want := summarize(exact).P99
+	if n != 100000 {
+		t.Fatalf("count = %d", n)
+	}
+	if r := ms(got) / want; r < 0.95 || r > 1.01 {
+		t.Fatalf("histogram p99 = %v, exact %vms (ratio %.3f)", got, want, r)
+	}
+	for _, d := range []time.Duration{0, 31 * time.Microsecond, 32 * time.Microsecond, time.Millisecond, time.Hour} {
+		if lo := bucketValue(bucketOf(d)); lo > d || float64(d-lo) > 0.04*float64(d)+float64(time.Microsecond) {
+			t.Fatalf("bucket of %v starts at %v", d, lo)
+		}
+	}
+}
+
+func TestParsePgbench15(t *testing.T) {
+	t.Parallel()
+	r, err := parsePgbench(readTestdata(t, "pgbench15_interactive.out"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Processed != 2202 || r.Failed != 0 || r.TPS != 1317.203079 || r.LatencyAvg != 6073*time.Microsecond || r.AbortedClients != 0 || r.RunAborted {
+		t.Fatalf("parsed %+v", r)
+	}
+
+	r, err = parsePgbench(readTestdata(t, "pgbench15_nowait.out"), readTestdata(t, "pgbench15_nowait.err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Processed != 1634 || r.AbortedClients != 7 || !r.RunAborted || !strings.Contains(r.AbortReason, "could not obtain lock on row") {
+		t.Fatalf("parsed %+v", r)
+	}
+
+	if _, err := parsePgbench([]byte("pgbench (15)\n"), []byte("connection refused")); err == nil {
+		t.Fatal("no tps line: want an error")
+	}
+}
+
+func TestParseTxLog(t *testing.T) {
+	t.Parallel()
+	in := string(readTestdata(t, "pgbench15_txlog")) + "1 9 failed 0 1795994147 999\n"
+	lat, err := parseTxLog(strings.NewReader(in), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lat) != 5 || lat[0] != 29888*time.Microsecond {
+		t.Fatalf("latencies %v", lat)
+	}
+}
+
+func TestSerialOfAndCheckAcked(t *testing.T) {
+	t.Parallel()
+	if n, ok := serialOf([]byte(`{"id":"x","number":"B1-7","serial": 42,"fy":"2026-27"}`)); !ok || n != 42 {
+		t.Fatalf("serialOf = %d, %v", n, ok)
+	}
+	if _, ok := serialOf([]byte(`{"error":{}}`)); ok {
+		t.Fatal("serialOf on an error body succeeded")
+	}
+	if p := checkAcked(map[string][]int64{"A": {3, 1, 2}, "B": {1}}); p != "" {
+		t.Fatalf("contiguous serials reported: %s", p)
+	}
+	for _, bad := range [][]int64{{1, 3}, {1, 1}, {2}} {
+		if p := checkAcked(map[string][]int64{"A": bad}); p == "" {
+			t.Fatalf("serials %v passed the check", bad)
+		}
+	}
+}
+
+func TestSVGIsWellFormedXML(t *testing.T) {
+	t.Parallel()
+	rep := Report{Duration: "10s", DBLatency: "5ms"}
+	for _, c := range []int{1, 4, 16, 64} {
+		for _, s := range []int{1, 64} {
+			rep.Results = append(rep.Results,
+				Result{Design: "invoiced batching=true", Kind: "invoiced", Label: "invoiced <ours> & co", Series: s, Concurrency: c, PerSecond: float64(100 * c), Latency: Latency{P99: 3}},
+				Result{Design: "pgbench interactive", Kind: "pgbench", Label: "(a) interactive", Series: s, Concurrency: c, PerSecond: 70, Latency: Latency{P99: float64(c)}},
+				Result{Design: "pgbench nowait", Kind: "pgbench", Label: "(c) nowait", Series: s, Concurrency: c})
+		}
+	}
+	var buf bytes.Buffer
+	if err := writeSVG(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(&buf)
+	var polylines int
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			polylines++
+		}
+	}
+	// 2 phases × 2 metrics × 2 designs with values (nowait has none).
+	if polylines != 8 {
+		t.Fatalf("%d polylines, want 8", polylines)
+	}
+	var table bytes.Buffer
+	writeTable(&table, rep)
+	if !strings.Contains(table.String(), "ours / it") || !strings.Contains(table.String(), "91.4×") {
+		t.Fatalf("table lacks the ratio column:\n%s", table.String())
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	c, err := ParseFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Spawn != "bin/invoiced" || c.Duration != 10*time.Second || len(c.Concurrency) != 1 || c.Concurrency[0] != 64 ||
+		len(c.Phases) != 2 || len(c.Baselines) != len(baselines) {
+		t.Fatalf("defaults %+v", c)
+	}
+	c, err = ParseFlags([]string{"--concurrency", "1,4,16,64", "--db-latency", "5ms", "--baselines", "onestatement,nextval", "--serve-flags", "--max-conns 64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Concurrency) != 4 || c.DBLatency != 5*time.Millisecond || len(c.Baselines) != 2 || len(c.ServeFlags) != 2 {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, bad := range [][]string{{"--url", "http://x"}, {"--concurrency", "0"}, {"--baselines", "nope"}, {"extra"}} {
+		if _, err := ParseFlags(bad); err == nil {
+			t.Fatalf("ParseFlags(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestScriptsEmbedded(t *testing.T) {
+	t.Parallel()
+	for _, b := range baselines {
+		s, err := scripts.ReadFile("pgbench/" + b.script)
+		if err != nil || !bytes.Contains(s, []byte(":nseries")) {
+			t.Fatalf("%s: %v", b.script, err)
+		}
+	}
+}

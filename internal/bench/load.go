@@ -1,0 +1,370 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// invoiceBody is the request body of every POST: one line item, as a till
+// would send.
+var invoiceBody = []byte(`{"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`)
+
+// apiClient talks to one invoiced server.
+type apiClient struct {
+	base string // e.g. http://127.0.0.1:8080, no trailing slash
+	key  string
+	http *http.Client
+}
+
+// newAPIClient returns a client with a keep-alive HTTP/1.1 transport sized
+// for conns concurrent requests.
+func newAPIClient(base, key string, conns int) *apiClient {
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        conns + 16,
+		MaxIdleConnsPerHost: conns + 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		// A non-nil empty map turns HTTP/2 off.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}
+	return &apiClient{
+		base: strings.TrimRight(base, "/"),
+		key:  key,
+		http: &http.Client{Transport: tr, Timeout: 60 * time.Second},
+	}
+}
+
+// close drops the client's idle connections.
+func (a *apiClient) close() { a.http.CloseIdleConnections() }
+
+// do sends one request with a JSON body (nil for none) and returns the
+// status and the response body.
+func (a *apiClient) do(ctx context.Context, method, path string, body []byte, hdr map[string]string) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// createSeries creates the series code with an unpadded format (so it
+// never runs out during a benchmark). It fails unless the server answers
+// 201.
+func (a *apiClient) createSeries(ctx context.Context, code string) error {
+	body, _ := json.Marshal(map[string]string{
+		"code": code, "doc_type": "invoice", "format": code + "-{SEQ}", "shop": "bench",
+	})
+	st, b, err := a.do(ctx, http.MethodPost, "/v1/series", body, nil)
+	if err != nil {
+		return fmt.Errorf("create series %s: %w", code, err)
+	}
+	if st != http.StatusCreated {
+		return fmt.Errorf("create series %s: HTTP %d: %s", code, st, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// lastSerials returns each listed series' last serial summed over its
+// financial years, from GET /v1/series.
+func (a *apiClient) lastSerials(ctx context.Context) (map[string]int64, error) {
+	st, b, err := a.do(ctx, http.MethodGet, "/v1/series", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if st != http.StatusOK {
+		return nil, fmt.Errorf("GET /v1/series: HTTP %d: %s", st, bytes.TrimSpace(b))
+	}
+	var out struct {
+		Series []struct {
+			Code  string `json:"code"`
+			Years []struct {
+				LastSerial int64 `json:"last_serial"`
+			} `json:"years"`
+		} `json:"series"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("GET /v1/series: %w", err)
+	}
+	m := make(map[string]int64, len(out.Series))
+	for _, s := range out.Series {
+		var n int64
+		for _, y := range s.Years {
+			n += y.LastSerial
+		}
+		m[s.Code] = n
+	}
+	return m, nil
+}
+
+// serverStats is the optional GET /debug/stats answer: group-commit
+// counters since the server started.
+type serverStats struct {
+	Batches  int64 `json:"batches"`
+	Invoices int64 `json:"invoices"`
+	MaxBatch int64 `json:"max_batch"`
+}
+
+// stats returns the server's batch counters, or nil when it does not
+// expose them.
+func (a *apiClient) stats(ctx context.Context) *serverStats {
+	st, b, err := a.do(ctx, http.MethodGet, "/debug/stats", nil, nil)
+	if err != nil || st != http.StatusOK {
+		return nil
+	}
+	var s serverStats
+	if json.Unmarshal(b, &s) != nil || s.Batches == 0 && s.Invoices == 0 && !bytes.Contains(b, []byte(`"batches"`)) {
+		return nil
+	}
+	return &s
+}
+
+// loadResult is what one load run observed.
+type loadResult struct {
+	OK       int64              // 201 answers
+	Errors   map[string]int64   // by status ("503") or "transport"
+	Resolved int64              // ambiguous requests settled by replaying their Idempotency-Key
+	Acked    map[string][]int64 // series code → serials answered with 201
+	Lat      []time.Duration    // latencies of 201 answers
+	Elapsed  time.Duration      // from start until the last request finished
+	Sample   map[string]string  // one error body per status, for the report
+	pending  []pendingRequest   // transport errors, replayed by resolve
+}
+
+// pendingRequest is a request whose outcome is unknown (transport error).
+type pendingRequest struct{ code, key string }
+
+// loadSpec says what to send.
+type loadSpec struct {
+	label    string
+	clients  int
+	duration time.Duration
+	codes    []string // series to spread over, uniformly at random
+	keyTag   string   // Idempotency-Key prefix, unique per run
+}
+
+// worker is one client's private tallies, merged after the run.
+type worker struct {
+	ok      int64
+	errors  map[string]int64
+	acked   map[string][]int64
+	lat     []time.Duration
+	pending []pendingRequest
+	sample  map[string]string
+}
+
+// runLoad drives the invoice endpoint with spec.clients goroutines until
+// spec.duration has passed (or ctx is cancelled), printing a progress line
+// to progress every second. Each request carries its own Idempotency-Key.
+func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Writer) *loadResult {
+	var (
+		hist    histogram
+		okCount atomic.Int64
+		errCnt  atomic.Int64
+		seq     atomic.Int64
+	)
+	start := time.Now()
+	deadline := start.Add(spec.duration)
+	paths := make([]string, len(spec.codes))
+	for i, c := range spec.codes {
+		paths[i] = "/v1/series/" + c + "/invoices"
+	}
+	workers := make([]*worker, spec.clients)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wk := &worker{errors: map[string]int64{}, acked: map[string][]int64{}, sample: map[string]string{}}
+		workers[w] = wk
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w)+1, uint64(start.UnixNano())))
+			hdr := map[string]string{"Idempotency-Key": ""}
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				i := rng.IntN(len(spec.codes))
+				key := spec.keyTag + "-" + strconv.FormatInt(seq.Add(1), 36)
+				hdr["Idempotency-Key"] = key
+				t0 := time.Now()
+				st, body, err := a.do(ctx, http.MethodPost, paths[i], invoiceBody, hdr)
+				d := time.Since(t0)
+				switch {
+				case err != nil:
+					if ctx.Err() != nil {
+						wk.pending = append(wk.pending, pendingRequest{spec.codes[i], key})
+						return
+					}
+					wk.errors["transport"]++
+					wk.pending = append(wk.pending, pendingRequest{spec.codes[i], key})
+					errCnt.Add(1)
+					if _, ok := wk.sample["transport"]; !ok {
+						wk.sample["transport"] = err.Error()
+					}
+				case st == http.StatusCreated:
+					serial, ok := serialOf(body)
+					if !ok {
+						wk.errors["201 without serial"]++
+						errCnt.Add(1)
+						continue
+					}
+					wk.ok++
+					wk.acked[spec.codes[i]] = append(wk.acked[spec.codes[i]], serial)
+					wk.lat = append(wk.lat, d)
+					hist.record(d)
+					okCount.Add(1)
+				default:
+					s := strconv.Itoa(st)
+					wk.errors[s]++
+					errCnt.Add(1)
+					if _, ok := wk.sample[s]; !ok {
+						wk.sample[s] = string(bytes.TrimSpace(body))
+					}
+				}
+			}
+		})
+	}
+
+	done := make(chan struct{})
+	var pwg sync.WaitGroup
+	pwg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		prev := hist.snapshot()
+		var prevOK int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			cur := hist.snapshot()
+			p99, _ := snapshotQuantile(cur, prev, 0.99)
+			ok := okCount.Load()
+			el := time.Since(start)
+			fmt.Fprintf(progress, "  %-34s %3.0fs  %9d ok  %8.0f/s (last 1s %8.0f/s)  p99(1s) %7.2fms  errors %d\n",
+				spec.label, el.Seconds(), ok, float64(ok)/el.Seconds(), float64(ok-prevOK), ms(p99), errCnt.Load())
+			prev, prevOK = cur, ok
+		}
+	})
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(done)
+	pwg.Wait()
+
+	res := &loadResult{Errors: map[string]int64{}, Acked: map[string][]int64{}, Sample: map[string]string{}, Elapsed: elapsed}
+	for _, wk := range workers {
+		res.OK += wk.ok
+		for k, v := range wk.errors {
+			res.Errors[k] += v
+		}
+		for k, v := range wk.acked {
+			res.Acked[k] = append(res.Acked[k], v...)
+		}
+		for k, v := range wk.sample {
+			if _, ok := res.Sample[k]; !ok {
+				res.Sample[k] = v
+			}
+		}
+		res.Lat = append(res.Lat, wk.lat...)
+		res.pending = append(res.pending, wk.pending...)
+	}
+	return res
+}
+
+// resolve replays every request whose outcome was unknown with its own
+// Idempotency-Key: an invoice the server did commit is answered again (so it
+// counts as acknowledged); one it did not is issued now. Either way the
+// acknowledged count is exact afterwards. It returns an error when a replay
+// still fails after three tries.
+func (r *loadResult) resolve(ctx context.Context, a *apiClient) error {
+	for _, p := range r.pending {
+		var lastErr error
+		for try := 0; try < 3; try++ {
+			st, body, err := a.do(ctx, http.MethodPost, "/v1/series/"+p.code+"/invoices", invoiceBody, map[string]string{"Idempotency-Key": p.key})
+			if err == nil && st == http.StatusCreated {
+				if serial, ok := serialOf(body); ok {
+					r.Acked[p.code] = append(r.Acked[p.code], serial)
+					r.Resolved++
+					lastErr = nil
+					break
+				}
+			}
+			if err == nil {
+				err = fmt.Errorf("HTTP %d: %s", st, bytes.TrimSpace(body))
+			}
+			lastErr = err
+			time.Sleep(200 * time.Millisecond)
+		}
+		if lastErr != nil {
+			return fmt.Errorf("replaying Idempotency-Key %s on %s: %w", p.key, p.code, lastErr)
+		}
+	}
+	r.pending = nil
+	return nil
+}
+
+// serialOf extracts "serial":N from an invoice JSON body without decoding
+// all of it.
+func serialOf(body []byte) (int64, bool) {
+	const field = `"serial":`
+	i := bytes.Index(body, []byte(field))
+	if i < 0 {
+		return 0, false
+	}
+	rest := bytes.TrimLeft(body[i+len(field):], " ")
+	j := 0
+	for j < len(rest) && rest[j] >= '0' && rest[j] <= '9' {
+		j++
+	}
+	n, err := strconv.ParseInt(string(rest[:j]), 10, 64)
+	return n, err == nil
+}
+
+// checkAcked verifies that, per series, the serials answered with 201 are
+// exactly 1..N with no repeats. It returns "" when they are, else the first
+// problem.
+func checkAcked(acked map[string][]int64) string {
+	codes := make([]string, 0, len(acked))
+	for c := range acked {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		s := append([]int64(nil), acked[c]...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		for i, v := range s {
+			if v != int64(i)+1 {
+				return fmt.Sprintf("series %s: acknowledged serials are not 1..%d: position %d holds %d", c, len(s), i+1, v)
+			}
+		}
+	}
+	return ""
+}
