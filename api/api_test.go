@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -700,7 +701,7 @@ func TestSeriesCreateAndList(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
+	e := setup(t, func(c *Config) { c.KeyCacheTTL = -1 })
 	ctx := context.Background()
 	k := mustKey(t, e.pool, e.seller.ID, "read", "read")
 	prefix, secret, ok := parseKey(k)
@@ -735,4 +736,26 @@ func TestKeys(t *testing.T) {
 	if err := RevokeKey(ctx, e.pool, "zz"); err == nil {
 		t.Fatal("revoking a bad prefix succeeded")
 	}
+}
+
+// TestKeyCacheExpires: a key looked up recently is trusted for KeyCacheTTL;
+// once that passes, its revocation takes effect.
+func TestKeyCacheExpires(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(testNow.UnixNano())
+	e := setup(t, func(c *Config) {
+		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+		c.KeyCacheTTL = 5 * time.Second
+	})
+	k := mustKey(t, e.pool, e.seller.ID, ScopeRead)
+	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK)
+	if err := RevokeKey(context.Background(), e.pool, k[3:11]); err != nil {
+		t.Fatal(err)
+	}
+	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK) // still cached
+	now.Add(int64(6 * time.Second))
+	e.wantError(e.do("GET", "/v1/series", k, ""), http.StatusUnauthorized, "unauthorized")
+	// A wrong secret with a cached prefix is still refused.
+	e.wantError(e.do("GET", "/v1/series", e.read[:12]+"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ""), http.StatusUnauthorized, "unauthorized")
 }

@@ -120,7 +120,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sr, err := series.Get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (s *Server) listInvoices(c echo.Context) error {
 		}
 		limit = n
 	}
-	sr, err := series.Get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
 		return err
 	}

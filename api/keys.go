@@ -185,7 +185,7 @@ var dummyHash = sha256.Sum256([]byte("invoiced: no such key"))
 // Authorization header's value). It fails with ErrUnauthorized when the
 // header is missing or malformed, the key is unknown or revoked, or its
 // secret does not match, and with a database error otherwise.
-func authenticate(ctx context.Context, db series.DB, header string) (principal, error) {
+func authenticate(ctx context.Context, lookup func(ctx context.Context, prefix string) (keyRow, bool, error), header string) (principal, error) {
 	const bearer = "Bearer "
 	if len(header) < len(bearer) || !strings.EqualFold(header[:len(bearer)], bearer) {
 		return principal{}, ErrUnauthorized
@@ -194,7 +194,7 @@ func authenticate(ctx context.Context, db series.DB, header string) (principal, 
 	if !ok {
 		return principal{}, ErrUnauthorized
 	}
-	row, found, err := lookupKey(ctx, db, prefix)
+	row, found, err := lookup(ctx, prefix)
 	if err != nil {
 		return principal{}, err
 	}

@@ -42,7 +42,7 @@ func (s *Server) audit(c echo.Context) error {
 	if ctype == "" {
 		return apperr.Errorf(reports.ErrInvalidFormat, "format %q: must be csv, json or xlsx", clip(format))
 	}
-	sr, err := series.Get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
 		return err
 	}

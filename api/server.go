@@ -43,6 +43,10 @@ type Config struct {
 	// instead of gathering concurrent requests for a series into one
 	// (group commit, see invoice.Committer). For comparison only.
 	DisableBatching bool
+	// KeyCacheTTL is how long a looked-up API key is trusted before the
+	// database is asked again, so a revoked key keeps working for at most
+	// this long; 0 means 5s, negative asks the database on every request.
+	KeyCacheTTL time.Duration
 	// ExposeStats serves GET /debug/stats (group-commit counters, no
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
@@ -53,7 +57,17 @@ const (
 	DefaultLockTimeout    = 3 * time.Second
 	DefaultMaxBodyBytes   = 1 << 20
 	DefaultRequestTimeout = 30 * time.Second
+	DefaultKeyCacheTTL    = 5 * time.Second
 )
+
+// lookupKey finds an API key by prefix, through the key cache unless it is
+// disabled.
+func (s *Server) lookupKey(ctx context.Context, prefix string) (keyRow, bool, error) {
+	if s.keyTTL < 0 {
+		return lookupKey(ctx, s.pool, prefix)
+	}
+	return s.keys.lookup(ctx, s.pool, prefix, s.now(), s.keyTTL)
+}
 
 // Server serves the invoiced HTTP API. Make one with New.
 type Server struct {
@@ -68,6 +82,9 @@ type Server struct {
 
 	committer   *invoice.Committer
 	exposeStats bool
+	keyTTL      time.Duration
+	keys        keyCache
+	series      seriesCache
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -107,6 +124,10 @@ func New(cfg Config) *Server {
 		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.keyTTL = cfg.KeyCacheTTL
+	if s.keyTTL == 0 {
+		s.keyTTL = DefaultKeyCacheTTL
+	}
 	var p [4]byte
 	rand.Read(p[:])
 	s.reqPrefix = hex.EncodeToString(p[:]) + "-"
@@ -194,7 +215,7 @@ func printableASCII(s string, max int) bool {
 // authorize authenticates the request's bearer key and checks that it
 // carries need. It fails with ErrUnauthorized (401) or ErrForbidden (403).
 func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
-	p, err := authenticate(c.Request().Context(), s.pool, c.Request().Header.Get("Authorization"))
+	p, err := authenticate(c.Request().Context(), s.lookupKey, c.Request().Header.Get("Authorization"))
 	if err != nil {
 		return principal{}, err
 	}

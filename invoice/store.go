@@ -54,20 +54,12 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 			return nil, fmt.Errorf("invoice: IssueTx: drafts of one call must share an invoice date")
 		}
 	}
-	// Before the lock: ids, public ids and the JSON of the items.
-	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('invoices', 'id')) FROM generate_series(1, $1)`, len(drafts))
-	if err != nil {
-		return nil, translate(err, "reserve ids")
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, translate(err, "reserve ids")
-	}
+	// Before the lock: public ids and the JSON of the items.
 	invs := make([]Invoice, len(drafts))
 	itemsJSON := make([]string, len(drafts))
 	for i, d := range drafts {
 		invs[i] = Invoice{
-			ID: ids[i], PublicID: newPublicID(), SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code,
+			PublicID: newPublicID(), SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code,
 			DocType: s.DocType, InvoiceDate: d.InvoiceDate, Status: StatusIssued, Buyer: d.Buyer,
 			PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
 		}
@@ -95,7 +87,7 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 		hashes                            = make([][]byte, n)
 		keys                              []string
 		keyHashes                         [][]byte
-		keyIDs                            []int64
+		keySerials                        []int64
 	)
 	head := block.ChainHead
 	for i := range invs {
@@ -119,36 +111,61 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 		}
 		taxable[i], cgst[i], sgst[i], igst[i], total[i] = money(inv.Totals.Taxable), money(inv.Totals.CGST), money(inv.Totals.SGST), money(inv.Totals.IGST), money(inv.Totals.Total)
 		if drafts[i].IdempotencyKey != "" {
+			keySerials = append(keySerials, inv.Serial)
 			keys = append(keys, drafts[i].IdempotencyKey)
 			keyHashes = append(keyHashes, drafts[i].RequestHash)
-			keyIDs = append(keyIDs, inv.ID)
 		}
 	}
+	// One statement inserts the invoices and their idempotency keys and
+	// returns the ids; chain records and the counter's chain head follow in
+	// the same round trip.
 	batch := &pgx.Batch{}
 	batch.Queue(`
-		INSERT INTO invoices (id, seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-			buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-			taxable, cgst, sgst, igst, total)
-		SELECT u.id, $1, $2, $3, u.serial, u.number, $4, $5, u.public_id,
-			u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
-			u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric
-		FROM unnest($6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-			$13::text[], $14::date[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[])
-			AS u(id, serial, number, public_id, bg, bn, pos, onum, odate, items, taxable, cgst, sgst, igst, total)`,
+		WITH ins AS (
+			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
+				taxable, cgst, sgst, igst, total)
+			SELECT $1, $2, $3, u.serial, u.number, $4, $5, u.public_id,
+				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
+				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric
+			FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+				$12::text[], $13::date[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
+				AS u(serial, number, public_id, bg, bn, pos, onum, odate, items, taxable, cgst, sgst, igst, total)
+			RETURNING id, serial
+		), keys AS (
+			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
+			SELECT $1, k.key, k.hash, ins.id
+			FROM unnest($20::bigint[], $21::text[], $22::bytea[]) AS k(serial, key, hash)
+			JOIN ins ON ins.serial = k.serial
+		)
+		SELECT id FROM ins ORDER BY serial`,
 		seller.ID, s.ID, int(block.FY), date, block.IssuedAt,
-		ids, serials, numbers, publicIDs, bGSTIN, bName, pos, origNum, origDate, itemsJSON, taxable, cgst, sgst, igst, total)
+		serials, numbers, publicIDs, bGSTIN, bName, pos, origNum, origDate, itemsJSON, taxable, cgst, sgst, igst, total,
+		keySerials, keys, keyHashes).Query(func(rows pgx.Rows) error {
+		i := 0
+		for rows.Next() {
+			if i == len(invs) {
+				return fmt.Errorf("invoice: more ids than invoices")
+			}
+			if err := rows.Scan(&invs[i].ID); err != nil {
+				return err
+			}
+			i++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if i != len(invs) {
+			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(invs))
+		}
+		return nil
+	})
 	batch.Queue(`
 		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
 		SELECT $1, $2, u.position, 'issue', u.serial, $3, u.hash
 		FROM unnest($4::bigint[], $5::bigint[], $6::bytea[]) AS u(position, serial, hash)`,
 		s.ID, int(block.FY), block.IssuedAt, positions, serials, hashes)
 	series.QueueAdvanceChain(batch, s.ID, block.FY, block.ChainLength+int64(n), head)
-	if len(keys) > 0 {
-		batch.Queue(`
-			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
-			SELECT $1, u.key, u.hash, u.id FROM unnest($2::text[], $3::bytea[], $4::bigint[]) AS u(key, hash, id)`,
-			seller.ID, keys, keyHashes, keyIDs)
-	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys" {
@@ -360,41 +377,65 @@ type KeyOutcome struct {
 	Err       error
 }
 
-// ClaimKeys claims several distinct keys of one seller in one round trip;
-// see ClaimKey. It returns one outcome per claim, in order, and an error
-// only when the database fails.
+// ClaimKeys claims several distinct keys of one seller in one round trip
+// of two statements, whatever their number; see ClaimKey. It returns one
+// outcome per claim, in order, and an error only when the database fails.
 func ClaimKeys(ctx context.Context, tx pgx.Tx, sellerID int64, claims []KeyClaim) ([]KeyOutcome, error) {
 	out := make([]KeyOutcome, len(claims))
-	batch := &pgx.Batch{}
+	lockKeys := make([]string, len(claims))
+	keys := make([]string, len(claims))
 	for i, c := range claims {
-		o := &out[i]
-		var locked bool
-		lockKey := strconv.FormatInt(sellerID, 10) + "/" + c.Key
-		batch.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0))`, lockKey).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&locked)
-		})
-		// A separate statement, so its snapshot is taken after the lock.
-		batch.Queue(`SELECT request_hash, invoice_id FROM idempotency_keys WHERE seller_id = $1 AND key = $2`, sellerID, c.Key).
-			QueryRow(func(r pgx.Row) error {
-				var stored []byte
-				var id int64
-				err := r.Scan(&stored, &id)
-				switch {
-				case !locked:
-					o.Err = ErrKeyInProgress
-				case errors.Is(err, pgx.ErrNoRows):
-				case err != nil:
-					return err
-				case !bytes.Equal(stored, c.RequestHash):
-					o.Err = ErrKeyReused
-				default:
-					o.InvoiceID = id
-				}
-				return nil
-			})
+		keys[i] = c.Key
+		lockKeys[i] = strconv.FormatInt(sellerID, 10) + "/" + c.Key
 	}
+	locked := make([]bool, 0, len(claims))
+	type stored struct {
+		hash []byte
+		id   int64
+	}
+	found := map[string]stored{}
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n`,
+		lockKeys).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var ok bool
+			if err := rows.Scan(&ok); err != nil {
+				return err
+			}
+			locked = append(locked, ok)
+		}
+		return rows.Err()
+	})
+	// A separate statement, so its snapshot is taken after the locks.
+	batch.Queue(`SELECT key, request_hash, invoice_id FROM idempotency_keys WHERE seller_id = $1 AND key = ANY($2)`, sellerID, keys).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var k string
+				var st stored
+				if err := rows.Scan(&k, &st.hash, &st.id); err != nil {
+					return err
+				}
+				found[k] = st
+			}
+			return rows.Err()
+		})
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, translate(err, "claim idempotency keys")
+	}
+	if len(locked) != len(claims) {
+		return nil, fmt.Errorf("invoice: claim idempotency keys: %d locks for %d keys", len(locked), len(claims))
+	}
+	for i, c := range claims {
+		st, ok := found[c.Key]
+		switch {
+		case !locked[i]:
+			out[i].Err = ErrKeyInProgress
+		case !ok:
+		case !bytes.Equal(st.hash, c.RequestHash):
+			out[i].Err = ErrKeyReused
+		default:
+			out[i].InvoiceID = st.id
+		}
 	}
 	return out, nil
 }

@@ -188,7 +188,7 @@ func TestEndToEnd(t *testing.T) {
 	var runErr error
 	go func() {
 		defer close(done)
-		runErr = run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s"}, f.getenv, &srvOut, &srvErr)
+		runErr = run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s", "--key-cache-ttl", "0"}, f.getenv, &srvOut, &srvErr)
 	}()
 	base := waitListening(t, &srvOut, &srvErr, done, 15*time.Second)
 

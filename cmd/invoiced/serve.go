@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -33,6 +34,8 @@ type serveConfig struct {
 	logFormat    string
 	batching     bool
 	stats        bool
+	debugAddr    string
+	keyCacheTTL  time.Duration
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -50,6 +53,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
+	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
+	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -103,6 +108,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		BackdateDays:    c.backdateDays,
 		DisableBatching: !c.batching,
 		ExposeStats:     c.stats,
+		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 	}).Handler()
 	srv := &http.Server{
 		Handler: handler,
@@ -126,6 +132,14 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		stopPurge()
 		purgeDone.Wait() // before the deferred pool.Close
 	}()
+
+	if c.debugAddr != "" {
+		stop, err := servePprof(c.debugAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -179,4 +193,33 @@ func purgeKeysLoop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger,
 		case <-t.C:
 		}
 	}
+}
+
+// servePprof serves net/http/pprof on addr, on a listener and mux of its
+// own so profiles never share the API's port. It returns a function that
+// stops it, and fails when addr cannot be bound.
+func servePprof(addr string, logger *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --debug-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	logger.Info("pprof", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
+}
+
+// keyCacheTTL maps the flag (0 = no cache) to api.Config's convention
+// (negative = no cache, 0 = default).
+func keyCacheTTL(flag time.Duration) time.Duration {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }

@@ -148,9 +148,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 	} else {
 		iv := invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}
 		if iv.supportsBatching(ctx) {
-			targets = append(targets, target{"invoiced batching=true", []string{"--batching=true"}})
+			targets = append(targets, target{"invoiced batching=true", []string{"--batching=true", "--stats"}})
 			if cfg.CompareBatching {
-				targets = append(targets, target{"invoiced batching=false", []string{"--batching=false"}})
+				targets = append(targets, target{"invoiced batching=false", []string{"--batching=false", "--stats"}})
 			}
 		} else {
 			targets = append(targets, target{design: "invoiced"})
