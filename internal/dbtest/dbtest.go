@@ -60,7 +60,20 @@ func New(t testing.TB) *pgxpool.Pool {
 func NewURL(t testing.TB) string {
 	t.Helper()
 	admin := AdminURL(t)
-	tmpl := template(t, admin)
+	return create(t, admin, template(t, admin))
+}
+
+// NewEmptyURL creates a fresh database without the schema (from
+// template0) and returns its URL, for tests of the migrations themselves.
+// It is dropped when the test ends.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return create(t, AdminURL(t), "template0")
+}
+
+// create makes a database from tmpl, registers its removal and returns its URL.
+func create(t testing.TB, admin, tmpl string) string {
+	t.Helper()
 	name := fmt.Sprintf("invoiced_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, counter.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
