@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,19 +12,28 @@ import (
 	"github.com/invoiced/invoiced/series"
 )
 
-// Committer issues invoices, gathering concurrent requests for the same
-// series and invoice date into one transaction (group commit): one counter
-// update takes k consecutive numbers, the k invoices are inserted together,
-// the chain advances once, and one COMMIT makes them all durable. Nobody
-// waits for a timer: while one batch commits, new arrivals queue, and the
-// next batch takes all of them, so at low load a batch is a single invoice
-// and at high load the lock's hold time is shared by many.
+// Committer issues invoices, gathering concurrent requests into one
+// transaction (group commit): one statement takes consecutive numbers for
+// every series in the batch, the invoices, chain records and idempotency
+// keys are inserted together, and one COMMIT makes them all durable.
+// Nobody waits for a timer: while one batch commits, new arrivals queue,
+// and the next batch takes all of them, so at low load a batch is a single
+// invoice and at high load one lock hold and one WAL flush are shared by
+// many invoices, of one series or of many.
+//
+// Requests are queued per (series, invoice date). A batch takes the queues
+// of many series, one date per series and year. If its counter locks are
+// not had quickly (another process or a library user holds one), the
+// batch is split: each series is retried in a transaction of its own with
+// the full lock timeout, and the series of that batch are batched alone
+// for a few seconds, so a stuck series never holds the others up.
 //
 // A batch that fails does not fail its neighbours: members are validated
-// before they join (Prepare), and when the batch's transaction fails for a
-// reason that is not common to all members, each member is retried alone.
-// A rolled-back batch returns all its numbers. Several processes on one
-// database stay correct: the counter row lock still serialises them.
+// before they join (Prepare); a series refused on its own (date out of
+// order, exhausted) fails only its members; and when the transaction fails
+// for a reason that is not common to all members, each member is retried
+// alone. A rolled-back batch returns all its numbers. Several processes on
+// one database stay correct: the counter row locks still serialise them.
 type Committer struct {
 	DB      Beginner
 	Options series.Options
@@ -37,17 +46,19 @@ type Committer struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
-	mu     sync.Mutex
-	groups map[groupKey]*group
-	stats  Stats
+	mu         sync.Mutex
+	groups     map[groupKey]*group
+	sharedBusy bool                   // the shared drainer runs
+	soloUntil  map[groupKey]time.Time // series batched alone until then
+	stats      Stats
 }
 
 // Stats counts what a Committer has done.
 type Stats struct {
-	Batches  int64 // transactions committed or attempted
+	Batches  int64 // transactions committed
 	Invoices int64 // invoices committed
-	Retries  int64 // batches split into single-member retries
-	MaxBatch int   // largest batch seen
+	Retries  int64 // batches split into smaller retries
+	MaxBatch int   // most invoices taken for one transaction
 }
 
 type groupKey struct {
@@ -55,12 +66,15 @@ type groupKey struct {
 	date     time.Time
 }
 
+// group is the queue of one series and invoice date. solo is set while a
+// drainer of its own serves it; shared groups are served by the shared
+// drainer.
 type group struct {
 	pending []*call
-	running bool
+	solo    bool
 }
 
-// Request is one invoice to issue.
+// IssueRequest is one invoice to issue.
 type IssueRequest struct {
 	Seller series.Seller
 	Series series.Series
@@ -81,6 +95,14 @@ type call struct {
 	answered bool
 	done     chan struct{}
 }
+
+// soloFor is how long the series of a batch that could not get its locks
+// quickly are batched alone; sharedLockWait is how long a shared batch
+// waits for its locks before it is split.
+const (
+	soloFor        = 5 * time.Second
+	sharedLockWait = 250 * time.Millisecond
+)
 
 // Issue issues one invoice and returns its result. With an idempotency key
 // on the draft, a key that already answered an identical request returns
@@ -105,9 +127,15 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 		c.groups[k] = g
 	}
 	g.pending = append(g.pending, cl)
-	if !g.running {
-		g.running = true
-		go c.drain(k, g)
+	switch {
+	case g.solo:
+		// its own drainer is running and will take it
+	case time.Now().Before(c.soloUntil[k]):
+		g.solo = true
+		go c.drainSolo(k, g)
+	case !c.sharedBusy:
+		c.sharedBusy = true
+		go c.drainShared()
 	}
 	c.mu.Unlock()
 	select {
@@ -125,28 +153,127 @@ func (c *Committer) Stats() Stats {
 	return c.stats
 }
 
-// drain runs batches for one group until its queue is empty.
-func (c *Committer) drain(k groupKey, g *group) {
-	maxBatch := c.MaxBatch
-	if maxBatch <= 0 {
-		maxBatch = 512
+func (c *Committer) maxBatch() int {
+	if c.MaxBatch > 0 {
+		return c.MaxBatch
 	}
+	return 512
+}
+
+// drainShared runs batches over every shared queue until all are empty.
+func (c *Committer) drainShared() {
 	for {
 		c.mu.Lock()
-		n := min(len(g.pending), maxBatch)
+		var parts [][]*call
+		var keys []groupKey
+		taken := 0
+		type rowKey struct {
+			id int64
+			fy series.FY
+		}
+		years := map[rowKey]bool{}
+		now := time.Now()
+		for k, g := range c.groups {
+			if g.solo || len(g.pending) == 0 || taken >= c.maxBatch() {
+				continue
+			}
+			if now.Before(c.soloUntil[k]) {
+				g.solo = true
+				go c.drainSolo(k, g)
+				continue
+			}
+			// One date per series and year in a transaction; another
+			// date waits for the next batch.
+			rk := rowKey{k.seriesID, series.FYOf(k.date)}
+			if years[rk] {
+				continue
+			}
+			years[rk] = true
+			n := min(len(g.pending), c.maxBatch()-taken)
+			parts = append(parts, g.pending[:n:n])
+			keys = append(keys, k)
+			g.pending = g.pending[n:]
+			taken += n
+		}
+		if taken == 0 {
+			c.sharedBusy = false
+			for k, g := range c.groups {
+				if !g.solo && len(g.pending) == 0 {
+					delete(c.groups, k)
+				}
+			}
+			c.mu.Unlock()
+			return
+		}
+		c.stats.MaxBatch = max(c.stats.MaxBatch, taken)
+		c.mu.Unlock()
+		c.flushShared(parts, keys)
+	}
+}
+
+// drainSolo runs batches for one queue until it is empty.
+func (c *Committer) drainSolo(k groupKey, g *group) {
+	for {
+		c.mu.Lock()
+		n := min(len(g.pending), c.maxBatch())
 		if n == 0 {
-			g.running = false
+			g.solo = false
 			delete(c.groups, k)
+			if !time.Now().Before(c.soloUntil[k]) {
+				delete(c.soloUntil, k)
+			}
 			c.mu.Unlock()
 			return
 		}
 		batch := g.pending[:n:n]
 		g.pending = g.pending[n:]
-		if n > c.stats.MaxBatch {
-			c.stats.MaxBatch = n
-		}
+		c.stats.MaxBatch = max(c.stats.MaxBatch, n)
 		c.mu.Unlock()
-		c.flush(batch)
+		c.flush(batch, c.Options)
+	}
+}
+
+// flushShared runs one transaction for the queues of one or more series,
+// waiting at most sharedLockWait for their counter locks. When it fails as
+// a whole, each series is retried in a transaction of its own, in the
+// background and with the full lock timeout, so the shared drainer goes on
+// at once; after a lock wait those series are batched alone for soloFor.
+func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opt := c.Options
+	if opt.LockTimeout <= 0 || opt.LockTimeout > sharedLockWait {
+		opt.LockTimeout = sharedLockWait
+	}
+	err := c.run(ctx, parts, opt, true)
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	c.stats.Retries++
+	if errors.Is(err, series.ErrLockTimeout) {
+		if c.soloUntil == nil {
+			c.soloUntil = map[groupKey]time.Time{}
+		}
+		until := time.Now().Add(soloFor)
+		for _, k := range keys {
+			c.soloUntil[k] = until
+		}
+	}
+	c.mu.Unlock()
+	if c.Logger != nil {
+		c.Logger.Warn("group commit: shared batch failed, retrying each series alone", "series", len(parts), "err", err)
+	}
+	for _, part := range parts {
+		var rest []*call
+		for _, cl := range part {
+			if !cl.answered {
+				rest = append(rest, cl)
+			}
+		}
+		if len(rest) > 0 {
+			go c.flush(rest, c.Options)
+		}
 	}
 }
 
@@ -169,14 +296,15 @@ func (c *Committer) single(ctx context.Context, req IssueRequest) Result {
 // recorded the same idempotency key first, it runs once more, which then
 // replays that transaction's invoice.
 func (c *Committer) alone(ctx context.Context, cl *call) {
-	if err := c.run(ctx, []*call{cl}, true); errors.Is(err, ErrKeyRace) {
-		c.run(ctx, []*call{cl}, false)
+	if err := c.run(ctx, [][]*call{{cl}}, c.Options, true); errors.Is(err, ErrKeyRace) {
+		c.run(ctx, [][]*call{{cl}}, c.Options, false)
 	}
 }
 
-// flush runs one batch and answers every member; when the batch fails for a
-// reason that need not apply to every member, members are retried alone.
-func (c *Committer) flush(batch []*call) {
+// flush runs one batch of one series and answers every member; when the
+// batch fails for a reason that need not apply to every member, members
+// are retried alone.
+func (c *Committer) flush(batch []*call, opt series.Options) {
 	// The batch belongs to no request: a client that goes away must not
 	// abort its neighbours' transaction.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -185,7 +313,7 @@ func (c *Committer) flush(batch []*call) {
 		c.alone(ctx, batch[0])
 		return
 	}
-	err := c.run(ctx, batch, true)
+	err := c.run(ctx, [][]*call{batch}, opt, true)
 	if err == nil || commonFailure(err) {
 		return
 	}
@@ -209,116 +337,145 @@ func commonFailure(err error) bool {
 		apperr.KindOf(err) == apperr.Unavailable || errors.Is(err, context.DeadlineExceeded)
 }
 
-// run executes one transaction for the calls. Members whose idempotency key
-// replays, is in progress or was reused are answered without a number; the
-// rest are issued together. When the transaction fails, run answers every
-// unanswered member with the error, unless mayRetry is set and the caller
-// will retry them (several members and a failure not common to all, or one
-// member that lost an idempotency-key race), and returns the error.
-func (c *Committer) run(ctx context.Context, calls []*call, mayRetry bool) (err error) {
-	answer := func(i int, r Result) {
-		calls[i].res = r
-		calls[i].answered = true
-		close(calls[i].done)
+// run executes one transaction for parts, each the calls of one series and
+// date (no two of one series and year). Members whose idempotency key
+// replays, is in progress or was reused are answered without a number; a
+// part refused on its own (date order, exhausted) is answered with its
+// error; the rest are issued together. When the transaction fails, run
+// answers every unanswered member with the error, unless mayRetry is set
+// and the caller will retry them (several parts, or several members and a
+// failure not common to all, or one member that lost an idempotency-key
+// race), and returns the error.
+func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, mayRetry bool) (err error) {
+	var calls []*call
+	for _, p := range parts {
+		calls = append(calls, p...)
+	}
+	answer := func(cl *call, r Result) {
+		cl.res = r
+		cl.answered = true
+		close(cl.done)
 	}
 	defer func() {
-		retrying := mayRetry && err != nil &&
-			(len(calls) > 1 && !commonFailure(err) || len(calls) == 1 && errors.Is(err, ErrKeyRace))
-		for i := range calls {
-			if !calls[i].answered && !retrying {
-				answer(i, Result{Err: err})
+		retrying := mayRetry && err != nil && (len(parts) > 1 || opt.LockTimeout != c.Options.LockTimeout ||
+			len(calls) > 1 && !commonFailure(err) || len(calls) == 1 && errors.Is(err, ErrKeyRace))
+		for _, cl := range calls {
+			if !cl.answered && !retrying {
+				answer(cl, Result{Err: err})
 			}
 		}
 	}()
 
-	req0 := calls[0].req
 	tx, err := c.DB.Begin(ctx)
 	if err != nil {
 		return translate(err, "begin")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
-	// Idempotency keys, before the counter lock. Each distinct (key,
-	// request) is claimed once. Only the first member with a fresh key is
-	// issued; later members with that key are told it is in progress.
+	// Idempotency keys, before the counter locks. Each distinct (seller,
+	// key, request) is claimed once. Only the first member with a fresh
+	// key is issued; later members with that key are told it is in
+	// progress.
 	var claims []KeyClaim
-	claimOf := map[string]int{} // key + request hash -> index into claims
-	memberClaim := make([]int, len(calls))
-	var fresh []int
-	for i, cl := range calls {
+	claimOf := map[string]int{}
+	memberClaim := map[*call]int{}
+	for _, cl := range calls {
 		d := cl.req.Draft
-		memberClaim[i] = -1
 		if d.IdempotencyKey == "" {
-			fresh = append(fresh, i)
 			continue
 		}
-		id := d.IdempotencyKey + "\x00" + string(d.RequestHash)
+		id := strconv.FormatInt(cl.req.Seller.ID, 10) + "\x00" + d.IdempotencyKey + "\x00" + string(d.RequestHash)
 		j, ok := claimOf[id]
 		if !ok {
 			j = len(claims)
 			claimOf[id] = j
-			claims = append(claims, KeyClaim{Key: d.IdempotencyKey, RequestHash: d.RequestHash})
+			claims = append(claims, KeyClaim{SellerID: cl.req.Seller.ID, Key: d.IdempotencyKey, RequestHash: d.RequestHash})
 		}
-		memberClaim[i] = j
+		memberClaim[cl] = j
 	}
-	replays := map[int]int64{}
+	replays := map[*call]int64{}
+	skip := map[*call]bool{}
 	if len(claims) > 0 {
-		outcomes, err := ClaimKeys(ctx, tx, req0.Seller.ID, claims)
+		outcomes, err := ClaimKeys(ctx, tx, claims)
 		if err != nil {
 			return err
 		}
 		issuing := map[string]bool{}
-		for i, j := range memberClaim {
-			if j < 0 {
+		for _, cl := range calls {
+			j, ok := memberClaim[cl]
+			if !ok {
 				continue
 			}
-			o, key := outcomes[j], claims[j].Key
+			o := outcomes[j]
+			key := strconv.FormatInt(claims[j].SellerID, 10) + "\x00" + claims[j].Key
 			switch {
 			case o.Err != nil:
-				answer(i, Result{Err: o.Err})
+				answer(cl, Result{Err: o.Err})
+				skip[cl] = true
 			case o.InvoiceID != 0:
-				replays[i] = o.InvoiceID
+				replays[cl] = o.InvoiceID
+				skip[cl] = true
 			case issuing[key]:
-				answer(i, Result{Err: ErrKeyInProgress})
+				answer(cl, Result{Err: ErrKeyInProgress})
+				skip[cl] = true
 			default:
 				issuing[key] = true
-				fresh = append(fresh, i)
 			}
 		}
 	}
-	var invs []Invoice
-	if len(fresh) > 0 {
-		// Serial order follows arrival order.
-		slices.Sort(fresh)
-		drafts := make([]Draft, len(fresh))
-		for j, i := range fresh {
-			drafts[j] = calls[i].req.Draft
+	// The members to issue, per part, in arrival order.
+	var groups []Group
+	var members [][]*call
+	for _, p := range parts {
+		var ms []*call
+		var drafts []Draft
+		for _, cl := range p {
+			if !skip[cl] {
+				ms = append(ms, cl)
+				drafts = append(drafts, cl.req.Draft)
+			}
 		}
-		invs, err = IssueTx(ctx, tx, req0.Seller, req0.Series, drafts, c.now(), c.Options)
+		if len(ms) > 0 {
+			groups = append(groups, Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: drafts})
+			members = append(members, ms)
+		}
+	}
+	var invs [][]Invoice
+	var groupErrs []error
+	if len(groups) > 0 {
+		invs, groupErrs, err = IssueManyTx(ctx, tx, groups, c.now(), opt)
 		if err != nil {
 			return err
 		}
 	}
-	replayed := map[int]Invoice{}
-	for i, id := range replays {
-		inv, err := Get(ctx, tx, req0.Seller.ID, id)
+	replayed := map[*call]Invoice{}
+	for cl, id := range replays {
+		inv, err := Get(ctx, tx, cl.req.Seller.ID, id)
 		if err != nil {
 			return err
 		}
-		replayed[i] = inv
+		replayed[cl] = inv
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return translate(err, "commit")
 	}
+	issued := 0
+	for g, ms := range members {
+		for i, cl := range ms {
+			if groupErrs[g] != nil {
+				answer(cl, Result{Err: groupErrs[g]})
+				continue
+			}
+			answer(cl, Result{Invoice: invs[g][i]})
+			issued++
+		}
+	}
+	for cl, inv := range replayed {
+		answer(cl, Result{Invoice: inv, Replayed: true})
+	}
 	c.mu.Lock()
 	c.stats.Batches++
-	c.stats.Invoices += int64(len(invs))
+	c.stats.Invoices += int64(issued)
 	c.mu.Unlock()
-	for j, i := range fresh {
-		answer(i, Result{Invoice: invs[j]})
-	}
-	for i, inv := range replayed {
-		answer(i, Result{Invoice: inv, Replayed: true})
-	}
 	return nil
 }

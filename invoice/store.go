@@ -38,8 +38,8 @@ func newPublicID() string {
 // IssueTx numbers drafts, in order, with consecutive serials of s and
 // inserts them, their chain records and their idempotency keys inside tx.
 // All drafts must share one invoice date. Everything that can be done
-// before the counter lock is done first; the lock is then held for two
-// round trips plus the caller's COMMIT.
+// before the counter lock is done first; the lock is then held for one
+// round trip of writes plus the caller's COMMIT.
 //
 // It returns the errors of series.NextN (date out of order, exhausted,
 // lock timeout), ErrKeyRace when another transaction recorded one of the
@@ -48,106 +48,173 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 	if len(drafts) == 0 {
 		return nil, nil
 	}
-	date := drafts[0].InvoiceDate
-	for _, d := range drafts[1:] {
-		if !d.InvoiceDate.Equal(date) {
-			return nil, fmt.Errorf("invoice: IssueTx: drafts of one call must share an invoice date")
-		}
-	}
-	// Before the lock: public ids and the JSON of the items.
-	invs := make([]Invoice, len(drafts))
-	itemsJSON := make([]string, len(drafts))
-	for i, d := range drafts {
-		invs[i] = Invoice{
-			PublicID: newPublicID(), SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code,
-			DocType: s.DocType, InvoiceDate: d.InvoiceDate, Status: StatusIssued, Buyer: d.Buyer,
-			PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
-		}
-		b, err := json.Marshal(d.Items)
-		if err != nil {
-			return nil, fmt.Errorf("invoice: items: %w", err)
-		}
-		itemsJSON[i] = string(b)
-	}
-
-	block, err := series.NextN(ctx, tx, s, date, now, len(drafts), opt)
+	invs, errs, err := IssueManyTx(ctx, tx, []Group{{Seller: seller, Series: s, Drafts: drafts}}, now, opt)
 	if err != nil {
 		return nil, err
 	}
+	return invs[0], errs[0]
+}
 
-	// Under the lock: number, chain, and one pipelined round trip of writes.
-	n := len(drafts)
+// Group is drafts to number in one series: all of one invoice date.
+type Group struct {
+	Seller series.Seller
+	Series series.Series
+	Drafts []Draft
+}
+
+// IssueManyTx is IssueTx for several series at once: one statement takes
+// the numbers of every group (series.NextMany, counter rows locked in a
+// fixed order) and one pipelined round trip writes every invoice, chain
+// record, chain head and idempotency key, so one COMMIT makes invoices of
+// many series durable together. No two groups may share a series and
+// financial year.
+//
+// It returns the invoices and an error per group: a group refused on its
+// own (date out of order, exhausted, invalid date) has its error, consumed
+// nothing, and leaves the others unaffected. The last result is an error
+// that concerns them all (lock timeout, ErrKeyRace, a database error); tx
+// is then aborted.
+func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
+	takes := make([]series.Take, len(groups))
+	itemsJSON := make([][]string, len(groups))
+	for g, gr := range groups {
+		if len(gr.Drafts) == 0 {
+			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
+		}
+		date := gr.Drafts[0].InvoiceDate
+		itemsJSON[g] = make([]string, len(gr.Drafts))
+		for i, d := range gr.Drafts {
+			if !d.InvoiceDate.Equal(date) {
+				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
+			}
+			// Before the lock: the JSON of the items.
+			b, err := json.Marshal(d.Items)
+			if err != nil {
+				return nil, nil, fmt.Errorf("invoice: items: %w", err)
+			}
+			itemsJSON[g][i] = string(b)
+		}
+		takes[g] = series.Take{Series: gr.Series, Date: date, N: len(gr.Drafts)}
+	}
+
+	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	// Under the locks: number, chain, and one pipelined round trip of writes.
+	out := make([][]Invoice, len(groups))
 	var (
-		serials                           = make([]int64, n)
-		numbers, publicIDs, bGSTIN, bName = make([]*string, n), make([]string, n), make([]*string, n), make([]*string, n)
-		pos, origNum                      = make([]string, n), make([]*string, n)
-		origDate                          = make([]*time.Time, n)
-		taxable, cgst, sgst, igst, total  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		positions                         = make([]int64, n)
-		hashes                            = make([][]byte, n)
-		keys                              []string
-		keyHashes                         [][]byte
-		keySerials                        []int64
+		sellerIDs, seriesIDs, serials    []int64
+		fys                              []int32
+		dates, issuedAt                  []time.Time
+		numbers, publicIDs, pos, items   []string
+		bGSTIN, bName, origNum           []*string
+		origDate                         []*time.Time
+		taxable, cgst, sgst, igst, total []string
+		cSeries, cPositions, cSerials    []int64
+		cFY                              []int32
+		cAt                              []time.Time
+		cHashes                          [][]byte
+		hSeries, hLength                 []int64
+		hFY                              []int32
+		hHead                            [][]byte
+		kSeller, kSeries, kSerial        []int64
+		kFY                              []int32
+		keys                             []string
+		keyHashes                        [][]byte
+		all                              []*Invoice
 	)
-	head := block.ChainHead
-	for i := range invs {
-		inv := &invs[i]
-		inv.FY, inv.Serial, inv.Number, inv.IssuedAt = block.FY, block.Serial(i), block.Number(i), block.IssuedAt
-		positions[i] = block.ChainLength + int64(i) + 1
-		head = IssueRecord(string(seller.GSTIN), *inv, positions[i], head).Hash()
-		hashes[i] = head
-		serials[i], publicIDs[i], pos[i] = inv.Serial, inv.PublicID, inv.PlaceOfSupply
-		numbers[i] = &inv.Number
-		if inv.Buyer != nil {
-			if inv.Buyer.GSTIN != "" {
-				bGSTIN[i] = &inv.Buyer.GSTIN
+	for g, gr := range groups {
+		if errs[g] != nil {
+			continue
+		}
+		b := blocks[g]
+		invs := make([]Invoice, len(gr.Drafts))
+		out[g] = invs
+		head := b.ChainHead
+		for i, d := range gr.Drafts {
+			inv := &invs[i]
+			*inv = Invoice{
+				PublicID: newPublicID(), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
+				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
+				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
+				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
 			}
-			if inv.Buyer.Name != "" {
-				bName[i] = &inv.Buyer.Name
+			all = append(all, inv)
+			position := b.ChainLength + int64(i) + 1
+			head = IssueRecord(string(gr.Seller.GSTIN), *inv, position, head).Hash()
+
+			sellerIDs, seriesIDs, serials = append(sellerIDs, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(serials, inv.Serial)
+			fys, dates, issuedAt = append(fys, int32(b.FY)), append(dates, inv.InvoiceDate), append(issuedAt, inv.IssuedAt)
+			numbers, publicIDs, pos, items = append(numbers, inv.Number), append(publicIDs, inv.PublicID), append(pos, inv.PlaceOfSupply), append(items, itemsJSON[g][i])
+			var bg, bn, on *string
+			var od *time.Time
+			if inv.Buyer != nil {
+				if inv.Buyer.GSTIN != "" {
+					bg = &inv.Buyer.GSTIN
+				}
+				if inv.Buyer.Name != "" {
+					bn = &inv.Buyer.Name
+				}
+			}
+			if inv.Original != nil {
+				on, od = &inv.Original.Number, &inv.Original.InvoiceDate
+			}
+			bGSTIN, bName, origNum, origDate = append(bGSTIN, bg), append(bName, bn), append(origNum, on), append(origDate, od)
+			taxable, cgst, sgst = append(taxable, money(inv.Totals.Taxable)), append(cgst, money(inv.Totals.CGST)), append(sgst, money(inv.Totals.SGST))
+			igst, total = append(igst, money(inv.Totals.IGST)), append(total, money(inv.Totals.Total))
+
+			cSeries, cFY, cPositions, cSerials = append(cSeries, gr.Series.ID), append(cFY, int32(b.FY)), append(cPositions, position), append(cSerials, inv.Serial)
+			cAt, cHashes = append(cAt, inv.IssuedAt), append(cHashes, head)
+			if d.IdempotencyKey != "" {
+				kSeller, kSeries, kFY, kSerial = append(kSeller, gr.Seller.ID), append(kSeries, gr.Series.ID), append(kFY, int32(b.FY)), append(kSerial, inv.Serial)
+				keys, keyHashes = append(keys, d.IdempotencyKey), append(keyHashes, d.RequestHash)
 			}
 		}
-		if inv.Original != nil {
-			origNum[i], origDate[i] = &inv.Original.Number, &inv.Original.InvoiceDate
-		}
-		taxable[i], cgst[i], sgst[i], igst[i], total[i] = money(inv.Totals.Taxable), money(inv.Totals.CGST), money(inv.Totals.SGST), money(inv.Totals.IGST), money(inv.Totals.Total)
-		if drafts[i].IdempotencyKey != "" {
-			keySerials = append(keySerials, inv.Serial)
-			keys = append(keys, drafts[i].IdempotencyKey)
-			keyHashes = append(keyHashes, drafts[i].RequestHash)
-		}
+		hSeries, hFY, hLength, hHead = append(hSeries, gr.Series.ID), append(hFY, int32(b.FY)), append(hLength, b.ChainLength+int64(len(gr.Drafts))), append(hHead, head)
+	}
+	if len(all) == 0 {
+		return out, errs, nil
 	}
 	// One statement inserts the invoices and their idempotency keys and
-	// returns the ids; chain records and the counter's chain head follow in
-	// the same round trip.
+	// returns the ids; the chain records and the counters' chain heads
+	// follow in the same round trip.
 	batch := &pgx.Batch{}
 	batch.Queue(`
 		WITH ins AS (
 			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
 				taxable, cgst, sgst, igst, total)
-			SELECT $1, $2, $3, u.serial, u.number, $4, $5, u.public_id,
+			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
 				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
 				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric
-			FROM unnest($6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-				$12::text[], $13::date[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
-				AS u(serial, number, public_id, bg, bn, pos, onum, odate, items, taxable, cgst, sgst, igst, total)
-			RETURNING id, serial
+			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
+				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
+				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
+				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
+				taxable, cgst, sgst, igst, total)
+			RETURNING id, series_id, fy, serial
 		), keys AS (
 			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
-			SELECT $1, k.key, k.hash, ins.id
-			FROM unnest($20::bigint[], $21::text[], $22::bytea[]) AS k(serial, key, hash)
-			JOIN ins ON ins.serial = k.serial
+			SELECT k.seller_id, k.key, k.hash, ins.id
+			FROM unnest($20::bigint[], $21::bigint[], $22::int[], $23::bigint[], $24::text[], $25::bytea[])
+				AS k(seller_id, series_id, fy, serial, key, hash)
+			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
 		)
-		SELECT id FROM ins ORDER BY serial`,
-		seller.ID, s.ID, int(block.FY), date, block.IssuedAt,
-		serials, numbers, publicIDs, bGSTIN, bName, pos, origNum, origDate, itemsJSON, taxable, cgst, sgst, igst, total,
-		keySerials, keys, keyHashes).Query(func(rows pgx.Rows) error {
+		SELECT ins.id FROM ins
+		JOIN unnest($2::bigint[], $3::int[], $4::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
+			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
+		ORDER BY o.n`,
+		sellerIDs, seriesIDs, fys, serials, numbers, dates, issuedAt, publicIDs, bGSTIN, bName, pos, origNum, origDate, items,
+		taxable, cgst, sgst, igst, total,
+		kSeller, kSeries, kFY, kSerial, keys, keyHashes).Query(func(rows pgx.Rows) error {
 		i := 0
 		for rows.Next() {
-			if i == len(invs) {
+			if i == len(all) {
 				return fmt.Errorf("invoice: more ids than invoices")
 			}
-			if err := rows.Scan(&invs[i].ID); err != nil {
+			if err := rows.Scan(&all[i].ID); err != nil {
 				return err
 			}
 			i++
@@ -155,25 +222,26 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if i != len(invs) {
-			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(invs))
+		if i != len(all) {
+			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(all))
 		}
 		return nil
 	})
 	batch.Queue(`
 		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
-		SELECT $1, $2, u.position, 'issue', u.serial, $3, u.hash
-		FROM unnest($4::bigint[], $5::bigint[], $6::bytea[]) AS u(position, serial, hash)`,
-		s.ID, int(block.FY), block.IssuedAt, positions, serials, hashes)
-	series.QueueAdvanceChain(batch, s.ID, block.FY, block.ChainLength+int64(n), head)
+		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[])
+			AS u(series_id, fy, position, serial, at, hash)`,
+		cSeries, cFY, cPositions, cSerials, cAt, cHashes)
+	series.QueueAdvanceChains(batch, hSeries, hFY, hLength, hHead)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys" {
-			return nil, apperr.WithCause(ErrKeyRace, err)
+			return nil, nil, apperr.WithCause(ErrKeyRace, err)
 		}
-		return nil, translate(err, "insert invoices")
+		return nil, nil, translate(err, "insert invoices")
 	}
-	return invs, nil
+	return out, errs, nil
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.
@@ -202,7 +270,7 @@ func Issue(ctx context.Context, db Beginner, seller series.Seller, s series.Seri
 // ends), ErrKeyInProgress when another transaction holds the key, and
 // ErrKeyReused when the key answered a different request.
 func ClaimKey(ctx context.Context, tx pgx.Tx, sellerID int64, key string, requestHash []byte) (int64, error) {
-	out, err := ClaimKeys(ctx, tx, sellerID, []KeyClaim{{Key: key, RequestHash: requestHash}})
+	out, err := ClaimKeys(ctx, tx, []KeyClaim{{SellerID: sellerID, Key: key, RequestHash: requestHash}})
 	if err != nil {
 		return 0, err
 	}
@@ -363,8 +431,9 @@ func translate(err error, what string) error {
 	return fmt.Errorf("invoice: %s: %w", what, err)
 }
 
-// KeyClaim is one idempotency key to claim.
+// KeyClaim is one idempotency key of a seller to claim.
 type KeyClaim struct {
+	SellerID    int64
 	Key         string
 	RequestHash []byte
 }
@@ -377,23 +446,28 @@ type KeyOutcome struct {
 	Err       error
 }
 
-// ClaimKeys claims several distinct keys of one seller in one round trip
+// ClaimKeys claims several distinct (seller, key) pairs in one round trip
 // of two statements, whatever their number; see ClaimKey. It returns one
 // outcome per claim, in order, and an error only when the database fails.
-func ClaimKeys(ctx context.Context, tx pgx.Tx, sellerID int64, claims []KeyClaim) ([]KeyOutcome, error) {
+func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome, error) {
 	out := make([]KeyOutcome, len(claims))
 	lockKeys := make([]string, len(claims))
+	sellers := make([]int64, len(claims))
 	keys := make([]string, len(claims))
 	for i, c := range claims {
-		keys[i] = c.Key
-		lockKeys[i] = strconv.FormatInt(sellerID, 10) + "/" + c.Key
+		sellers[i], keys[i] = c.SellerID, c.Key
+		lockKeys[i] = strconv.FormatInt(c.SellerID, 10) + "/" + c.Key
 	}
 	locked := make([]bool, 0, len(claims))
 	type stored struct {
 		hash []byte
 		id   int64
 	}
-	found := map[string]stored{}
+	type sellerKey struct {
+		seller int64
+		key    string
+	}
+	found := map[sellerKey]stored{}
 	batch := &pgx.Batch{}
 	batch.Queue(`SELECT pg_try_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) WITH ORDINALITY AS u(k, n) ORDER BY n`,
 		lockKeys).Query(func(rows pgx.Rows) error {
@@ -407,12 +481,14 @@ func ClaimKeys(ctx context.Context, tx pgx.Tx, sellerID int64, claims []KeyClaim
 		return rows.Err()
 	})
 	// A separate statement, so its snapshot is taken after the locks.
-	batch.Queue(`SELECT key, request_hash, invoice_id FROM idempotency_keys WHERE seller_id = $1 AND key = ANY($2)`, sellerID, keys).
+	batch.Queue(`SELECT i.seller_id, i.key, i.request_hash, i.invoice_id
+		FROM idempotency_keys i JOIN unnest($1::bigint[], $2::text[]) AS u(seller_id, key)
+		ON i.seller_id = u.seller_id AND i.key = u.key`, sellers, keys).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
-				var k string
+				var k sellerKey
 				var st stored
-				if err := rows.Scan(&k, &st.hash, &st.id); err != nil {
+				if err := rows.Scan(&k.seller, &k.key, &st.hash, &st.id); err != nil {
 					return err
 				}
 				found[k] = st
@@ -426,7 +502,7 @@ func ClaimKeys(ctx context.Context, tx pgx.Tx, sellerID int64, claims []KeyClaim
 		return nil, fmt.Errorf("invoice: claim idempotency keys: %d locks for %d keys", len(locked), len(claims))
 	}
 	for i, c := range claims {
-		st, ok := found[c.Key]
+		st, ok := found[sellerKey{c.SellerID, c.Key}]
 		switch {
 		case !locked[i]:
 			out[i].Err = ErrKeyInProgress

@@ -290,63 +290,139 @@ func Next(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, opt Opt
 // any error from the database the transaction is aborted and must be rolled
 // back.
 func NextN(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, n int, opt Options) (Block, error) {
-	fy := FYOf(date)
-	if !fy.Valid() {
-		return Block{}, apperr.Errorf(ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", date.Format(time.DateOnly), FY(MinFY), FY(MaxFY))
+	blocks, errs, err := NextMany(ctx, tx, []Take{{Series: s, Date: date, N: n}}, now, opt)
+	if err != nil {
+		return Block{}, err
 	}
-	if n < 1 {
-		return Block{}, fmt.Errorf("series: NextN: n = %d, want at least 1", n)
+	return blocks[0], errs[0]
+}
+
+// Take asks for N consecutive numbers of Series for invoices dated Date.
+type Take struct {
+	Series Series
+	Date   time.Time
+	N      int
+}
+
+// NextMany takes numbers for several series-years in one statement and one
+// round trip, inside the caller's transaction: it is NextN for many series
+// at once, so that one transaction and one COMMIT can number invoices of
+// many series. The counter rows are locked in (series, year) order, so two
+// callers never deadlock each other; every row stays locked until tx ends.
+// No two takes may name the same series-year.
+//
+// It returns a block and an error per take, in order: a take refused on
+// its own (ErrInvalidDate, ErrDateOutOfOrder, ErrExhausted) has its error
+// and a zero block, and consumed nothing. The last result is an error that
+// concerns them all (ErrLockTimeout when some row stayed locked past
+// opt.LockTimeout, a database error); the transaction is then aborted.
+func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt Options) ([]Block, []error, error) {
+	blocks := make([]Block, len(takes))
+	errs := make([]error, len(takes))
+	type rowKey struct {
+		id int64
+		fy FY
 	}
-	capacity := s.Format.Capacity()
-	if int64(n) > capacity {
-		return Block{}, apperr.Errorf(ErrExhausted, "series %s holds only %d numbers a year", s.Code, capacity)
+	index := map[rowKey]int{}
+	var ids, ns, caps []int64
+	var fys []int32
+	var dates []time.Time
+	for i, t := range takes {
+		fy := FYOf(t.Date)
+		switch {
+		case !fy.Valid():
+			errs[i] = apperr.Errorf(ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), FY(MinFY), FY(MaxFY))
+			continue
+		case t.N < 1:
+			return nil, nil, fmt.Errorf("series: NextMany: n = %d, want at least 1", t.N)
+		case int64(t.N) > t.Series.Format.Capacity():
+			errs[i] = apperr.Errorf(ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
+			continue
+		}
+		k := rowKey{t.Series.ID, fy}
+		if _, dup := index[k]; dup {
+			return nil, nil, fmt.Errorf("series: NextMany: series %d year %s taken twice in one call", t.Series.ID, fy)
+		}
+		index[k] = i
+		blocks[i] = Block{Series: t.Series, FY: fy, N: t.N}
+		ids, fys, ns, caps, dates = append(ids, t.Series.ID), append(fys, int32(fy)), append(ns, int64(t.N)), append(caps, t.Series.Format.Capacity()), append(dates, t.Date)
 	}
-	var last int64
-	b := Block{Series: s, FY: fy, N: n}
+	if len(ids) == 0 {
+		return blocks, errs, nil
+	}
+	got := map[rowKey]bool{}
 	// One round trip: the lock timeout (transaction-local, restored
-	// afterwards) and the upsert are pipelined.
+	// afterwards) and the upsert are pipelined. ORDER BY fixes the order
+	// in which rows are locked.
 	batch := &pgx.Batch{}
 	queueLockTimeout(batch, opt)
 	batch.Queue(`
 		INSERT INTO series_counters AS c (series_id, fy, last_serial, last_invoice_date, last_issued_at)
-		VALUES ($1, $2, $3, $4, $5)
+		SELECT u.series_id, u.fy, u.n, u.d, $6
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[]) AS u(series_id, fy, n, d, cap)
+		WHERE u.n <= u.cap
+		ORDER BY u.series_id, u.fy
 		ON CONFLICT (series_id, fy) DO UPDATE
-		SET last_serial = c.last_serial + $3,
+		SET last_serial = c.last_serial + EXCLUDED.last_serial,
 		    last_invoice_date = EXCLUDED.last_invoice_date,
 		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
 		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
-		  AND c.last_serial + $3 <= $6
-		RETURNING last_serial, last_issued_at, chain_length, chain_head`,
-		s.ID, int(fy), int64(n), date, now, capacity).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&last, &b.IssuedAt, &b.ChainLength, &b.ChainHead)
+		  AND c.last_serial + EXCLUDED.last_serial <= (
+		      SELECT u.cap FROM unnest($1::bigint[], $2::int[], $5::bigint[]) AS u(series_id, fy, cap)
+		      WHERE u.series_id = c.series_id AND u.fy = c.fy)
+		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`,
+		ids, fys, ns, dates, caps, now).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, last int64
+			var fy int32
+			var b Block
+			if err := rows.Scan(&id, &fy, &last, &b.IssuedAt, &b.ChainLength, &b.ChainHead); err != nil {
+				return err
+			}
+			k := rowKey{id, FY(fy)}
+			i, ok := index[k]
+			if !ok {
+				return fmt.Errorf("series: counter row %d/%d not asked for", id, fy)
+			}
+			got[k] = true
+			blocks[i].IssuedAt, blocks[i].ChainLength, blocks[i].ChainHead = b.IssuedAt, b.ChainLength, b.ChainHead
+			blocks[i].First = last - int64(blocks[i].N) + 1
+		}
+		return rows.Err()
 	})
 	queueLockTimeoutRestore(batch, opt)
-	err := tx.SendBatch(ctx, batch).Close()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Block{}, explainRefusal(ctx, tx, s, fy, date, n)
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, nil, translate(err, "take numbers")
 	}
-	if err != nil {
-		return Block{}, translate(err, "take number")
+	for k, i := range index {
+		if got[k] {
+			continue
+		}
+		blocks[i] = Block{}
+		var err error
+		if errs[i], err = explainRefusal(ctx, tx, takes[i].Series, k.fy, takes[i].Date, takes[i].N); err != nil {
+			return nil, nil, err
+		}
 	}
-	b.First = last - int64(n) + 1
-	return b, nil
+	return blocks, errs, nil
 }
 
 // explainRefusal reads the (already locked) counter row after the upsert's
-// WHERE refused to advance it and says why.
-func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) error {
+// WHERE refused to advance it and returns the reason as the first result;
+// the second is a database error.
+func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) (error, error) {
 	var last int64
 	var lastDate time.Time
 	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2`,
 		s.ID, int(fy)).Scan(&last, &lastDate)
 	if err != nil {
-		return translate(err, "read counter")
+		return nil, translate(err, "read counter")
 	}
 	if date.Before(lastDate) {
 		return apperr.Errorf(ErrDateOutOfOrder, "invoice date %s is earlier than %s, the last invoice date of series %s in %s",
-			date.Format(time.DateOnly), lastDate.Format(time.DateOnly), s.Code, fy)
+			date.Format(time.DateOnly), lastDate.Format(time.DateOnly), s.Code, fy), nil
 	}
-	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n)
+	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n), nil
 }
 
 // Counter returns the counter row of series id in fy without locking it, or
@@ -417,6 +493,15 @@ func translate(err error, what string) error {
 func isUnique(err error) bool {
 	var pg *pgconn.PgError
 	return errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation
+}
+
+// QueueAdvanceChains queues on b one update storing the chain state of
+// several series-years (parallel slices), after records were appended. The
+// counter rows must already be locked by the transaction b runs in.
+func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []int64, heads [][]byte) {
+	b.Queue(`UPDATE series_counters c SET chain_length = u.len, chain_head = u.head
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[]) AS u(series_id, fy, len, head)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
 }
 
 // QueueAdvanceChain queues on b the update that stores the chain state after
