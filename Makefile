@@ -49,8 +49,8 @@ fuzz-run:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done <<< "$$targets"
 
-bench: build ## Run `invoiced bench` (BENCHFLAGS) against the persistent local DB
-	$(PG) run -- $(BIN) bench $(BENCHFLAGS)
+bench: build ## Benchmark over HTTP vs pgbench baselines (BENCHFLAGS, e.g. --quick, --full; see docs/bench.md)
+	scripts/bench $(BENCHFLAGS)
 
 lint: ## go vet and gofmt (fails if any file needs formatting)
 	$(GO) vet ./...
