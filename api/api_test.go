@@ -199,7 +199,7 @@ func TestErrorStatuses(t *testing.T) {
 		{"no key", "POST", path, "", good, nil, 401, "unauthorized"},
 		{"unknown key", "POST", path, "ik_00000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", good, nil, 401, "unauthorized"},
 		{"garbage key", "GET", "/v1/series", "nope", "", nil, 401, "unauthorized"},
-		{"wrong secret", "GET", "/v1/series", e.read[:len(e.read)-1] + "a", "", nil, 401, "unauthorized"},
+		{"wrong secret", "GET", "/v1/series", wrongSecret(e.read), "", nil, 401, "unauthorized"},
 		{"revoked key", "POST", path, revoked, good, nil, 401, "unauthorized"},
 		{"missing scope", "POST", path, e.read, good, nil, 403, "forbidden"},
 		{"unknown series", "POST", "/v1/series/NOPE/invoices", e.all, good, nil, 404, "series_not_found"},
@@ -758,4 +758,14 @@ func TestKeyCacheExpires(t *testing.T) {
 	e.wantError(e.do("GET", "/v1/series", k, ""), http.StatusUnauthorized, "unauthorized")
 	// A wrong secret with a cached prefix is still refused.
 	e.wantError(e.do("GET", "/v1/series", e.read[:12]+"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", ""), http.StatusUnauthorized, "unauthorized")
+}
+
+// wrongSecret returns key with its last secret character changed.
+func wrongSecret(key string) string {
+	last := key[len(key)-1]
+	repl := byte('a')
+	if last == 'a' {
+		repl = 'b'
+	}
+	return key[:len(key)-1] + string(repl)
 }

@@ -3,6 +3,7 @@ package invoice
 import (
 	"context"
 	"errors"
+	"github.com/jackc/pgx/v5"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -277,6 +278,22 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	}
 }
 
+// begin starts a transaction: a pipeTx on a pool connection when the
+// database hands those out (BEGIN and COMMIT then ride along with other
+// statements), an ordinary one otherwise. release returns the connection.
+func (c *Committer) begin(ctx context.Context) (tx pgx.Tx, pipe *pipeTx, release func(), err error) {
+	if a, ok := c.DB.(acquirer); ok {
+		conn, err := a.Acquire(ctx)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p := &pipeTx{conn: conn}
+		return p, p, conn.Release, nil
+	}
+	tx, err = c.DB.Begin(ctx)
+	return tx, nil, func() {}, err
+}
+
 func (c *Committer) now() time.Time {
 	if c.Now != nil {
 		return c.Now()
@@ -366,10 +383,11 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 	}()
 
-	tx, err := c.DB.Begin(ctx)
+	tx, pipe, release, err := c.begin(ctx)
 	if err != nil {
 		return translate(err, "begin")
 	}
+	defer release()
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
 	// Idempotency keys, before the counter locks. Each distinct (seller,
@@ -440,14 +458,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 			members = append(members, ms)
 		}
 	}
-	var invs [][]Invoice
-	var groupErrs []error
-	if len(groups) > 0 {
-		invs, groupErrs, err = IssueManyTx(ctx, tx, groups, c.now(), opt)
-		if err != nil {
-			return err
-		}
-	}
+	// Replays read committed rows; do it before the counter locks.
 	replayed := map[*call]Invoice{}
 	for cl, id := range replays {
 		inv, err := Get(ctx, tx, cl.req.Seller.ID, id)
@@ -456,7 +467,18 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 		replayed[cl] = inv
 	}
-	if err := tx.Commit(ctx); err != nil {
+	var invs [][]Invoice
+	var groupErrs []error
+	committed := false
+	if len(groups) > 0 {
+		invs, groupErrs, committed, err = issueMany(ctx, tx, groups, c.now(), opt, pipe != nil)
+		if err != nil {
+			return err
+		}
+	}
+	if committed {
+		pipe.committed()
+	} else if err := tx.Commit(ctx); err != nil {
 		return translate(err, "commit")
 	}
 	issued := 0

@@ -75,22 +75,30 @@ type Group struct {
 // that concerns them all (lock timeout, ErrKeyRace, a database error); tx
 // is then aborted.
 func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
+	invs, errs, _, err := issueMany(ctx, tx, groups, now, opt, false)
+	return invs, errs, err
+}
+
+// issueMany is IssueManyTx; with commit set it ends its last round trip of
+// writes with COMMIT and reports whether it did (committed is then true
+// when err is nil and something was written).
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool) (out [][]Invoice, errs []error, committed bool, err error) {
 	takes := make([]series.Take, len(groups))
 	itemsJSON := make([][]string, len(groups))
 	for g, gr := range groups {
 		if len(gr.Drafts) == 0 {
-			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
+			return nil, nil, false, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
 		}
 		date := gr.Drafts[0].InvoiceDate
 		itemsJSON[g] = make([]string, len(gr.Drafts))
 		for i, d := range gr.Drafts {
 			if !d.InvoiceDate.Equal(date) {
-				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
+				return nil, nil, false, fmt.Errorf("invoice: drafts of one group must share an invoice date")
 			}
 			// Before the lock: the JSON of the items.
 			b, err := json.Marshal(d.Items)
 			if err != nil {
-				return nil, nil, fmt.Errorf("invoice: items: %w", err)
+				return nil, nil, false, fmt.Errorf("invoice: items: %w", err)
 			}
 			itemsJSON[g][i] = string(b)
 		}
@@ -99,11 +107,11 @@ func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, 
 
 	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 
 	// Under the locks: number, chain, and one pipelined round trip of writes.
-	out := make([][]Invoice, len(groups))
+	out = make([][]Invoice, len(groups))
 	var (
 		sellerIDs, seriesIDs, serials    []int64
 		fys                              []int32
@@ -175,7 +183,7 @@ func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, 
 		hSeries, hFY, hLength, hHead = append(hSeries, gr.Series.ID), append(hFY, int32(b.FY)), append(hLength, b.ChainLength+int64(len(gr.Drafts))), append(hHead, head)
 	}
 	if len(all) == 0 {
-		return out, errs, nil
+		return out, errs, false, nil
 	}
 	// One statement inserts the invoices and their idempotency keys and
 	// returns the ids; the chain records and the counters' chain heads
@@ -234,14 +242,17 @@ func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, 
 			AS u(series_id, fy, position, serial, at, hash)`,
 		cSeries, cFY, cPositions, cSerials, cAt, cHashes)
 	series.QueueAdvanceChains(batch, hSeries, hFY, hLength, hHead)
+	if commit {
+		batch.Queue("COMMIT")
+	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys" {
-			return nil, nil, apperr.WithCause(ErrKeyRace, err)
+			return nil, nil, false, apperr.WithCause(ErrKeyRace, err)
 		}
-		return nil, nil, translate(err, "insert invoices")
+		return nil, nil, false, translate(err, "insert invoices")
 	}
-	return out, errs, nil
+	return out, errs, commit, nil
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.
