@@ -43,6 +43,9 @@ type Config struct {
 	// instead of gathering concurrent requests for a series into one
 	// (group commit, see invoice.Committer). For comparison only.
 	DisableBatching bool
+	// BatchesInFlight is how many group-commit transactions may be open at
+	// once (invoice.Committer.InFlight); 0 means 1.
+	BatchesInFlight int
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
 	// this long; 0 means 5s, negative asks the database on every request.
@@ -122,6 +125,7 @@ func New(cfg Config) *Server {
 	}
 	s.committer = &invoice.Committer{
 		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now,
+		InFlight: cfg.BatchesInFlight,
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.keyTTL = cfg.KeyCacheTTL

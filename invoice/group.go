@@ -46,12 +46,17 @@ type Committer struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// InFlight is how many shared transactions may be open at once
+	// (default 1). With 2, while one holds counter rows the next claims
+	// its keys and then waits for the rows, so their round trips overlap;
+	// it helps only when the database is far away.
+	InFlight int
 
-	mu         sync.Mutex
-	groups     map[groupKey]*group
-	sharedBusy bool                   // the shared drainer runs
-	soloUntil  map[groupKey]time.Time // series batched alone until then
-	stats      Stats
+	mu        sync.Mutex
+	groups    map[groupKey]*group
+	shared    int                    // shared drainers running
+	soloUntil map[groupKey]time.Time // series batched alone until then
+	stats     Stats
 }
 
 // Stats counts what a Committer has done.
@@ -134,8 +139,8 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 	case time.Now().Before(c.soloUntil[k]):
 		g.solo = true
 		go c.drainSolo(k, g)
-	case !c.sharedBusy:
-		c.sharedBusy = true
+	case c.shared < c.inFlight():
+		c.shared++
 		go c.drainShared()
 	}
 	c.mu.Unlock()
@@ -197,7 +202,7 @@ func (c *Committer) drainShared() {
 			taken += n
 		}
 		if taken == 0 {
-			c.sharedBusy = false
+			c.shared--
 			for k, g := range c.groups {
 				if !g.solo && len(g.pending) == 0 {
 					delete(c.groups, k)
@@ -292,6 +297,13 @@ func (c *Committer) begin(ctx context.Context) (tx pgx.Tx, pipe *pipeTx, release
 	}
 	tx, err = c.DB.Begin(ctx)
 	return tx, nil, func() {}, err
+}
+
+func (c *Committer) inFlight() int {
+	if c.InFlight > 0 {
+		return c.InFlight
+	}
+	return 1
 }
 
 func (c *Committer) now() time.Time {

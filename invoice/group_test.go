@@ -247,9 +247,18 @@ func (f fixture) serialsOfSeries(t *testing.T, s series.Series) []int64 {
 // share transactions, and every series stays exactly 1..N.
 func TestGroupCommitAcrossSeries(t *testing.T) {
 	t.Parallel()
+	for _, inFlight := range []int{1, 2} {
+		t.Run(fmt.Sprintf("in-flight=%d", inFlight), func(t *testing.T) {
+			t.Parallel()
+			testAcrossSeries(t, inFlight)
+		})
+	}
+}
+
+func testAcrossSeries(t *testing.T, inFlight int) {
 	f := setup(t)
 	ss := f.moreSeries(t, 12)
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now },
+	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
 		Options: series.Options{LockTimeout: 10 * time.Second}}
 	const clients, each = 24, 30
 	var mu sync.Mutex

@@ -36,6 +36,7 @@ type serveConfig struct {
 	stats        bool
 	debugAddr    string
 	keyCacheTTL  time.Duration
+	inFlight     int
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -52,6 +53,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
+	fs.IntVar(&c.inFlight, "batches-in-flight", 1, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
@@ -69,6 +71,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --drain-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return usageErrorf("serve: --log-format must be json or text")
+	case c.inFlight < 1 || c.inFlight > 8:
+		return usageErrorf("serve: --batches-in-flight must be 1 to 8")
+	case c.keyCacheTTL < 0:
+		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
 	}
 	return serve(ctx, e, c)
 }
@@ -109,6 +115,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		DisableBatching: !c.batching,
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
+		BatchesInFlight: c.inFlight,
 	}).Handler()
 	srv := &http.Server{
 		Handler: handler,
