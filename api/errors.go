@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 
@@ -105,8 +106,12 @@ func dbUnavailable(err error) bool {
 	if errors.As(err, &ne) {
 		return true
 	}
+	// A pooled connection the server dropped fails with "conn closed"
+	// (pgconn.ErrConnClosed) before anything was sent: safe to retry.
 	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool) ||
+		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // handleError is echo's HTTPErrorHandler: it writes err as the JSON error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,8 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", &pgconn.PgError{Code: "57P01"}), 503, "database_unavailable", false},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), 503, "database_unavailable", false},
 		{fmt.Errorf("x: %w", puddle.ErrClosedPool), 503, "database_unavailable", false},
+		{fmt.Errorf("invoice: begin: %w", pgconn.ErrConnClosed), 503, "database_unavailable", false},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), 503, "database_unavailable", false},
 		{series.ErrLockTimeout, 503, "series_busy", false},
 		{invoice.ErrKeyReused, 422, "idempotency_key_reused", false},
 		{invoice.ErrKeyInProgress, 409, "idempotency_key_in_progress", false},

@@ -1,0 +1,488 @@
+package faults
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/latencyproxy"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Load sizes: short runs, a handful of clients, so the whole suite stays
+// within a few minutes on a 2-core machine.
+const (
+	workers     = 8
+	retryWindow = 60 * time.Second // how long a client keeps retrying one key
+)
+
+var codes = []string{"CH1", "CH2"}
+
+// recoveredWithin waits for n more acknowledgements after a fault cleared
+// and fails the test (invariant 4) if they do not come within timeout. It
+// returns how long the first one took.
+func recoveredWithin(t *testing.T, h *History, l *load, n int64, timeout time.Duration) time.Duration {
+	t.Helper()
+	cleared := time.Now()
+	if !l.waitIssued(n, timeout) {
+		t.Fatalf("invariant 4: the service did not recover by itself: fewer than %d acknowledgements within %s of the fault clearing", n, timeout)
+	}
+	for _, op := range h.Ops() {
+		if op.Type == OK && op.Time.After(cleared) {
+			return op.Time.Sub(cleared)
+		}
+	}
+	return 0
+}
+
+// TestKill9Server kills the server process with SIGKILL twice mid-load and
+// restarts it on the same address; clients retry with their keys.
+func TestKill9Server(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	fx := sharedDB(t)
+	srv := startServer(t, fx.dbURL, "127.0.0.1:0")
+	h := &History{}
+	c := newClient(h, fx.key, "http://"+srv.addr, "k9")
+	defer c.close()
+	deadline := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return deadline })
+	if !l.waitIssued(40, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+	var recov []time.Duration
+	for round := 0; round < 2; round++ {
+		h.Mark("kill -9 server")
+		srv.kill()
+		time.Sleep(300 * time.Millisecond)
+		srv = srv.restart(t)
+		h.Mark("server restarted")
+		recov = append(recov, recoveredWithin(t, h, l, 40, 20*time.Second))
+	}
+	l.end(t, retryWindow)
+	defer logInternalErrors(t, srv)
+	r := verdict(t, "kill9-server", h, fx.dbURL, CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS kill9-server first-ack-after-restart=%v", recov)
+	if r.Unknown == 0 {
+		t.Errorf("no attempt had an unknown outcome: the kill did not hit the load")
+	}
+}
+
+// TestPostgresImmediateStop stops PostgreSQL in immediate mode mid-load,
+// checks that requests fail fast with 503 + Retry-After and /readyz says
+// 503 while it is down, restarts it and checks that the server's pool
+// reconnects unaided.
+func TestPostgresImmediateStop(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pg := newCluster(t)
+	fx := seed(t, pg.url("postgres"))
+	srv := startServer(t, fx.dbURL, "127.0.0.1:0")
+	base := "http://" + srv.addr
+	h := &History{}
+	c := newClient(h, fx.key, base, "pgstop")
+	defer c.close()
+	deadline := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return deadline })
+	if !l.waitIssued(40, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+	h.Mark("pg_ctl stop -m immediate")
+	pg.stop("immediate")
+	time.Sleep(200 * time.Millisecond)
+
+	// While it is down: probes must be answered 503 + Retry-After, fast.
+	var slowest time.Duration
+	for i := 0; i < 5; i++ {
+		key := fmt.Sprintf("pgstop-probe-%d", i)
+		status, _, lat := c.attempt(ctx, 100+i, "CH1", key)
+		slowest = max(slowest, lat)
+		if status != http.StatusServiceUnavailable {
+			t.Errorf("POST while PostgreSQL is down: status %d, want 503", status)
+		}
+		rs, hdr, rlat := get(base, "/readyz")
+		slowest = max(slowest, rlat)
+		if rs != http.StatusServiceUnavailable {
+			t.Errorf("/readyz while PostgreSQL is down: %d, want 503", rs)
+		} else if hdr.Get("Retry-After") == "" {
+			t.Errorf("/readyz 503 without Retry-After")
+		}
+		if lat > 3*time.Second || rlat > 3*time.Second {
+			t.Errorf("answer took %v (POST) / %v (readyz) while PostgreSQL was down: want under 3s", lat, rlat)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	pg.start()
+	h.Mark("PostgreSQL restarted")
+	rec := recoveredWithin(t, h, l, 40, 30*time.Second)
+	if rs, _, _ := get(base, "/readyz"); rs != http.StatusOK {
+		t.Errorf("/readyz after restart: %d, want 200", rs)
+	}
+	l.end(t, retryWindow)
+	// The probes' keys must end as one invoice each, like any other.
+	for i := 0; i < 5; i++ {
+		if !c.issue(ctx, 100+i, "CH1", fmt.Sprintf("pgstop-probe-%d", i), time.Now().Add(30*time.Second)) {
+			t.Errorf("probe %d never succeeded", i)
+		}
+	}
+	defer logInternalErrors(t, srv)
+	verdict(t, "pg-immediate-stop", h, fx.dbURL, CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS pg-immediate-stop slowest-answer-while-down=%v first-ack-after-restart=%v", slowest.Round(time.Millisecond), rec.Round(time.Millisecond))
+}
+
+// TestFailoverToSyncStandby runs the server on a multi-host URL over a
+// primary and a synchronous standby, kills the primary with SIGKILL
+// mid-load, promotes the standby, and checks that the server carries on
+// and that nothing acknowledged was lost.
+func TestFailoverToSyncStandby(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	primary := newCluster(t, "synchronous_standby_names = '*'", "wal_level = replica", "max_wal_senders = 5")
+	standby := newStandby(t, primary)
+	// Wait until the standby is the synchronous one.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := primary.queryString("postgres", `SELECT coalesce(string_agg(sync_state, ','), '') FROM pg_stat_replication`)
+		if err == nil && st == "sync" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("standby never became synchronous (sync_state %q, %v)", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fx := seed(t, primary.url("postgres"))
+	multi := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write", primary.addr(), standby.addr())
+	srv := startServer(t, multi, "127.0.0.1:0")
+	h := &History{}
+	c := newClient(h, fx.key, "http://"+srv.addr, "failover")
+	defer c.close()
+	end := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
+	if !l.waitIssued(40, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+	h.Mark("kill -9 primary")
+	primary.kill9()
+	time.Sleep(500 * time.Millisecond)
+	standby.promote()
+	h.Mark("standby promoted")
+	rec := recoveredWithin(t, h, l, 40, 30*time.Second)
+	l.end(t, retryWindow)
+	defer logInternalErrors(t, srv)
+	verdict(t, "failover", h, standby.url("postgres"), CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS failover first-ack-after-promote=%v", rec.Round(time.Millisecond))
+}
+
+// TestConnectionCuts puts a TCP proxy between the server and PostgreSQL
+// and another between the clients and the server, each with a small
+// delay so that answers are in flight when the cut comes, and cuts every
+// connection of one or the other several times mid-load. An invoice
+// committed whose answer was cut is unknown to its client; the retry with
+// the same key must resolve it to exactly one invoice.
+func TestConnectionCuts(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	fx := sharedDB(t)
+	dbProxy, err := latencyproxy.New("127.0.0.1:0", hostPort(t, fx.dbURL), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbProxy.Close()
+	srv := startServer(t, withHost(fx.dbURL, dbProxy.Addr()), "127.0.0.1:0")
+	httpProxy, err := latencyproxy.New("127.0.0.1:0", srv.addr, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer httpProxy.Close()
+	h := &History{}
+	c := newClient(h, fx.key, "http://"+httpProxy.Addr(), "cut")
+	defer c.close()
+	end := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
+	if !l.waitIssued(20, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+	var dbCuts, httpCuts int
+	for round := 0; round < 8; round++ {
+		time.Sleep(300 * time.Millisecond)
+		if round%2 == 0 {
+			n := dbProxy.CutAll()
+			dbCuts += n
+			h.Mark(fmt.Sprintf("cut %d server-PostgreSQL connections", n))
+		} else {
+			n := httpProxy.CutAll()
+			httpCuts += n
+			h.Mark(fmt.Sprintf("cut %d client-server connections", n))
+		}
+	}
+	rec := recoveredWithin(t, h, l, 20, 30*time.Second)
+	l.end(t, retryWindow)
+	defer logInternalErrors(t, srv)
+	r := verdict(t, "connection-cuts", h, fx.dbURL, CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS connection-cuts db-conns-cut=%d http-conns-cut=%d first-ack-after-last-cut=%v", dbCuts, httpCuts, rec.Round(time.Millisecond))
+	if r.ReplayedAfterUnknown == 0 {
+		t.Errorf("no committed invoice lost its answer to a cut (replayed_after_unknown=0): the fault was not exercised")
+	}
+}
+
+// TestStuckCounterLock holds series CH1's counter lock in a transaction
+// that does not finish (a library user gone wrong, with series.Next), with
+// the server's lock timeout at 500ms: CH1 requests must get 503 with
+// Retry-After within about the lock timeout while CH2 carries on; when the
+// transaction rolls back, its number is returned and CH1 recovers.
+func TestStuckCounterLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	fx := sharedDB(t)
+	const lockTimeout = 500 * time.Millisecond
+	srv := startServer(t, fx.dbURL, "127.0.0.1:0", "--lock-timeout", lockTimeout.String())
+	h := &History{}
+	c := newClient(h, fx.key, "http://"+srv.addr, "lock")
+	defer c.close()
+	end := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
+	if !l.waitIssued(40, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+
+	conn, err := pgx.Connect(ctx, fx.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seller, err := series.SellerByGSTIN(ctx, tx, sellerGSTIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := series.Get(ctx, tx, seller.ID, "CH1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	blk, err := series.Next(ctx, tx, sr, series.DateIST(now), now, series.Options{LockTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatalf("series.Next in the stuck transaction: %v", err)
+	}
+	holdStart := time.Now()
+	h.Mark(fmt.Sprintf("CH1 counter locked by a stuck transaction (it took serial %d)", blk.First))
+
+	// Probes on CH1 while it is held.
+	var slowest time.Duration
+	for i := 0; i < 3; i++ {
+		status, ra, lat := c.attempt(ctx, 200+i, "CH1", fmt.Sprintf("lock-probe-%d", i))
+		slowest = max(slowest, lat)
+		if status != http.StatusServiceUnavailable || ra == 0 {
+			t.Errorf("CH1 while its lock is held: status %d (Retry-After %v), want 503 with Retry-After", status, ra)
+		}
+		if lat > lockTimeout+1500*time.Millisecond {
+			t.Errorf("CH1 answered after %v while its lock was held: want within the lock timeout (%v) plus a little", lat, lockTimeout)
+		}
+	}
+	time.Sleep(time.Second)
+	holdEnd := time.Now()
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Mark("stuck transaction rolled back")
+
+	var ch1, ch2 int
+	for _, op := range h.Ops() {
+		if op.Type != OK || op.Time.Before(holdStart.Add(100*time.Millisecond)) || op.Time.After(holdEnd) {
+			continue
+		}
+		switch op.Series {
+		case "CH1":
+			ch1++
+		case "CH2":
+			ch2++
+		}
+	}
+	if ch2 == 0 {
+		t.Errorf("no CH2 invoice was acknowledged while CH1's lock was held: other series must carry on")
+	}
+	if ch1 != 0 {
+		t.Errorf("%d CH1 invoices acknowledged while its counter was locked by another transaction", ch1)
+	}
+	rec := recoveredWithin(t, h, l, 40, 20*time.Second)
+	l.end(t, retryWindow)
+	for i := 0; i < 3; i++ {
+		if !c.issue(ctx, 200+i, "CH1", fmt.Sprintf("lock-probe-%d", i), time.Now().Add(20*time.Second)) {
+			t.Errorf("probe %d never succeeded", i)
+		}
+	}
+	defer logInternalErrors(t, srv)
+	verdict(t, "stuck-lock", h, fx.dbURL, CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS stuck-lock held=%v ch2-acked-while-held=%d ch1-acked-while-held=%d slowest-ch1-503=%v first-ack-after-rollback=%v",
+		holdEnd.Sub(holdStart).Round(time.Millisecond), ch2, ch1, slowest.Round(time.Millisecond), rec.Round(time.Millisecond))
+}
+
+// TestSIGTERMMidLoad sends SIGTERM to the server mid-load: it must drain
+// (in-flight requests answered, not cut), exit 0, and lose nothing it
+// acknowledged; a restarted server serves the clients' retries.
+func TestSIGTERMMidLoad(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	fx := sharedDB(t)
+	srv := startServer(t, fx.dbURL, "127.0.0.1:0", "--drain-timeout", "10s")
+	h := &History{}
+	c := newClient(h, fx.key, "http://"+srv.addr, "term")
+	defer c.close()
+	end := time.Now().Add(retryWindow)
+	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
+	if !l.waitIssued(40, 20*time.Second) {
+		t.Fatal("load did not start")
+	}
+	h.Mark("SIGTERM")
+	signalled := time.Now()
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not exit within 20s of SIGTERM\n%s", srv.stderr())
+	}
+	exited := time.Now()
+	if srv.err != nil {
+		t.Errorf("serve exited with %v after SIGTERM, want 0\n%s", srv.err, srv.stderr())
+	}
+	srv = srv.restart(t)
+	h.Mark("server restarted")
+	rec := recoveredWithin(t, h, l, 40, 20*time.Second)
+	l.end(t, retryWindow)
+
+	// Requests in flight at SIGTERM: invoked before, completed after.
+	invoked := map[int]time.Time{}
+	inflight := map[string]int{}
+	for _, op := range h.Ops() {
+		switch op.Type {
+		case Invoke:
+			invoked[op.Client] = op.Time
+		case OK, Fail, Unknown:
+			if invoked[op.Client].Before(signalled) && op.Time.After(signalled) {
+				inflight[fmt.Sprintf("%s/%d", op.Type, op.Status)]++
+				if op.Status >= 500 && op.Status != http.StatusServiceUnavailable {
+					t.Errorf("request in flight at SIGTERM answered %d", op.Status)
+				}
+			}
+		}
+	}
+	defer logInternalErrors(t, srv)
+	verdict(t, "sigterm", h, fx.dbURL, CheckOptions{RequireAllAcked: true})
+	t.Logf("FAULTS sigterm exit-after=%v in-flight-at-signal=%v first-ack-after-restart=%v",
+		exited.Sub(signalled).Round(time.Millisecond), inflight, rec.Round(time.Millisecond))
+	if inflight["ok/201"] == 0 {
+		t.Logf("note: no request in flight at SIGTERM was answered 201 this run")
+	}
+}
+
+// TestClockJumpsBack issues through invoice.Committer (with and without
+// group commit) with a clock that jumps back an hour, then another, mid
+// load: stored issue times must never go backwards in serial order.
+func TestClockJumpsBack(t *testing.T) {
+	t.Parallel()
+	for _, batching := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+			t.Parallel()
+			clockJump(t, batching)
+		})
+	}
+}
+
+func clockJump(t *testing.T, batching bool) {
+	ctx := t.Context()
+	dbURL := dbtest.NewURL(t)
+	p, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	seller, err := series.CreateSeller(ctx, p, sellerGSTIN, "Clock Test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := series.CreateSeries(ctx, p, series.NewSeries{SellerID: seller.ID, Code: "CK1", DocType: "invoice", Format: "CK1/{FY}/{SEQ:6}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offset atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	cm := &invoice.Committer{DB: p, Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock}
+	h := &History{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var acked atomic.Int64
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for n := 0; n < 100000; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key := fmt.Sprintf("clock-w%02d-%05d", w, n)
+				now := time.Now()
+				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{{Description: key, HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
+					seller, sr, now, invoice.Policy{})
+				if err != nil {
+					t.Errorf("Prepare: %v", err)
+					return
+				}
+				hash := sha256.Sum256([]byte(key))
+				d.IdempotencyKey, d.RequestHash = key, hash[:]
+				for try := 0; try < 20; try++ {
+					h.Add(Op{Type: Invoke, Client: w, Key: key, Series: sr.Code})
+					res := cm.Issue(ctx, invoice.IssueRequest{Seller: seller, Series: sr, Draft: d})
+					if res.Err != nil {
+						h.Add(Op{Type: Unknown, Client: w, Key: key, Series: sr.Code, Err: res.Err.Error()})
+						time.Sleep(20 * time.Millisecond)
+						continue
+					}
+					inv := res.Invoice
+					h.Add(Op{Type: OK, Client: w, Key: key, Series: inv.SeriesCode, Status: 201, Serial: inv.Serial,
+						Number: inv.Number, IssuedAt: inv.IssuedAt, Replayed: res.Replayed})
+					acked.Add(1)
+					break
+				}
+			}
+		})
+	}
+	waitFor := func(n int64) {
+		target := acked.Load() + n
+		for i := 0; i < 1000 && acked.Load() < target; i++ {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor(50)
+	h.Mark("clock back 1h")
+	offset.Store(int64(-time.Hour))
+	jump1 := acked.Load()
+	waitFor(50)
+	h.Mark("clock back 2h")
+	offset.Store(int64(-2 * time.Hour))
+	waitFor(50)
+	afterJump := acked.Load() - jump1
+	close(stop)
+	wg.Wait()
+	name := fmt.Sprintf("clock-back(batching=%v)", batching)
+	verdict(t, name, h, dbURL, CheckOptions{RequireAllAcked: true})
+	if afterJump == 0 {
+		t.Errorf("no invoice was issued after the clock jumped back")
+	}
+	t.Logf("FAULTS %s acked-after-first-jump=%d", name, afterJump)
+}
