@@ -1,16 +1,12 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"net"
+	"github.com/invoiced/invoiced/internal/dbfault"
 	"net/http"
 
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/puddle/v2"
 	"github.com/labstack/echo/v4"
 )
 
@@ -88,31 +84,9 @@ func echoProblem(he *echo.HTTPError) problem {
 	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}
 }
 
-// dbUnavailable reports whether err means the database cannot be reached or
-// did not answer in time: connection failures, SQLSTATE class 08, server
-// shutdown (57P01–57P03), statement cancellation, and deadlines (pool
-// acquire included).
-func dbUnavailable(err error) bool {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return len(pg.Code) == 5 && pg.Code[:2] == "08" ||
-			pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03" || pg.Code == "57014" || pg.Code == "53300"
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	// A pooled connection the server dropped fails with "conn closed"
-	// (pgconn.ErrConnClosed) before anything was sent: safe to retry.
-	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool) ||
-		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
+// dbUnavailable reports whether err means the database is not available
+// now; see dbfault.Unavailable.
+func dbUnavailable(err error) bool { return dbfault.Unavailable(err) }
 
 // handleError is echo's HTTPErrorHandler: it writes err as the JSON error
 // body, with Retry-After on 503 and WWW-Authenticate on 401, and logs

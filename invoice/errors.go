@@ -9,6 +9,11 @@ var (
 	ErrAlreadyCancelled = apperr.New(apperr.Conflict, "already_cancelled", "the invoice is already cancelled")
 	ErrKeyInProgress    = apperr.New(apperr.Conflict, "idempotency_key_in_progress", "a request with this Idempotency-Key is still being processed")
 	ErrKeyReused        = apperr.New(apperr.Invalid, "idempotency_key_reused", "this Idempotency-Key was used with a different request")
+	// ErrOutcomeUnknown is returned when the connection failed after COMMIT
+	// was sent: the invoices may or may not be stored. The batch is not
+	// retried (that could issue them twice); clients retry with their
+	// Idempotency-Key, which finds out.
+	ErrOutcomeUnknown = apperr.New(apperr.Unavailable, "commit_outcome_unknown", "the database connection failed while committing; retry with the same Idempotency-Key to learn the outcome")
 	// ErrKeyRace is returned by IssueTx when another transaction recorded
 	// the same idempotency key first; the caller retries and replays.
 	ErrKeyRace = apperr.New(apperr.Conflict, "idempotency_key_race", "a concurrent request recorded this Idempotency-Key first; retry to replay it")

@@ -3,8 +3,11 @@ package invoice
 import (
 	"context"
 	"errors"
+	"github.com/invoiced/invoiced/internal/dbfault"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -179,7 +182,15 @@ func (c *Committer) drainShared() {
 		}
 		years := map[rowKey]bool{}
 		now := time.Now()
-		for k, g := range c.groups {
+		// Oldest invoice date first, so that a series-year's dates are
+		// numbered in date order.
+		order := make([]groupKey, 0, len(c.groups))
+		for k := range c.groups {
+			order = append(order, k)
+		}
+		slices.SortFunc(order, func(a, b groupKey) int { return a.date.Compare(b.date) })
+		for _, k := range order {
+			g := c.groups[k]
 			if g.solo || len(g.pending) == 0 || taken >= c.maxBatch() {
 				continue
 			}
@@ -269,6 +280,9 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	c.mu.Unlock()
 	if c.Logger != nil {
 		c.Logger.Warn("group commit: shared batch failed, retrying each series alone", "series", len(parts), "err", err)
+	}
+	if errors.Is(err, ErrOutcomeUnknown) {
+		return // answered by run: never retried
 	}
 	for _, part := range parts {
 		var rest []*call
@@ -362,8 +376,8 @@ func (c *Committer) flush(batch []*call, opt series.Options) {
 // commonFailure reports whether err would fail every member of a batch
 // alone too, so retrying them one by one would only multiply the wait.
 func commonFailure(err error) bool {
-	return errors.Is(err, series.ErrLockTimeout) || errors.Is(err, series.ErrDateOutOfOrder) ||
-		apperr.KindOf(err) == apperr.Unavailable || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, series.ErrLockTimeout) || apperr.KindOf(err) == apperr.Unavailable ||
+		dbfault.Unavailable(err)
 }
 
 // run executes one transaction for parts, each the calls of one series and
@@ -372,9 +386,10 @@ func commonFailure(err error) bool {
 // part refused on its own (date order, exhausted) is answered with its
 // error; the rest are issued together. When the transaction fails, run
 // answers every unanswered member with the error, unless mayRetry is set
-// and the caller will retry them (several parts, or several members and a
-// failure not common to all, or one member that lost an idempotency-key
-// race), and returns the error.
+// and the caller will retry them (several parts; a shared batch's short
+// lock wait; several members and a failure not common to all; one member
+// that lost an idempotency-key race), and returns the error. A failure
+// whose outcome is unknown (ErrOutcomeUnknown) is never retried.
 func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, mayRetry bool) (err error) {
 	var calls []*call
 	for _, p := range parts {
@@ -386,7 +401,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		close(cl.done)
 	}
 	defer func() {
-		retrying := mayRetry && err != nil && (len(parts) > 1 || opt.LockTimeout != c.Options.LockTimeout ||
+		retrying := mayRetry && err != nil && !errors.Is(err, ErrOutcomeUnknown) && (len(parts) > 1 || opt.LockTimeout != c.Options.LockTimeout ||
 			len(calls) > 1 && !commonFailure(err) || len(calls) == 1 && errors.Is(err, ErrKeyRace))
 		for _, cl := range calls {
 			if !cl.answered && !retrying {
@@ -400,7 +415,12 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		return translate(err, "begin")
 	}
 	defer release()
-	defer tx.Rollback(context.WithoutCancel(ctx))
+	defer func() {
+		// Bounded: members of a failed batch are answered after this.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		tx.Rollback(rctx)
+	}()
 
 	// Idempotency keys, before the counter locks. Each distinct (seller,
 	// key, request) is claimed once. Only the first member with a fresh
@@ -491,6 +511,11 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	if committed {
 		pipe.committed()
 	} else if err := tx.Commit(ctx); err != nil {
+		var pg *pgconn.PgError
+		if !errors.As(err, &pg) && !errors.Is(err, pgx.ErrTxCommitRollback) {
+			// COMMIT was sent; the server may have committed.
+			return apperr.WithCause(ErrOutcomeUnknown, err)
+		}
 		return translate(err, "commit")
 	}
 	issued := 0

@@ -43,7 +43,9 @@ func newPublicID() string {
 //
 // It returns the errors of series.NextN (date out of order, exhausted,
 // lock timeout), ErrKeyRace when another transaction recorded one of the
-// idempotency keys first, and database errors. On any error tx is aborted.
+// idempotency keys first, and database errors. After a refusal of the
+// series (invalid date, date out of order, exhausted) tx is still usable
+// and nothing was taken; after any other error it is aborted.
 func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
 	if len(drafts) == 0 {
 		return nil, nil
@@ -73,7 +75,8 @@ type Group struct {
 // own (date out of order, exhausted, invalid date) has its error, consumed
 // nothing, and leaves the others unaffected. The last result is an error
 // that concerns them all (lock timeout, ErrKeyRace, a database error); tx
-// is then aborted.
+// is then aborted. A malformed call (a group without drafts or with mixed
+// dates) fails before touching tx.
 func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
 	invs, errs, _, err := issueMany(ctx, tx, groups, now, opt, false)
 	return invs, errs, err
@@ -243,12 +246,23 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		cSeries, cFY, cPositions, cSerials, cAt, cHashes)
 	series.QueueAdvanceChains(batch, hSeries, hFY, hLength, hHead)
 	if commit {
-		batch.Queue("COMMIT")
+		batch.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+			if tag.String() == "ROLLBACK" {
+				return pgx.ErrTxCommitRollback
+			}
+			return nil
+		})
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		var pg *pgconn.PgError
-		if errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys" {
+		switch {
+		case errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys":
 			return nil, nil, false, apperr.WithCause(ErrKeyRace, err)
+		case commit && !errors.As(err, &pg) && !errors.Is(err, pgx.ErrTxCommitRollback):
+			// A statement error aborts the pipeline before COMMIT runs;
+			// anything else (a lost connection, a failed read of the
+			// answers) may come after the server committed.
+			return nil, nil, false, apperr.WithCause(ErrOutcomeUnknown, err)
 		}
 		return nil, nil, false, translate(err, "insert invoices")
 	}

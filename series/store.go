@@ -107,7 +107,9 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (Series, error)
 		return Series{}, err
 	}
 	var one int
-	err = tx.QueryRow(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, n.SellerID).Scan(&one)
+	// NO KEY UPDATE: serialises series creations of the seller without
+	// conflicting with the KEY SHARE locks that invoice inserts take.
+	err = tx.QueryRow(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR NO KEY UPDATE`, n.SellerID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Series{}, ErrSellerNotFound
 	}
@@ -308,7 +310,10 @@ type Take struct {
 // round trip, inside the caller's transaction: it is NextN for many series
 // at once, so that one transaction and one COMMIT can number invoices of
 // many series. The counter rows are locked in (series, year) order, so two
-// callers never deadlock each other; every row stays locked until tx ends.
+// transactions that each take their counter rows in one NextMany call never
+// deadlock each other (one that calls NextN for one series and later for a
+// series of lower id can; its lock timeout then ends the wait). Every row
+// stays locked until tx ends.
 // No two takes may name the same series-year.
 //
 // It returns a block and an error per take, in order: a take refused on
