@@ -184,11 +184,9 @@ func (s *Server) listInvoices(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParams()
-	fy := series.FYAt(s.now())
-	if v := q.Get("fy"); v != "" {
-		if fy, err = series.ParseFY(v); err != nil {
-			return err
-		}
+	fy, err := s.fyParam(q.Get("fy"))
+	if err != nil {
+		return err
 	}
 	var after int64
 	if v := q.Get("cursor"); v != "" {
@@ -298,4 +296,13 @@ func clip(s string) string {
 		return s[:40] + "…"
 	}
 	return s
+}
+
+// fyParam reads a fy query parameter ("2026-27"); empty means the current
+// financial year in IST. It fails with series.ErrInvalidDate.
+func (s *Server) fyParam(v string) (series.FY, error) {
+	if v == "" {
+		return series.FYAt(s.now()), nil
+	}
+	return series.ParseFY(v)
 }

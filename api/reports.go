@@ -7,7 +7,6 @@ import (
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
 
@@ -28,11 +27,9 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParams()
-	fy := series.FYAt(s.now())
-	if v := q.Get("fy"); v != "" {
-		if fy, err = series.ParseFY(v); err != nil {
-			return err
-		}
+	fy, err := s.fyParam(q.Get("fy"))
+	if err != nil {
+		return err
 	}
 	format := strings.ToLower(q.Get("format"))
 	if format == "" {

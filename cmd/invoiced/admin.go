@@ -151,15 +151,11 @@ func runSeriesAdd(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin", "code", "format", "doc-type"); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "series add", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("series add", err)
-	}
 	s, err := series.CreateSeries(ctx, pool, series.NewSeries{
 		SellerID: seller.ID, Code: *code, DocType: *docType, Format: *format, Shop: *shop,
 	})
@@ -179,15 +175,11 @@ func runSeriesList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "series list", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("series list", err)
-	}
 	ss, err := series.List(ctx, pool, seller.ID)
 	if err != nil {
 		return explain("series list", err)
@@ -250,15 +242,11 @@ func runKeysAdd(ctx context.Context, e env, args []string) error {
 	if len(scopes) == 0 {
 		return usageErrorf("keys add: --scopes names no scope (want some of %s)", strings.Join(all, ", "))
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "keys add", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("keys add", err)
-	}
 	key, err := api.CreateKey(ctx, pool, seller.ID, scopes)
 	if err != nil {
 		return explain("keys add", err)
@@ -276,15 +264,11 @@ func runKeysList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "keys list", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("keys list", err)
-	}
 	keys, err := api.Keys(ctx, pool, seller.ID)
 	if err != nil {
 		return explain("keys list", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/series"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,4 +46,20 @@ func openPoolSized(ctx context.Context, getenv func(string) string, maxConns int
 		return nil, fmt.Errorf("connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
 	}
 	return pool, nil
+}
+
+// openSeller connects to DATABASE_URL and returns the pool (the caller
+// closes it) and the seller registered under gstin. It fails as openPool
+// does, and with cmd's explanation when the GSTIN is invalid or unknown.
+func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, series.Seller, error) {
+	pool, err := openPool(ctx, e.getenv)
+	if err != nil {
+		return nil, series.Seller{}, err
+	}
+	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
+	if err != nil {
+		pool.Close()
+		return nil, series.Seller{}, explain(cmd, err)
+	}
+	return pool, seller, nil
 }

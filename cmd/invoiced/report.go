@@ -56,15 +56,11 @@ func runReportAudit(ctx context.Context, e env, args []string) error {
 	if reports.ContentType(*format) == "" {
 		return usageErrorf("report audit: --format %q must be csv, json or xlsx", *format)
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "report audit", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("report audit", err)
-	}
 	s, err := series.Get(ctx, pool, seller.ID, *code)
 	if err != nil {
 		return explain("report audit", err)
@@ -90,15 +86,11 @@ func runReportDocs(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("report gstr1-docs", err)
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "report gstr1-docs", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("report gstr1-docs", err)
-	}
 	rep, err := reports.DocIssue(ctx, pool, seller, period)
 	if err != nil {
 		return explain("report gstr1-docs", err)
@@ -176,15 +168,11 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 			return explain("verify", err)
 		}
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, seller, err := openSeller(ctx, e, "verify", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, *gstin)
-	if err != nil {
-		return explain("verify", err)
-	}
 	rep, err := reports.Verify(ctx, pool, seller, *code, fy)
 	if err != nil {
 		return explain("verify", err)
