@@ -28,11 +28,15 @@ CREATE TABLE series_counters (
     series_id          bigint NOT NULL REFERENCES series (id),
     fy                 integer NOT NULL CHECK (fy BETWEEN 2017 AND 2099),
     last_serial        bigint NOT NULL CHECK (last_serial >= 0),
+    -- The series' largest serial (from its format), copied here so the
+    -- upsert can check it without a join and the database refuses to pass it.
+    capacity           bigint NOT NULL,
     last_invoice_date  date NOT NULL,
     last_issued_at     timestamptz NOT NULL,
     chain_length       bigint NOT NULL DEFAULT 0,
     chain_head         bytea,
-    PRIMARY KEY (series_id, fy)
+    PRIMARY KEY (series_id, fy),
+    CHECK (last_serial <= capacity)
 );
 
 CREATE TABLE invoices (

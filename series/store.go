@@ -362,19 +362,16 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	batch := &pgx.Batch{}
 	queueLockTimeout(batch, opt)
 	batch.Queue(`
-		INSERT INTO series_counters AS c (series_id, fy, last_serial, last_invoice_date, last_issued_at)
-		SELECT u.series_id, u.fy, u.n, u.d, $6
+		INSERT INTO series_counters AS c (series_id, fy, last_serial, capacity, last_invoice_date, last_issued_at)
+		SELECT u.series_id, u.fy, u.n, u.cap, u.d, $6
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[]) AS u(series_id, fy, n, d, cap)
-		WHERE u.n <= u.cap
 		ORDER BY u.series_id, u.fy
 		ON CONFLICT (series_id, fy) DO UPDATE
 		SET last_serial = c.last_serial + EXCLUDED.last_serial,
 		    last_invoice_date = EXCLUDED.last_invoice_date,
 		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
 		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
-		  AND c.last_serial + EXCLUDED.last_serial <= (
-		      SELECT u.cap FROM unnest($1::bigint[], $2::int[], $5::bigint[]) AS u(series_id, fy, cap)
-		      WHERE u.series_id = c.series_id AND u.fy = c.fy)
+		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
 		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`,
 		ids, fys, ns, dates, caps, now).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
