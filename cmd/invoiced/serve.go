@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"sync"
 	"time"
 
@@ -53,7 +54,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
-	fs.IntVar(&c.inFlight, "batches-in-flight", 1, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away")
+	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
@@ -71,8 +72,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --drain-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return usageErrorf("serve: --log-format must be json or text")
-	case c.inFlight < 1 || c.inFlight > 8:
-		return usageErrorf("serve: --batches-in-flight must be 1 to 8")
+	case c.inFlight < 0 || c.inFlight > 8:
+		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to 8")
 	case c.keyCacheTTL < 0:
 		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
 	}
@@ -106,6 +107,15 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 	defer ln.Close() // Shutdown closes it too; a second Close is harmless.
 
+	inFlight := c.inFlight
+	if inFlight == 0 {
+		rtt := databaseRoundTrip(ctx, pool)
+		inFlight = 1
+		if rtt > time.Millisecond {
+			inFlight = 2
+		}
+		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
+	}
 	handler := api.New(api.Config{
 		Pool:            pool,
 		Logger:          logger,
@@ -115,7 +125,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		DisableBatching: !c.batching,
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
-		BatchesInFlight: c.inFlight,
+		BatchesInFlight: inFlight,
 	}).Handler()
 	srv := &http.Server{
 		Handler: handler,
@@ -229,4 +239,20 @@ func keyCacheTTL(flag time.Duration) time.Duration {
 		return -1
 	}
 	return flag
+}
+
+// databaseRoundTrip returns the median of a few pings of pool: with the
+// database far away, overlapping two group-commit transactions pays off;
+// near, one at a time gives larger batches.
+func databaseRoundTrip(ctx context.Context, pool *pgxpool.Pool) time.Duration {
+	var rtts []time.Duration
+	for range 5 {
+		began := time.Now()
+		if err := pool.Ping(ctx); err != nil {
+			return 0
+		}
+		rtts = append(rtts, time.Since(began))
+	}
+	slices.Sort(rtts)
+	return rtts[len(rtts)/2]
 }
