@@ -1,16 +1,19 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,7 +52,10 @@ type Result struct {
 	// MeanBatch and MaxBatch come from the server's GET /debug/stats, when
 	// it has one.
 	MeanBatch float64 `json:"mean_batch,omitempty"`
-	MaxBatch  int64   `json:"max_batch,omitempty"`
+	// Runs holds invoices/s of every repetition when --repeat > 1; the
+	// rest of the Result is the median run's.
+	Runs     []float64 `json:"runs,omitempty"`
+	MaxBatch int64     `json:"max_batch,omitempty"`
 	// GapFree says whether the design claims gap-free numbering; Checked
 	// whether its contiguity was verified and Problem what was wrong ("" =
 	// contiguous).
@@ -180,20 +186,34 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			base, k = srv.url, key
 			fmt.Fprintf(stderr, "bench: started %s at %s\n", t.design, base)
 		}
+		type point struct{ nseries, c int }
+		runs := map[point][]Result{}
+		for range max(1, cfg.Repeat) {
+			for _, nseries := range cfg.Phases {
+				for _, c := range cfg.Concurrency {
+					if ctx.Err() != nil {
+						break
+					}
+					run++
+					r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, stderr)
+					if err != nil {
+						if srv != nil {
+							srv.stop()
+						}
+						return rep, err
+					}
+					if r.Checked && r.Problem != "" {
+						record(r) // a failed check is reported whatever the median
+					}
+					runs[point{nseries, c}] = append(runs[point{nseries, c}], r)
+				}
+			}
+		}
 		for _, nseries := range cfg.Phases {
 			for _, c := range cfg.Concurrency {
-				if ctx.Err() != nil {
-					break
+				if rs := runs[point{nseries, c}]; len(rs) > 0 {
+					record(median(rs))
 				}
-				run++
-				r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, stderr)
-				if err != nil {
-					if srv != nil {
-						srv.stop()
-					}
-					return rep, err
-				}
-				record(r)
 			}
 		}
 		if srv != nil {
@@ -201,6 +221,10 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 				fmt.Fprintf(stderr, "bench: %s: %v\n", t.design, err)
 			}
 		}
+	}
+
+	if cfg.Repeat > 1 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("invoiced figures are the median of %d runs per point (phases interleaved); every run's invoices/s is in results.json (runs)", cfg.Repeat))
 	}
 
 	// The pgbench baselines.
@@ -378,4 +402,20 @@ func okOr(problem string) string {
 		return "ok"
 	}
 	return "FAILED: " + problem
+}
+
+// median returns the run with the median invoices/s (the lower middle one
+// for an even count), with every run's invoices/s in Runs when there are
+// several.
+func median(rs []Result) Result {
+	sorted := append([]Result(nil), rs...)
+	slices.SortFunc(sorted, func(a, b Result) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+	m := sorted[(len(sorted)-1)/2]
+	if len(rs) > 1 {
+		m.Runs = make([]float64, len(rs))
+		for i, r := range rs {
+			m.Runs[i] = math.Round(r.PerSecond)
+		}
+	}
+	return m
 }

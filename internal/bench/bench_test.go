@@ -193,3 +193,18 @@ func TestScriptsEmbedded(t *testing.T) {
 		}
 	}
 }
+
+func TestMedianRun(t *testing.T) {
+	t.Parallel()
+	rs := []Result{{PerSecond: 300, OK: 3}, {PerSecond: 100, OK: 1}, {PerSecond: 200, OK: 2}}
+	m := median(rs)
+	if m.OK != 2 || len(m.Runs) != 3 || m.Runs[0] != 300 || m.Runs[1] != 100 {
+		t.Fatalf("median %+v", m)
+	}
+	if m := median(rs[:2]); m.OK != 1 {
+		t.Fatalf("even count: want the lower middle run, got %+v", m)
+	}
+	if m := median(rs[:1]); m.Runs != nil {
+		t.Fatalf("one run keeps no Runs: %+v", m)
+	}
+}

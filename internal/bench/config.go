@@ -49,6 +49,10 @@ type Config struct {
 	Out string
 	// GSTIN is the seller the spawned runs issue for (created if missing).
 	GSTIN string
+	// Repeat measures each of our (phase, clients) points this many times,
+	// phases interleaved, and reports the median run (by invoices/s); the
+	// others are kept in Result.Runs. 0 or 1 measures once.
+	Repeat int
 }
 
 // usage is printed for -h.
@@ -97,6 +101,7 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	baselines := fs.String("baselines", "all", "pgbench baselines: all, none, or a comma-separated list of "+strings.Join(BaselineNames(), ","))
 	fs.StringVar(&c.Pgbench, "pgbench", "", "pgbench binary (default: PATH, pg_config --bindir, /usr/lib/postgresql/*/bin)")
 	fs.StringVar(&c.Out, "out", "", "results folder (default bench-results/<timestamp>)")
+	fs.IntVar(&c.Repeat, "repeat", 1, "measure each of our points N times (phases interleaved) and report the median run")
 	fs.StringVar(&c.GSTIN, "gstin", "24AAQCA8719H1ZC", "seller GSTIN for spawned runs (created if missing; not the make run demo seller, so benchmarks leave its books alone)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -133,6 +138,8 @@ func (c Config) Validate() error {
 		return errors.New("bench: --series needs at least one series count")
 	case c.DBLatency < 0:
 		return errors.New("bench: --db-latency must not be negative")
+	case c.Repeat < 0 || c.Repeat > 25:
+		return errors.New("bench: --repeat must be 1 to 25")
 	case c.URL != "" && c.CompareBatching:
 		return errors.New("bench: --compare-batching needs spawned servers (no --url)")
 	}
