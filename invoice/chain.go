@@ -51,7 +51,18 @@ type Record struct {
 // each name=value with the value percent-encoded (every byte outside
 // A-Z a-z 0-9 - . _ ~ as %XX, upper-case hex), joined by '&'.
 func (r Record) Canonical() string {
-	fields := [][2]string{
+	var b strings.Builder
+	r.writeHead(&b)
+	b.WriteByte('&')
+	b.WriteString(contentPart(r.BuyerGSTIN, r.BuyerName, r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, r.Items, r.Totals))
+	writeTail(&b, r.Reason, r.Prev)
+	return b.String()
+}
+
+// writeHead writes the fields v to recorded_at: the ones that depend on
+// where the record sits in its chain.
+func (r Record) writeHead(b *strings.Builder) {
+	writeFields(b, [][2]string{
 		{"v", ChainVersion},
 		{"gstin", r.GSTIN},
 		{"fy", r.FY.String()},
@@ -64,30 +75,76 @@ func (r Record) Canonical() string {
 		{"invoice_date", r.InvoiceDate.Format(time.DateOnly)},
 		{"issued_at", Timestamp(r.IssuedAt)},
 		{"recorded_at", Timestamp(r.RecordedAt)},
-		{"buyer_gstin", r.BuyerGSTIN},
-		{"buyer_name", r.BuyerName},
-		{"place_of_supply", r.PlaceOfSupply},
-		{"original_number", r.OriginalNumber},
-		{"original_date", civil(r.OriginalDate)},
-		{"items", canonicalItems(r.Items)},
-		{"taxable", money(r.Totals.Taxable)},
-		{"cgst", money(r.Totals.CGST)},
-		{"sgst", money(r.Totals.SGST)},
-		{"igst", money(r.Totals.IGST)},
-		{"total", money(r.Totals.Total)},
-		{"reason", r.Reason},
-		{"prev", hex.EncodeToString(r.Prev)},
-	}
+	})
+}
+
+// contentPart returns the fields buyer_gstin to total, which depend only on
+// the invoice's content: issuers compute it before taking the counter lock.
+func contentPart(buyerGSTIN, buyerName, pos, origNumber string, origDate time.Time, items []Item, t Totals) string {
 	var b strings.Builder
+	writeFields(&b, [][2]string{
+		{"buyer_gstin", buyerGSTIN},
+		{"buyer_name", buyerName},
+		{"place_of_supply", pos},
+		{"original_number", origNumber},
+		{"original_date", civil(origDate)},
+		{"items", canonicalItems(items)},
+		{"taxable", money(t.Taxable)},
+		{"cgst", money(t.CGST)},
+		{"sgst", money(t.SGST)},
+		{"igst", money(t.IGST)},
+		{"total", money(t.Total)},
+	})
+	return b.String()
+}
+
+// writeTail writes "&reason=…&prev=…".
+func writeTail(b *strings.Builder, reason string, prev []byte) {
+	b.WriteString("&reason=")
+	escape(b, reason)
+	b.WriteString("&prev=")
+	b.WriteString(hex.EncodeToString(prev))
+}
+
+func writeFields(b *strings.Builder, fields [][2]string) {
 	for i, f := range fields {
 		if i > 0 {
 			b.WriteByte('&')
 		}
 		b.WriteString(f[0])
 		b.WriteByte('=')
-		escape(&b, f[1])
+		escape(b, f[1])
 	}
-	return b.String()
+}
+
+// issueHash is IssueRecord(gstin, inv, position, prev).Hash() with the
+// content part computed beforehand (contentOf), so that the work done under
+// the counter lock is small.
+func issueHash(gstin string, inv *Invoice, position int64, prev []byte, content string) []byte {
+	r := Record{GSTIN: gstin, FY: inv.FY, Series: inv.SeriesCode, DocType: inv.DocType, Position: position,
+		Kind: KindIssue, Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate,
+		IssuedAt: inv.IssuedAt, RecordedAt: inv.IssuedAt}
+	var b strings.Builder
+	b.Grow(len(content) + 320)
+	r.writeHead(&b)
+	b.WriteByte('&')
+	b.WriteString(content)
+	writeTail(&b, "", prev)
+	h := sha256.Sum256([]byte(b.String()))
+	return h[:]
+}
+
+// contentOf returns the content part of a draft's issue record.
+func contentOf(d *Draft) string {
+	var bg, bn, on string
+	var od time.Time
+	if d.Buyer != nil {
+		bg, bn = d.Buyer.GSTIN, d.Buyer.Name
+	}
+	if d.Original != nil {
+		on, od = d.Original.Number, d.Original.InvoiceDate
+	}
+	return contentPart(bg, bn, d.PlaceOfSupply, on, od, d.Items, d.Totals)
 }
 
 // Hash returns SHA-256 of the canonical form.

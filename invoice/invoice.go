@@ -1,6 +1,7 @@
 package invoice
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -79,7 +80,10 @@ type Totals struct {
 }
 
 // Draft is a validated request with computed amounts, ready to be numbered.
-// Drafts are made by Prepare; IssueTx numbers them.
+// Drafts are made by Prepare; IssueTx numbers them. After Prepare, change
+// only IdempotencyKey and RequestHash: Prepare also works out what the
+// issuer needs from the content (items' JSON, chain record content), so
+// that the batch transaction does not have to.
 type Draft struct {
 	InvoiceDate   time.Time
 	Buyer         *Buyer
@@ -92,6 +96,35 @@ type Draft struct {
 	// transaction; RequestHash identifies the request it answered.
 	IdempotencyKey string
 	RequestHash    []byte
+
+	// sealed holds what the issuer needs from the draft that does not
+	// depend on its number, worked out by Prepare in the caller's
+	// goroutine so that the batch transaction does not: the items' JSON,
+	// the totals as text and the content part of the chain record.
+	sealed *sealed
+}
+
+type sealed struct {
+	itemsJSON string
+	money     [5]string // taxable, cgst, sgst, igst, total
+	content   string
+}
+
+// seal returns d's sealed data, computing it when Prepare did not.
+func (d *Draft) seal() (*sealed, error) {
+	if d.sealed != nil {
+		return d.sealed, nil
+	}
+	b, err := json.Marshal(d.Items)
+	if err != nil {
+		return nil, fmt.Errorf("invoice: items: %w", err)
+	}
+	t := d.Totals
+	return &sealed{
+		itemsJSON: string(b),
+		money:     [5]string{money(t.Taxable), money(t.CGST), money(t.SGST), money(t.IGST), money(t.Total)},
+		content:   contentOf(d),
+	}, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.
@@ -214,6 +247,10 @@ func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, 
 		d.Totals.SGST = d.Totals.SGST.Add(it.SGST)
 		d.Totals.IGST = d.Totals.IGST.Add(it.IGST)
 		d.Totals.Total = d.Totals.Total.Add(it.Total)
+	}
+	var err error
+	if d.sealed, err = d.seal(); err != nil {
+		return Draft{}, err
 	}
 	return d, nil
 }

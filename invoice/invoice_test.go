@@ -2,6 +2,7 @@ package invoice_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,32 @@ func TestCanonicalRecord(t *testing.T) {
 	edited.Items[0].Description = "Masala chai (large)"
 	if string(invoice.IssueRecord("27AAPFU0939F1ZV", edited, 1, nil).Hash()) == string(r.Hash()) {
 		t.Fatal("an edited item does not change the hash")
+	}
+}
+
+// TestFastIssueHashMatchesTheRecord: the hash computed under the counter
+// lock from the draft's precomputed content equals the documented
+// canonical record's, for awkward content.
+func TestFastIssueHashMatchesTheRecord(t *testing.T) {
+	t.Parallel()
+	cn := mustSeries(t, "credit_note", "CN/{FY}/{SEQ:5}")
+	day, _ := time.Parse(time.DateOnly, "2026-11-02")
+	for i, req := range []invoice.Request{
+		{Items: []invoice.ItemInput{chai("1", "10", "5")}, Original: &invoice.Original{Number: "CH1/26-27/00001", InvoiceDate: day}},
+		{Buyer: &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore & Sons = ₹ \"Traders\""}, PlaceOfSupply: "29",
+			Original: &invoice.Original{Number: "X1", InvoiceDate: day},
+			Items:    []invoice.ItemInput{chai("0.333", "1.5", "18"), {Description: "a,b;c%d", HSN: "99887766", Quantity: "12.5", UnitPrice: "0.0001", GSTRate: "0.25"}}},
+	} {
+		d, err := invoice.Prepare(req, seller, cn, now, invoice.Policy{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv := invoice.Invoice{SeriesCode: "CN", DocType: cn.DocType, FY: 2026, Serial: int64(i + 7), Number: fmt.Sprintf("CN/26-27/%05d", i+7),
+			InvoiceDate: d.InvoiceDate, IssuedAt: now, Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
+		prev := []byte("previous hash of 32 bytes exactly")[:32]
+		want := invoice.IssueRecord("27AAPFU0939F1ZV", inv, 9, prev).Hash()
+		if got := invoice.FastIssueHash("27AAPFU0939F1ZV", &inv, 9, prev, &d); string(got) != string(want) {
+			t.Fatalf("case %d: fast hash %x, canonical record hash %x", i, got, want)
+		}
 	}
 }

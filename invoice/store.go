@@ -87,23 +87,23 @@ func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, 
 // when err is nil and something was written).
 func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool) (out [][]Invoice, errs []error, committed bool, err error) {
 	takes := make([]series.Take, len(groups))
-	itemsJSON := make([][]string, len(groups))
+	seals := make([][]*sealed, len(groups))
 	for g, gr := range groups {
 		if len(gr.Drafts) == 0 {
 			return nil, nil, false, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
 		}
 		date := gr.Drafts[0].InvoiceDate
-		itemsJSON[g] = make([]string, len(gr.Drafts))
-		for i, d := range gr.Drafts {
+		seals[g] = make([]*sealed, len(gr.Drafts))
+		for i := range gr.Drafts {
+			d := &gr.Drafts[i]
 			if !d.InvoiceDate.Equal(date) {
 				return nil, nil, false, fmt.Errorf("invoice: drafts of one group must share an invoice date")
 			}
-			// Before the lock: the JSON of the items.
-			b, err := json.Marshal(d.Items)
-			if err != nil {
-				return nil, nil, false, fmt.Errorf("invoice: items: %w", err)
+			// Before the lock: the items' JSON, the totals as text and the
+			// content part of the chain record (Prepare did it already).
+			if seals[g][i], err = d.seal(); err != nil {
+				return nil, nil, false, err
 			}
-			itemsJSON[g][i] = string(b)
 		}
 		takes[g] = series.Take{Series: gr.Series, Date: date, N: len(gr.Drafts)}
 	}
@@ -154,11 +154,12 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 			}
 			all = append(all, inv)
 			position := b.ChainLength + int64(i) + 1
-			head = IssueRecord(string(gr.Seller.GSTIN), *inv, position, head).Hash()
+			sl := seals[g][i]
+			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
 
 			sellerIDs, seriesIDs, serials = append(sellerIDs, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(serials, inv.Serial)
 			fys, dates, issuedAt = append(fys, int32(b.FY)), append(dates, inv.InvoiceDate), append(issuedAt, inv.IssuedAt)
-			numbers, publicIDs, pos, items = append(numbers, inv.Number), append(publicIDs, inv.PublicID), append(pos, inv.PlaceOfSupply), append(items, itemsJSON[g][i])
+			numbers, publicIDs, pos, items = append(numbers, inv.Number), append(publicIDs, inv.PublicID), append(pos, inv.PlaceOfSupply), append(items, sl.itemsJSON)
 			var bg, bn, on *string
 			var od *time.Time
 			if inv.Buyer != nil {
@@ -173,8 +174,8 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 				on, od = &inv.Original.Number, &inv.Original.InvoiceDate
 			}
 			bGSTIN, bName, origNum, origDate = append(bGSTIN, bg), append(bName, bn), append(origNum, on), append(origDate, od)
-			taxable, cgst, sgst = append(taxable, money(inv.Totals.Taxable)), append(cgst, money(inv.Totals.CGST)), append(sgst, money(inv.Totals.SGST))
-			igst, total = append(igst, money(inv.Totals.IGST)), append(total, money(inv.Totals.Total))
+			taxable, cgst, sgst = append(taxable, sl.money[0]), append(cgst, sl.money[1]), append(sgst, sl.money[2])
+			igst, total = append(igst, sl.money[3]), append(total, sl.money[4])
 
 			cSeries, cFY, cPositions, cSerials = append(cSeries, gr.Series.ID), append(cFY, int32(b.FY)), append(cPositions, position), append(cSerials, inv.Serial)
 			cAt, cHashes = append(cAt, inv.IssuedAt), append(cHashes, head)
