@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"io"
 
 	"github.com/invoiced/invoiced/internal/bench"
 )
@@ -14,8 +13,8 @@ import (
 // --database-url is given, and runs bench.Run. It returns flag.ErrHelp for
 // -h, a *usageError for bad flags, an error wrapping bench.ErrNotContiguous
 // when a numbering check failed, and any other error that stopped the run.
-func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := bench.ParseFlagsOutput(args, stderr)
+func runBench(ctx context.Context, e env, args []string) error {
+	cfg, err := bench.ParseFlagsOutput(args, e.stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
@@ -23,8 +22,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return usageErrorf("%v", err)
 	}
 	if cfg.DatabaseURL == "" {
-		cfg.DatabaseURL = getenv("DATABASE_URL")
+		cfg.DatabaseURL = e.getenv("DATABASE_URL")
 	}
-	_, err = bench.Run(ctx, cfg, stdout, stderr)
+	_, err = bench.Run(ctx, cfg, e.stdout, e.stderr)
 	return err
 }

@@ -60,15 +60,9 @@ func commands() []command {
 		{"series", "add or list numbering series of a seller: series add|list", runSeries},
 		{"keys", "create, list or revoke API keys: keys add|list|revoke", runKeys},
 		{"serve", "serve the HTTP API until SIGINT or SIGTERM, then drain and exit 0", runServe},
-		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", func(ctx context.Context, e env, args []string) error {
-			return runReport(ctx, args, e.getenv, e.stdout, e.stderr)
-		}},
-		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", func(ctx context.Context, e env, args []string) error {
-			return runVerify(ctx, args, e.getenv, e.stdout, e.stderr)
-		}},
-		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", func(ctx context.Context, e env, args []string) error {
-			return runBench(ctx, args, e.getenv, e.stdout, e.stderr)
-		}},
+		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
+		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
+		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
 		{"version", "print the version", runVersion},
 	}
 }

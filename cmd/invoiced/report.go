@@ -24,8 +24,7 @@ import (
 // for a bad command line, the validation sentence for a bad GSTIN, series
 // code, year, format or period (checked before connecting), and database
 // or write errors.
-func runReport(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+func runReport(ctx context.Context, e env, args []string) error {
 	return dispatch(ctx, e, "report", args, []subcommand{
 		{"audit", runReportAudit},
 		{"gstr1-docs", runReportDocs},
@@ -144,8 +143,7 @@ var errNotIntact = errors.New("the records are NOT intact")
 // series-year checked is intact (errNotIntact otherwise, so the process
 // exits 1). It returns a *usageError for a bad command line and the
 // validation sentence for a bad GSTIN, series code or year.
-func runVerify(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
+func runVerify(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "verify", "--gstin GSTIN [--series CODE] [--fy 2026-27]")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
 	code := fs.String("series", "", "only this series (default: all)")
@@ -180,23 +178,23 @@ func runVerify(ctx context.Context, args []string, getenv func(string) string, s
 	findings := 0
 	for _, c := range rep.Chains {
 		for _, f := range c.Findings {
-			fmt.Fprintln(stdout, f.String())
+			fmt.Fprintln(e.stdout, f.String())
 		}
 		if c.Omitted > 0 {
-			fmt.Fprintf(stdout, "%s %s: %d further findings omitted\n", c.Series, c.FY, c.Omitted)
+			fmt.Fprintf(e.stdout, "%s %s: %d further findings omitted\n", c.Series, c.FY, c.Omitted)
 		}
 		findings += len(c.Findings) + c.Omitted
 		status := "intact"
 		if !c.OK() {
 			status = fmt.Sprintf("%d findings; chain %s", len(c.Findings)+c.Omitted, c.Verdict())
 		}
-		fmt.Fprintf(stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
+		fmt.Fprintf(e.stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
 			c.Series, c.FY, c.Invoices, c.Cancelled, c.Records, c.FirstSerial, c.LastSerial, status)
 	}
 	if rep.OK() {
-		fmt.Fprintf(stdout, "verdict: intact (%d series-years of %s checked)\n", len(rep.Chains), rep.GSTIN)
+		fmt.Fprintf(e.stdout, "verdict: intact (%d series-years of %s checked)\n", len(rep.Chains), rep.GSTIN)
 		return nil
 	}
-	fmt.Fprintf(stdout, "verdict: NOT intact: %d findings in %s\n", findings, rep.GSTIN)
+	fmt.Fprintf(e.stdout, "verdict: NOT intact: %d findings in %s\n", findings, rep.GSTIN)
 	return errNotIntact
 }

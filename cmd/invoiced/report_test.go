@@ -67,7 +67,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 	dir := t.TempDir()
 	runR := func(args ...string) (string, string, error) {
 		var out, errOut bytes.Buffer
-		err := runReport(ctx, args, getenv, &out, &errOut)
+		err := runReport(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
 		return out.String(), errOut.String(), err
 	}
 
@@ -124,7 +124,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 
 	// verify: intact, then tampered.
 	var vout, verr bytes.Buffer
-	if err := runVerify(ctx, []string{"--gstin", demoGSTIN}, getenv, &vout, &verr); err != nil {
+	if err := runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN}); err != nil {
 		t.Fatalf("verify intact: %v\n%s", err, vout.String())
 	}
 	if !strings.Contains(vout.String(), "verdict: intact") {
@@ -134,7 +134,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	vout.Reset()
-	err = runVerify(ctx, []string{"--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27"}, getenv, &vout, &verr)
+	err = runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27"})
 	if !errors.Is(err, errNotIntact) {
 		t.Errorf("verify tampered: err = %v, want errNotIntact", err)
 	}
@@ -166,9 +166,9 @@ func TestReportUsageErrors(t *testing.T) {
 		var out, errOut bytes.Buffer
 		var err error
 		if tc.verify {
-			err = runVerify(t.Context(), tc.args, noEnv, &out, &errOut)
+			err = runVerify(t.Context(), env{getenv: noEnv, stdout: &out, stderr: &errOut}, tc.args)
 		} else {
-			err = runReport(t.Context(), tc.args, noEnv, &out, &errOut)
+			err = runReport(t.Context(), env{getenv: noEnv, stdout: &out, stderr: &errOut}, tc.args)
 		}
 		var ue *usageError
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
