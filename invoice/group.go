@@ -261,9 +261,13 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	opt := c.Options
 	if opt.LockTimeout <= 0 || opt.LockTimeout > sharedLockWait {
 		opt.LockTimeout = sharedLockWait
+	} else if len(parts) == 1 {
+		// The short wait is the series' own: nothing to split off.
+		c.flush(parts[0], opt)
+		return
 	}
-	err := c.run(ctx, parts, opt, true)
-	if err == nil {
+	err := c.run(ctx, parts, opt, retrySeriesAlone)
+	if err == nil || !retrySeriesAlone(err) {
 		return
 	}
 	c.mu.Lock()
@@ -280,9 +284,6 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	c.mu.Unlock()
 	if c.Logger != nil {
 		c.Logger.Warn("group commit: shared batch failed, retrying each series alone", "series", len(parts), "err", err)
-	}
-	if errors.Is(err, ErrOutcomeUnknown) {
-		return // answered by run: never retried
 	}
 	for _, part := range parts {
 		var rest []*call
@@ -339,8 +340,8 @@ func (c *Committer) single(ctx context.Context, req IssueRequest) Result {
 // recorded the same idempotency key first, it runs once more, which then
 // replays that transaction's invoice.
 func (c *Committer) alone(ctx context.Context, cl *call) {
-	if err := c.run(ctx, [][]*call{{cl}}, c.Options, true); errors.Is(err, ErrKeyRace) {
-		c.run(ctx, [][]*call{{cl}}, c.Options, false)
+	if err := c.run(ctx, [][]*call{{cl}}, c.Options, lostKeyRace); lostKeyRace(err) {
+		c.run(ctx, [][]*call{{cl}}, c.Options, nil)
 	}
 }
 
@@ -356,8 +357,8 @@ func (c *Committer) flush(batch []*call, opt series.Options) {
 		c.alone(ctx, batch[0])
 		return
 	}
-	err := c.run(ctx, [][]*call{batch}, opt, true)
-	if err == nil || commonFailure(err) {
+	err := c.run(ctx, [][]*call{batch}, opt, retryMembersAlone)
+	if err == nil || !retryMembersAlone(err) {
 		return
 	}
 	c.mu.Lock()
@@ -373,24 +374,36 @@ func (c *Committer) flush(batch []*call, opt series.Options) {
 	}
 }
 
-// commonFailure reports whether err would fail every member of a batch
-// alone too, so retrying them one by one would only multiply the wait.
-func commonFailure(err error) bool {
-	return errors.Is(err, series.ErrLockTimeout) || apperr.KindOf(err) == apperr.Unavailable ||
-		dbfault.Unavailable(err)
+// The retry decisions: each says, for the error of a failed transaction,
+// whether its caller runs the unanswered members again in smaller
+// transactions (run then leaves them unanswered) or not (run answers them
+// with the error). A failure whose outcome is unknown is never retried.
+
+// retrySeriesAlone: a shared batch is split into one transaction per
+// series.
+func retrySeriesAlone(err error) bool { return !errors.Is(err, ErrOutcomeUnknown) }
+
+// retryMembersAlone: a batch of one series is split into its members,
+// unless the failure would fail each of them alone too (a lock wait, an
+// unavailable database, an unknown outcome) and retrying would only
+// multiply the wait.
+func retryMembersAlone(err error) bool {
+	return apperr.KindOf(err) != apperr.Unavailable && !dbfault.Unavailable(err)
 }
+
+// lostKeyRace: a single member runs once more when another transaction
+// recorded its idempotency key first; the second run replays that invoice.
+func lostKeyRace(err error) bool { return errors.Is(err, ErrKeyRace) }
 
 // run executes one transaction for parts, each the calls of one series and
 // date (no two of one series and year). Members whose idempotency key
 // replays, is in progress or was reused are answered without a number; a
 // part refused on its own (date order, exhausted) is answered with its
 // error; the rest are issued together. When the transaction fails, run
-// answers every unanswered member with the error, unless mayRetry is set
-// and the caller will retry them (several parts; a shared batch's short
-// lock wait; several members and a failure not common to all; one member
-// that lost an idempotency-key race), and returns the error. A failure
-// whose outcome is unknown (ErrOutcomeUnknown) is never retried.
-func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, mayRetry bool) (err error) {
+// returns the error and answers every unanswered member with it, unless
+// retry (the caller's retry decision; nil for none) says the caller runs
+// them again.
+func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, retry func(error) bool) (err error) {
 	var calls []*call
 	for _, p := range parts {
 		calls = append(calls, p...)
@@ -401,8 +414,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		close(cl.done)
 	}
 	defer func() {
-		retrying := mayRetry && err != nil && !errors.Is(err, ErrOutcomeUnknown) && (len(parts) > 1 || opt.LockTimeout != c.Options.LockTimeout ||
-			len(calls) > 1 && !commonFailure(err) || len(calls) == 1 && errors.Is(err, ErrKeyRace))
+		retrying := err != nil && retry != nil && retry(err)
 		for _, cl := range calls {
 			if !cl.answered && !retrying {
 				answer(cl, Result{Err: err})
