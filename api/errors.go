@@ -57,7 +57,7 @@ func classify(err error) (problem, bool) {
 	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
 		return problem{statusOf[ae.Kind], ae.Code, ae.Message}, false
 	}
-	if dbUnavailable(err) {
+	if dbfault.Unavailable(err) {
 		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false
 	}
 	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}, true
@@ -83,10 +83,6 @@ func echoProblem(he *echo.HTTPError) problem {
 	}
 	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}
 }
-
-// dbUnavailable reports whether err means the database is not available
-// now; see dbfault.Unavailable.
-func dbUnavailable(err error) bool { return dbfault.Unavailable(err) }
 
 // handleError is echo's HTTPErrorHandler: it writes err as the JSON error
 // body, with Retry-After on 503 and WWW-Authenticate on 401, and logs

@@ -439,7 +439,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, id, at, reason)
 	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
 		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash)
-	series.QueueAdvanceChain(batch, inv.SeriesID, inv.FY, length+1, hash)
+	series.QueueAdvanceChains(batch, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return Invoice{}, translate(err, "cancel invoice")
 	}

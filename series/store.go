@@ -505,11 +505,3 @@ func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[]) AS u(series_id, fy, len, head)
 		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
 }
-
-// QueueAdvanceChain queues on b the update that stores the chain state after
-// records were appended, so callers can pipeline it with their inserts. The
-// counter row must already be locked by the transaction b runs in.
-func QueueAdvanceChain(b *pgx.Batch, seriesID int64, fy FY, length int64, head []byte) {
-	b.Queue(`UPDATE series_counters SET chain_length = $3, chain_head = $4 WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy), length, head)
-}
