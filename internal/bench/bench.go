@@ -56,6 +56,8 @@ type Result struct {
 	// rest of the Result is the median run's.
 	Runs     []float64 `json:"runs,omitempty"`
 	MaxBatch int64     `json:"max_batch,omitempty"`
+	// CPU is processor time per invoice by process (invoiced only).
+	CPU CPU `json:"cpu"`
 	// GapFree says whether the design claims gap-free numbering; Checked
 	// whether its contiguity was verified and Problem what was wrong ("" =
 	// contiguous).
@@ -195,7 +197,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 						break
 					}
 					run++
-					r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, stderr)
+					r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, srv.pid(), stderr)
 					if err != nil {
 						if srv != nil {
 							srv.stop()
@@ -271,7 +273,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 
 // measureInvoiced creates nseries fresh series on the server at base and
 // drives them with c clients for cfg.Duration, then checks contiguity.
-func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c int, stderr io.Writer) (Result, error) {
+func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c, serverPID int, stderr io.Writer) (Result, error) {
 	a := newAPIClient(base, key, c)
 	defer a.close()
 	codes := make([]string, nseries)
@@ -286,10 +288,12 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 	label := fmt.Sprintf("%s S=%d C=%d", design, nseries, c)
 	fmt.Fprintf(stderr, "bench: %s, %v\n", label, cfg.Duration)
 	before := a.stats(ctx)
+	cpu0 := sampleCPU(serverPID)
 	lr := runLoad(ctx, a, loadSpec{
 		label: label, clients: c, duration: cfg.Duration, codes: codes,
 		keyTag: "bench-" + tag + base36(run, 2),
 	}, stderr)
+	cpu1 := sampleCPU(serverPID)
 	after := a.stats(context.WithoutCancel(ctx))
 	r := Result{
 		Design: design, Kind: "invoiced", Label: design, Series: nseries, Concurrency: c,
@@ -298,6 +302,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 		PerSecond: float64(lr.OK) / lr.Elapsed.Seconds(),
 		Latency:   summarize(lr.Lat),
 		GapFree:   true,
+		CPU:       cpuBetween(cpu0, cpu1, lr.OK),
 	}
 	if len(r.Errors) == 0 {
 		r.Errors, r.Samples = nil, nil

@@ -46,7 +46,7 @@ func writeTable(w io.Writer, rep Report) {
 		}
 		fmt.Fprintf(w, "\n%d series, %d clients\n", g.series, g.conc)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "design\tinvoices/s\tp50 ms\tp99 ms\tp99.9 ms\tbatch\terrors\tnumbering\tours / it\t")
+		fmt.Fprintln(tw, "design\tinvoices/s\tp50 ms\tp99 ms\tp99.9 ms\tbatch\tcpu µs/inv srv+pg+load\terrors\tnumbering\tours / it\t")
 		for _, r := range rep.Results {
 			if r.Series != g.series || r.Concurrency != g.conc {
 				continue
@@ -59,8 +59,8 @@ func writeTable(w io.Writer, rep Report) {
 			if r.MeanBatch > 0 {
 				batch = fmt.Sprintf("%.1f", r.MeanBatch)
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n",
-				r.Label, r.PerSecond, r.Latency.P50, r.Latency.P99, r.Latency.P999, batch, errorText(r), checkText(r), ratio)
+			fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t\n",
+				r.Label, r.PerSecond, r.Latency.P50, r.Latency.P99, r.Latency.P999, batch, cpuText(r.CPU), errorText(r), checkText(r), ratio)
 		}
 		tw.Flush()
 	}
@@ -80,6 +80,15 @@ func writeTable(w io.Writer, rep Report) {
 			fmt.Fprintln(w, "  "+n)
 		}
 	}
+}
+
+// cpuText shows a result's CPU per invoice as "srv+pg+load" microseconds
+// and the machine's busy share, or "-" when it was not measured.
+func cpuText(c CPU) string {
+	if c == (CPU{}) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f+%.0f+%.0f (%.0f%%)", c.Server, c.Postgres, c.Load, 100*c.Busy)
 }
 
 // errorText summarises a result's errors: "0", "503:12 transport:1", or

@@ -137,6 +137,15 @@ func (iv invoiced) startServer(ctx context.Context, flags []string, logPath stri
 	return nil, fmt.Errorf("invoiced serve did not print its address (log: %s)", logPath)
 }
 
+// pid returns the server's process id, or 0 for none (a server the
+// harness did not start).
+func (s *server) pid() int {
+	if s == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // stop sends SIGTERM and waits up to 60 s for a clean exit, then kills the
 // process. It returns the server's exit error, if any.
 func (s *server) stop() error {
