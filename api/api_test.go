@@ -108,7 +108,7 @@ func TestIssueConcurrentWithoutBatching(t *testing.T) {
 	checkContiguous(t, got["CH1"], n, "CH1/26-27/")
 	r := e.do("GET", "/debug/stats", "", "")
 	e.wantStatus(r, http.StatusOK)
-	if want := `{"batching":false,"batches":300,"invoices":300,"retries":0,"max_batch":0}`; string(r.body) != want {
+	if want := `{"batching":false,"batches":300,"invoices":300,"retries":0,"max_batch":0,"predicted":0,"mispredicted":0}`; string(r.body) != want {
 		t.Fatalf("stats %s, want %s", r.body, want)
 	}
 }

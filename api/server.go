@@ -46,6 +46,11 @@ type Config struct {
 	// BatchesInFlight is how many group-commit transactions may be open at
 	// once (invoice.Committer.InFlight); 0 means 1.
 	BatchesInFlight int
+	// DisablePrediction makes every group-commit transaction read its
+	// counter rows before numbering (three round trips) instead of
+	// predicting them from the state this process left them in (one); see
+	// invoice.Committer.Predict. For comparison only.
+	DisablePrediction bool
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
 	// this long; 0 means 5s, negative asks the database on every request.
@@ -125,7 +130,7 @@ func New(cfg Config) *Server {
 	}
 	s.committer = &invoice.Committer{
 		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now,
-		InFlight: cfg.BatchesInFlight,
+		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.keyTTL = cfg.KeyCacheTTL
@@ -268,7 +273,7 @@ func (s *Server) stats(c echo.Context) error {
 	st := s.committer.Stats()
 	return writeJSON(c, http.StatusOK, statsBody{
 		Batching: s.committer.Batching, Batches: st.Batches, Invoices: st.Invoices,
-		Retries: st.Retries, MaxBatch: st.MaxBatch,
+		Retries: st.Retries, MaxBatch: st.MaxBatch, Predicted: st.Predicted, Mispredicted: st.Mispredicted,
 	})
 }
 
@@ -278,6 +283,9 @@ type statsBody struct {
 	Invoices int64 `json:"invoices"`
 	Retries  int64 `json:"retries"`
 	MaxBatch int   `json:"max_batch"`
+	// Predicted and Mispredicted: see invoice.Stats.
+	Predicted    int64 `json:"predicted"`
+	Mispredicted int64 `json:"mispredicted"`
 }
 
 func (s *Server) openAPI(c echo.Context) error {

@@ -54,12 +54,26 @@ type Committer struct {
 	// its keys and then waits for the rows, so their round trips overlap;
 	// it helps only when the database is far away.
 	InFlight int
+	// Predict lets a batch whose counter rows this Committer wrote last
+	// take its numbers from the state it remembers: claims, counter
+	// update, inserts and COMMIT then go in one round trip instead of
+	// three, and the database checks the prediction under the row locks.
+	// A batch whose prediction fails took nothing and is issued the
+	// ordinary way; its series are not predicted for a few seconds.
+	Predict bool
 
 	mu        sync.Mutex
 	groups    map[groupKey]*group
 	shared    int                    // shared drainers running
 	soloUntil map[groupKey]time.Time // series batched alone until then
 	stats     Stats
+	// For Predict: the state each counter row was left in by this
+	// Committer's last transaction on it, the transactions running on each
+	// row, and the rows not to predict until then.
+	states     map[rowKey]series.State
+	flying     map[rowKey]int
+	predicting map[rowKey]bool // rows of a predicted transaction running
+	unstable   map[rowKey]time.Time
 }
 
 // Stats counts what a Committer has done.
@@ -68,11 +82,22 @@ type Stats struct {
 	Invoices int64 // invoices committed
 	Retries  int64 // batches split into smaller retries
 	MaxBatch int   // most invoices taken for one transaction
+	// Predicted counts transactions committed in one round trip from
+	// predicted counter states; Mispredicted those whose prediction failed
+	// (they were then issued the ordinary way).
+	Predicted    int64
+	Mispredicted int64
 }
 
 type groupKey struct {
 	seriesID int64
 	date     time.Time
+}
+
+// rowKey names a counter row: a series and financial year.
+type rowKey struct {
+	id int64
+	fy series.FY
 }
 
 // group is the queue of one series and invoice date. solo is set while a
@@ -107,10 +132,12 @@ type call struct {
 
 // soloFor is how long the series of a batch that could not get its locks
 // quickly are batched alone; sharedLockWait is how long a shared batch
-// waits for its locks before it is split.
+// waits for its locks before it is split; unstableFor is how long a counter
+// row whose prediction failed is not predicted.
 const (
 	soloFor        = 5 * time.Second
 	sharedLockWait = 250 * time.Millisecond
+	unstableFor    = 5 * time.Second
 )
 
 // Issue issues one invoice and returns its result. With an idempotency key
@@ -176,10 +203,6 @@ func (c *Committer) drainShared() {
 		var parts [][]*call
 		var keys []groupKey
 		taken := 0
-		type rowKey struct {
-			id int64
-			fy series.FY
-		}
 		years := map[rowKey]bool{}
 		now := time.Now()
 		// Oldest invoice date first, so that a series-year's dates are
@@ -202,7 +225,9 @@ func (c *Committer) drainShared() {
 			// One date per series and year in a transaction; another
 			// date waits for the next batch.
 			rk := rowKey{k.seriesID, series.FYOf(k.date)}
-			if years[rk] {
+			if years[rk] || c.predicting[rk] {
+				// A predicted transaction on the row must get its lock
+				// first, or its prediction fails: wait for the next batch.
 				continue
 			}
 			years[rk] = true
@@ -422,6 +447,14 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 	}()
 
+	rows, predicted := c.enter(parts)
+	defer c.leave(rows)
+	if predicted != nil {
+		if done, err := c.runPredicted(ctx, parts, rows, predicted, opt, answer); done {
+			return err
+		}
+	}
+
 	tx, pipe, release, err := c.begin(ctx)
 	if err != nil {
 		return translate(err, "begin")
@@ -513,9 +546,10 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	}
 	var invs [][]Invoice
 	var groupErrs []error
+	var states []*series.State
 	committed := false
 	if len(groups) > 0 {
-		invs, groupErrs, committed, err = issueMany(ctx, tx, groups, c.now(), opt, pipe != nil)
+		invs, groupErrs, states, committed, err = issueMany(ctx, tx, groups, c.now(), opt, pipe != nil)
 		if err != nil {
 			return err
 		}
@@ -530,7 +564,15 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 		return translate(err, "commit")
 	}
+	// Stats first: an answered caller may read them at once.
 	issued := 0
+	for g, ms := range members {
+		c.remember(ms[0].req, states[g])
+		if groupErrs[g] == nil {
+			issued += len(ms)
+		}
+	}
+	c.count(issued)
 	for g, ms := range members {
 		for i, cl := range ms {
 			if groupErrs[g] != nil {
@@ -538,15 +580,202 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 				continue
 			}
 			answer(cl, Result{Invoice: invs[g][i]})
-			issued++
 		}
 	}
 	for cl, inv := range replayed {
 		answer(cl, Result{Invoice: inv, Replayed: true})
 	}
+	return nil
+}
+
+// count records a committed transaction that issued n invoices.
+func (c *Committer) count(n int) {
 	c.mu.Lock()
 	c.stats.Batches++
-	c.stats.Invoices += int64(issued)
+	c.stats.Invoices += int64(n)
 	c.mu.Unlock()
-	return nil
+}
+
+func rowOf(r IssueRequest) rowKey { return rowKey{r.Series.ID, series.FYOf(r.Draft.InvoiceDate)} }
+
+// enter registers a transaction on the counter rows of parts and returns
+// them, with the states to predict them from when every row can be
+// predicted (Predict on, a remembered state, no other transaction of this
+// Committer on the row, no recent failed prediction, no idempotency key
+// twice in the batch), nil otherwise.
+func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
+	rows := make([]rowKey, len(parts))
+	for i, p := range parts {
+		rows[i] = rowOf(p[0].req)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.flying == nil {
+		c.flying = map[rowKey]int{}
+	}
+	var predicted []series.State
+	if c.Predict && c.Batching {
+		predicted = make([]series.State, len(rows))
+		now := time.Now()
+		for i, rk := range rows {
+			st, ok := c.states[rk]
+			if !ok || c.flying[rk] > 0 || now.Before(c.unstable[rk]) {
+				predicted = nil
+				break
+			}
+			predicted[i] = st
+		}
+	}
+	if predicted != nil {
+		seen := map[string]bool{}
+		for _, p := range parts {
+			for _, cl := range p {
+				if k := cl.req.Draft.IdempotencyKey; k != "" {
+					id := strconv.FormatInt(cl.req.Seller.ID, 10) + "\x00" + k
+					if seen[id] {
+						predicted = nil
+					}
+					seen[id] = true
+				}
+			}
+		}
+	}
+	for _, rk := range rows {
+		c.flying[rk]++
+	}
+	if predicted != nil {
+		if c.predicting == nil {
+			c.predicting = map[rowKey]bool{}
+		}
+		for _, rk := range rows {
+			c.predicting[rk] = true
+		}
+	}
+	return rows, predicted
+}
+
+// leave ends what enter began.
+func (c *Committer) leave(rows []rowKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rk := range rows {
+		if c.flying[rk]--; c.flying[rk] <= 0 {
+			delete(c.flying, rk)
+		}
+		delete(c.predicting, rk)
+	}
+	// The shared drainers may have left queues of these rows waiting and
+	// exited: make sure one runs.
+	if c.shared == 0 {
+		for _, g := range c.groups {
+			if !g.solo && len(g.pending) > 0 {
+				c.shared++
+				go c.drainShared()
+				break
+			}
+		}
+	}
+}
+
+// remember records the state a committed transaction left the counter row
+// of r in (nil: unknown, forget it). An older state than the one
+// remembered (two transactions finishing out of order) is ignored.
+func (c *Committer) remember(r IssueRequest, st *series.State) {
+	if !c.Predict || !c.Batching {
+		return
+	}
+	rk := rowOf(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st == nil {
+		delete(c.states, rk)
+		return
+	}
+	if c.states == nil {
+		c.states = map[rowKey]series.State{}
+	}
+	if old, ok := c.states[rk]; ok && (old.LastSerial > st.LastSerial || old.ChainLength > st.ChainLength) {
+		return
+	}
+	c.states[rk] = *st
+}
+
+// runPredicted issues parts in one round trip from the predicted states of
+// their counter rows (see Predict). done is false when the prediction
+// failed and nothing was taken: the caller issues parts the ordinary way.
+// Otherwise every member is answered, or err is the transaction's failure
+// for run to handle.
+func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []rowKey, predicted []series.State, opt series.Options, answer func(*call, Result)) (done bool, err error) {
+	tx, pipe, release, err := c.begin(ctx)
+	if err != nil {
+		return true, translate(err, "begin")
+	}
+	defer release()
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		tx.Rollback(rctx)
+	}()
+	if pipe == nil {
+		return false, nil // BEGIN cannot ride along: no gain
+	}
+	groups := make([]Group, len(parts))
+	var claims []KeyClaim
+	for g, p := range parts {
+		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]Draft, len(p))}
+		for i, cl := range p {
+			d := cl.req.Draft
+			groups[g].Drafts[i] = d
+			if d.IdempotencyKey != "" {
+				claims = append(claims, KeyClaim{SellerID: cl.req.Seller.ID, Key: d.IdempotencyKey, RequestHash: d.RequestHash})
+			}
+		}
+	}
+	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, c.now(), opt)
+	switch {
+	case errors.Is(err, errPredictRefused):
+		return false, nil // only the ordinary path words the refusal
+	case mispredicted(err):
+		// A key already used or held (the ordinary path answers it) leaves
+		// the rows as remembered; a row that moved is forgotten and not
+		// predicted for a while.
+		c.mu.Lock()
+		if series.IsMoved(err) {
+			if c.unstable == nil {
+				c.unstable = map[rowKey]time.Time{}
+			}
+			until := time.Now().Add(unstableFor)
+			for _, rk := range rows {
+				delete(c.states, rk)
+				c.unstable[rk] = until
+			}
+		}
+		c.stats.Mispredicted++
+		c.mu.Unlock()
+		return false, nil
+	case err != nil:
+		c.mu.Lock()
+		for _, rk := range rows {
+			delete(c.states, rk)
+		}
+		c.mu.Unlock()
+		return true, err
+	}
+	pipe.committed()
+	// Stats first: an answered caller may read them at once.
+	n := 0
+	for g, p := range parts {
+		c.remember(p[0].req, states[g])
+		n += len(p)
+	}
+	c.mu.Lock()
+	c.stats.Predicted++
+	c.mu.Unlock()
+	c.count(n)
+	for g, p := range parts {
+		for i, cl := range p {
+			answer(cl, Result{Invoice: invs[g][i]})
+		}
+	}
+	return true, nil
 }

@@ -44,11 +44,12 @@ func checkContiguous(t *testing.T, serials []int64, n int) {
 
 func TestGroupCommitUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	for _, batching := range []bool{true, false} {
-		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+	for _, mode := range []struct{ batching, predict bool }{{true, false}, {true, true}, {false, false}} {
+		batching := mode.batching
+		t.Run(fmt.Sprintf("batching=%v/predict=%v", batching, mode.predict), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := &invoice.Committer{DB: f.pool, Batching: batching, Now: func() time.Time { return now },
+			c := &invoice.Committer{DB: f.pool, Batching: batching, Predict: mode.predict, Now: func() time.Time { return now },
 				Options: series.Options{LockTimeout: 10 * time.Second}}
 			const clients, each = 32, 40
 			var mu sync.Mutex
@@ -78,6 +79,9 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 			st := c.Stats()
 			if batching && st.MaxBatch < 2 {
 				t.Logf("no batch larger than one formed (stats %+v)", st)
+			}
+			if mode.predict && (st.Predicted == 0 || st.Mispredicted != 0) {
+				t.Errorf("one process alone: want predicted transactions and no misprediction, got %+v", st)
 			}
 			t.Logf("stats %+v", st)
 		})
@@ -248,18 +252,20 @@ func (f fixture) serialsOfSeries(t *testing.T, s series.Series) []int64 {
 func TestGroupCommitAcrossSeries(t *testing.T) {
 	t.Parallel()
 	for _, inFlight := range []int{1, 2} {
-		t.Run(fmt.Sprintf("in-flight=%d", inFlight), func(t *testing.T) {
-			t.Parallel()
-			testAcrossSeries(t, inFlight)
-		})
+		for _, predict := range []bool{false, true} {
+			t.Run(fmt.Sprintf("in-flight=%d/predict=%v", inFlight, predict), func(t *testing.T) {
+				t.Parallel()
+				testAcrossSeries(t, inFlight, predict)
+			})
+		}
 	}
 }
 
-func testAcrossSeries(t *testing.T, inFlight int) {
+func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 	f := setup(t)
 	ss := f.moreSeries(t, 12)
 	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}}
 	const clients, each = 24, 30
 	var mu sync.Mutex
 	perSeries := map[int64][]int64{}
@@ -301,6 +307,10 @@ func testAcrossSeries(t *testing.T, inFlight int) {
 	if st.Invoices != int64(total) || st.Batches >= st.Invoices {
 		t.Fatalf("stats %+v: want fewer transactions than invoices", st)
 	}
+	if predict && st.Mispredicted != 0 {
+		t.Errorf("stats %+v: one process alone mispredicted", st)
+	}
+	verifyChains(t, f)
 	t.Logf("stats %+v", st)
 }
 

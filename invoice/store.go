@@ -78,71 +78,179 @@ type Group struct {
 // is then aborted. A malformed call (a group without drafts or with mixed
 // dates) fails before touching tx.
 func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
-	invs, errs, _, err := issueMany(ctx, tx, groups, now, opt, false)
+	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false)
 	return invs, errs, err
 }
 
 // issueMany is IssueManyTx; with commit set it ends its last round trip of
 // writes with COMMIT and reports whether it did (committed is then true
-// when err is nil and something was written).
-func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool) (out [][]Invoice, errs []error, committed bool, err error) {
+// when err is nil and something was written). states holds, per group
+// issued, the counter row's state after the transaction (nil for a group
+// refused).
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool) (out [][]Invoice, errs []error, states []*series.State, committed bool, err error) {
+	seals, takes, err := sealGroups(groups)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	// Under the locks: number, chain, and one pipelined round trip of writes.
+	w := numberGroups(groups, blocks, errs, seals)
+	if len(w.all) == 0 {
+		return w.out, errs, w.states, false, nil
+	}
+	batch := &pgx.Batch{}
+	w.queue(batch)
+	series.QueueAdvanceChains(batch, w.hSeries, w.hFY, w.hLength, w.hHead)
+	committed, err = sendWrites(ctx, tx, batch, commit)
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	return w.out, errs, w.states, committed, nil
+}
+
+// issuePredicted is issueMany for a transaction whose counter rows are
+// predicted to be in the states given (one per group, from the previous
+// transaction that wrote them): everything, from the idempotency key
+// claims (claims, all expected fresh) to COMMIT, goes in one round trip.
+// The database checks the predictions and the keys under the locks; when
+// one fails, the transaction took nothing and issuePredicted returns an
+// error matched by mispredicted, after which the caller rolls back and
+// issues the groups the ordinary way. It returns errPredictRefused, before
+// touching tx, when some group's prediction says NextMany would refuse it.
+// tx must be fresh: the round trip ends with COMMIT.
+func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, now time.Time, opt series.Options) (out [][]Invoice, states []*series.State, err error) {
+	seals, takes, err := sealGroups(groups)
+	if err != nil {
+		return nil, nil, err
+	}
+	blocks := make([]series.Block, len(groups))
+	for g, t := range takes {
+		var ok bool
+		if blocks[g], ok = series.Predict(t, predicted[g], now); !ok {
+			return nil, nil, errPredictRefused
+		}
+	}
+	w := numberGroups(groups, blocks, make([]error, len(groups)), seals)
+	batch := &pgx.Batch{}
+	if len(claims) > 0 {
+		queueRequireFreshKeys(batch, claims)
+	}
+	advs := make([]series.Advance, len(groups))
+	for g := range groups {
+		advs[g] = series.Advance{Block: blocks[g], Date: takes[g].Date, ChainLength: w.hLength[g], ChainHead: w.hHead[g]}
+	}
+	series.QueueAdvance(batch, advs, opt)
+	w.queue(batch)
+	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
+		return nil, nil, err
+	}
+	return w.out, w.states, nil
+}
+
+// errPredictRefused: a predicted group would be refused by NextMany.
+var errPredictRefused = errors.New("invoice: prediction says the series refuses the group")
+
+// mispredicted reports whether issuePredicted failed because the database
+// refused a prediction or an expected-fresh idempotency key; nothing was
+// taken.
+func mispredicted(err error) bool {
+	var pg *pgconn.PgError
+	return series.IsMoved(err) || errors.Is(err, ErrKeyRace) ||
+		errors.As(err, &pg) && (pg.Code == codeKeyHeld || pg.Code == codeKeyUsed)
+}
+
+// The SQLSTATEs queueRequireFreshKeys raises (invoiced_require, migration
+// 00002).
+const (
+	codeKeyHeld = "IV002"
+	codeKeyUsed = "IV003"
+)
+
+// queueRequireFreshKeys queues on b the claim of every key (see ClaimKeys)
+// as a requirement: the transaction aborts unless each key's lock is had
+// and no key was used before.
+func queueRequireFreshKeys(b *pgx.Batch, claims []KeyClaim) {
+	lockKeys := make([]string, len(claims))
+	sellers := make([]int64, len(claims))
+	keys := make([]string, len(claims))
+	for i, c := range claims {
+		sellers[i], keys[i] = c.SellerID, c.Key
+		lockKeys[i] = strconv.FormatInt(c.SellerID, 10) + "/" + c.Key
+	}
+	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), 'IV002', 'an idempotency key is held by another transaction')
+		FROM unnest($1::text[]) AS u(k)`, lockKeys)
+	// A separate statement, so its snapshot is taken after the locks.
+	b.Queue(`SELECT invoiced_require(NOT EXISTS (SELECT 1 FROM idempotency_keys i JOIN unnest($1::bigint[], $2::text[]) AS u(seller_id, key)
+		ON i.seller_id = u.seller_id AND i.key = u.key), 'IV003', 'an idempotency key was used before')`, sellers, keys)
+}
+
+// sealGroups checks groups and returns each draft's sealed parts (worked
+// out before the lock) and each group's take.
+func sealGroups(groups []Group) ([][]*sealed, []series.Take, error) {
 	takes := make([]series.Take, len(groups))
 	seals := make([][]*sealed, len(groups))
 	for g, gr := range groups {
 		if len(gr.Drafts) == 0 {
-			return nil, nil, false, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
+			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
 		}
 		date := gr.Drafts[0].InvoiceDate
 		seals[g] = make([]*sealed, len(gr.Drafts))
 		for i := range gr.Drafts {
 			d := &gr.Drafts[i]
 			if !d.InvoiceDate.Equal(date) {
-				return nil, nil, false, fmt.Errorf("invoice: drafts of one group must share an invoice date")
+				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
 			}
-			// Before the lock: the items' JSON, the totals as text and the
-			// content part of the chain record (Prepare did it already).
+			// The items' JSON, the totals as text and the content part of
+			// the chain record (Prepare did it already).
+			var err error
 			if seals[g][i], err = d.seal(); err != nil {
-				return nil, nil, false, err
+				return nil, nil, err
 			}
 		}
 		takes[g] = series.Take{Series: gr.Series, Date: date, N: len(gr.Drafts)}
 	}
+	return seals, takes, nil
+}
 
-	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
-	if err != nil {
-		return nil, nil, false, err
-	}
+// writes is what one transaction inserts, as parallel columns.
+type writes struct {
+	out                              [][]Invoice
+	states                           []*series.State
+	all                              []*Invoice
+	sellerIDs, seriesIDs, serials    []int64
+	fys                              []int32
+	dates, issuedAt                  []time.Time
+	numbers, publicIDs, pos, items   []string
+	bGSTIN, bName, origNum           []*string
+	origDate                         []*time.Time
+	taxable, cgst, sgst, igst, total []string
+	cSeries, cPositions, cSerials    []int64
+	cFY                              []int32
+	cAt                              []time.Time
+	cHashes                          [][]byte
+	hSeries, hLength                 []int64
+	hFY                              []int32
+	hHead                            [][]byte
+	kSeller, kSeries, kSerial        []int64
+	kFY                              []int32
+	keys                             []string
+	keyHashes                        [][]byte
+}
 
-	// Under the locks: number, chain, and one pipelined round trip of writes.
-	out = make([][]Invoice, len(groups))
-	var (
-		sellerIDs, seriesIDs, serials    []int64
-		fys                              []int32
-		dates, issuedAt                  []time.Time
-		numbers, publicIDs, pos, items   []string
-		bGSTIN, bName, origNum           []*string
-		origDate                         []*time.Time
-		taxable, cgst, sgst, igst, total []string
-		cSeries, cPositions, cSerials    []int64
-		cFY                              []int32
-		cAt                              []time.Time
-		cHashes                          [][]byte
-		hSeries, hLength                 []int64
-		hFY                              []int32
-		hHead                            [][]byte
-		kSeller, kSeries, kSerial        []int64
-		kFY                              []int32
-		keys                             []string
-		keyHashes                        [][]byte
-		all                              []*Invoice
-	)
+// numberGroups numbers and chains the drafts of every group not refused
+// (errs) with its block and returns the rows to write.
+func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][]*sealed) *writes {
+	w := &writes{out: make([][]Invoice, len(groups)), states: make([]*series.State, len(groups))}
 	for g, gr := range groups {
 		if errs[g] != nil {
 			continue
 		}
 		b := blocks[g]
 		invs := make([]Invoice, len(gr.Drafts))
-		out[g] = invs
+		w.out[g] = invs
 		head := b.ChainHead
 		for i, d := range gr.Drafts {
 			inv := &invs[i]
@@ -152,14 +260,14 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
 				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
 			}
-			all = append(all, inv)
+			w.all = append(w.all, inv)
 			position := b.ChainLength + int64(i) + 1
 			sl := seals[g][i]
 			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
 
-			sellerIDs, seriesIDs, serials = append(sellerIDs, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(serials, inv.Serial)
-			fys, dates, issuedAt = append(fys, int32(b.FY)), append(dates, inv.InvoiceDate), append(issuedAt, inv.IssuedAt)
-			numbers, publicIDs, pos, items = append(numbers, inv.Number), append(publicIDs, inv.PublicID), append(pos, inv.PlaceOfSupply), append(items, sl.itemsJSON)
+			w.sellerIDs, w.seriesIDs, w.serials = append(w.sellerIDs, gr.Seller.ID), append(w.seriesIDs, gr.Series.ID), append(w.serials, inv.Serial)
+			w.fys, w.dates, w.issuedAt = append(w.fys, int32(b.FY)), append(w.dates, inv.InvoiceDate), append(w.issuedAt, inv.IssuedAt)
+			w.numbers, w.publicIDs, w.pos, w.items = append(w.numbers, inv.Number), append(w.publicIDs, inv.PublicID), append(w.pos, inv.PlaceOfSupply), append(w.items, sl.itemsJSON)
 			var bg, bn, on *string
 			var od *time.Time
 			if inv.Buyer != nil {
@@ -173,27 +281,29 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 			if inv.Original != nil {
 				on, od = &inv.Original.Number, &inv.Original.InvoiceDate
 			}
-			bGSTIN, bName, origNum, origDate = append(bGSTIN, bg), append(bName, bn), append(origNum, on), append(origDate, od)
-			taxable, cgst, sgst = append(taxable, sl.money[0]), append(cgst, sl.money[1]), append(sgst, sl.money[2])
-			igst, total = append(igst, sl.money[3]), append(total, sl.money[4])
+			w.bGSTIN, w.bName, w.origNum, w.origDate = append(w.bGSTIN, bg), append(w.bName, bn), append(w.origNum, on), append(w.origDate, od)
+			w.taxable, w.cgst, w.sgst = append(w.taxable, sl.money[0]), append(w.cgst, sl.money[1]), append(w.sgst, sl.money[2])
+			w.igst, w.total = append(w.igst, sl.money[3]), append(w.total, sl.money[4])
 
-			cSeries, cFY, cPositions, cSerials = append(cSeries, gr.Series.ID), append(cFY, int32(b.FY)), append(cPositions, position), append(cSerials, inv.Serial)
-			cAt, cHashes = append(cAt, inv.IssuedAt), append(cHashes, head)
+			w.cSeries, w.cFY, w.cPositions, w.cSerials = append(w.cSeries, gr.Series.ID), append(w.cFY, int32(b.FY)), append(w.cPositions, position), append(w.cSerials, inv.Serial)
+			w.cAt, w.cHashes = append(w.cAt, inv.IssuedAt), append(w.cHashes, head)
 			if d.IdempotencyKey != "" {
-				kSeller, kSeries, kFY, kSerial = append(kSeller, gr.Seller.ID), append(kSeries, gr.Series.ID), append(kFY, int32(b.FY)), append(kSerial, inv.Serial)
-				keys, keyHashes = append(keys, d.IdempotencyKey), append(keyHashes, d.RequestHash)
+				w.kSeller, w.kSeries, w.kFY, w.kSerial = append(w.kSeller, gr.Seller.ID), append(w.kSeries, gr.Series.ID), append(w.kFY, int32(b.FY)), append(w.kSerial, inv.Serial)
+				w.keys, w.keyHashes = append(w.keys, d.IdempotencyKey), append(w.keyHashes, d.RequestHash)
 			}
 		}
-		hSeries, hFY, hLength, hHead = append(hSeries, gr.Series.ID), append(hFY, int32(b.FY)), append(hLength, b.ChainLength+int64(len(gr.Drafts))), append(hHead, head)
+		length := b.ChainLength + int64(len(gr.Drafts))
+		w.hSeries, w.hFY, w.hLength, w.hHead = append(w.hSeries, gr.Series.ID), append(w.hFY, int32(b.FY)), append(w.hLength, length), append(w.hHead, head)
+		st := b.After(gr.Drafts[0].InvoiceDate, length, head)
+		w.states[g] = &st
 	}
-	if len(all) == 0 {
-		return out, errs, false, nil
-	}
-	// One statement inserts the invoices and their idempotency keys and
-	// returns the ids; the chain records and the counters' chain heads
-	// follow in the same round trip.
-	batch := &pgx.Batch{}
-	batch.Queue(`
+	return w
+}
+
+// queue queues on b the statements inserting w: one inserts the invoices
+// and their idempotency keys and returns the ids, one the chain records.
+func (w *writes) queue(b *pgx.Batch) {
+	b.Queue(`
 		WITH ins AS (
 			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
@@ -218,15 +328,15 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		JOIN unnest($2::bigint[], $3::int[], $4::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
 			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
 		ORDER BY o.n`,
-		sellerIDs, seriesIDs, fys, serials, numbers, dates, issuedAt, publicIDs, bGSTIN, bName, pos, origNum, origDate, items,
-		taxable, cgst, sgst, igst, total,
-		kSeller, kSeries, kFY, kSerial, keys, keyHashes).Query(func(rows pgx.Rows) error {
+		w.sellerIDs, w.seriesIDs, w.fys, w.serials, w.numbers, w.dates, w.issuedAt, w.publicIDs, w.bGSTIN, w.bName, w.pos, w.origNum, w.origDate, w.items,
+		w.taxable, w.cgst, w.sgst, w.igst, w.total,
+		w.kSeller, w.kSeries, w.kFY, w.kSerial, w.keys, w.keyHashes).Query(func(rows pgx.Rows) error {
 		i := 0
 		for rows.Next() {
-			if i == len(all) {
+			if i == len(w.all) {
 				return fmt.Errorf("invoice: more ids than invoices")
 			}
-			if err := rows.Scan(&all[i].ID); err != nil {
+			if err := rows.Scan(&w.all[i].ID); err != nil {
 				return err
 			}
 			i++
@@ -234,40 +344,47 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if i != len(all) {
-			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(all))
+		if i != len(w.all) {
+			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(w.all))
 		}
 		return nil
 	})
-	batch.Queue(`
+	b.Queue(`
 		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
 		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[])
 			AS u(series_id, fy, position, serial, at, hash)`,
-		cSeries, cFY, cPositions, cSerials, cAt, cHashes)
-	series.QueueAdvanceChains(batch, hSeries, hFY, hLength, hHead)
+		w.cSeries, w.cFY, w.cPositions, w.cSerials, w.cAt, w.cHashes)
+}
+
+// sendWrites sends b on tx, with COMMIT appended when commit is set, and
+// reports whether it committed. A statement's error means nothing was
+// committed; a failure after COMMIT was sent is ErrOutcomeUnknown.
+func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
 	if commit {
-		batch.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 			if tag.String() == "ROLLBACK" {
 				return pgx.ErrTxCommitRollback
 			}
 			return nil
 		})
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		var pg *pgconn.PgError
 		switch {
 		case errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys":
-			return nil, nil, false, apperr.WithCause(ErrKeyRace, err)
+			return false, apperr.WithCause(ErrKeyRace, err)
+		case series.IsMoved(err):
+			return false, apperr.WithCause(series.ErrMoved, err)
 		case commit && !errors.As(err, &pg) && !errors.Is(err, pgx.ErrTxCommitRollback):
 			// A statement error aborts the pipeline before COMMIT runs;
 			// anything else (a lost connection, a failed read of the
 			// answers) may come after the server committed.
-			return nil, nil, false, apperr.WithCause(ErrOutcomeUnknown, err)
+			return false, apperr.WithCause(ErrOutcomeUnknown, err)
 		}
-		return nil, nil, false, translate(err, "insert invoices")
+		return false, translate(err, "insert invoices")
 	}
-	return out, errs, commit, nil
+	return commit, nil
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.

@@ -17,5 +17,8 @@ var (
 	ErrExhausted      = apperr.New(apperr.Conflict, "series_exhausted", "the series has no numbers left in this financial year")
 	ErrDateOutOfOrder = apperr.New(apperr.Conflict, "date_out_of_order", "the invoice date is earlier than the last invoice date of the series in this financial year")
 	ErrLockTimeout    = apperr.New(apperr.Unavailable, "series_busy", "the series is busy; retry shortly")
+	// ErrMoved is returned by a transaction that queued QueueAdvance when
+	// a counter row was not in the predicted state; it took nothing.
+	ErrMoved          = apperr.New(apperr.Unavailable, "counter_moved", "the series' counter moved on while the request was prepared; retry")
 	ErrInvalidDocType = apperr.New(apperr.Invalid, "invalid_doc_type", "unknown document type")
 )

@@ -487,6 +487,8 @@ func translate(err error, what string) error {
 		switch pg.Code {
 		case pgerrcode.LockNotAvailable:
 			return apperr.WithCause(ErrLockTimeout, err)
+		case codeMoved:
+			return apperr.WithCause(ErrMoved, err)
 		}
 	}
 	return fmt.Errorf("series: %s: %w", what, err)
@@ -504,4 +506,102 @@ func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []
 	b.Queue(`UPDATE series_counters c SET chain_length = u.len, chain_head = u.head
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[]) AS u(series_id, fy, len, head)
 		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
+}
+
+// codeMoved is the SQLSTATE QueueAdvance's check raises (invoiced_require,
+// migration 00002).
+const codeMoved = "IV001"
+
+// IsMoved reports whether err is the database error of a failed
+// QueueAdvance check.
+func IsMoved(err error) bool {
+	var pg *pgconn.PgError
+	return errors.Is(err, ErrMoved) || errors.As(err, &pg) && pg.Code == codeMoved
+}
+
+// State is a counter row as a transaction left it: the last serial taken,
+// its invoice date and issue time, and the chain after the last record. A
+// process that remembers the state it committed can predict the next block
+// without reading the row first (Predict, QueueAdvance).
+type State struct {
+	LastSerial   int64
+	LastDate     time.Time
+	LastIssuedAt time.Time
+	ChainLength  int64
+	ChainHead    []byte
+}
+
+// After returns the state of the counter row once block b (dated date) and
+// its records are committed: appended records and head as given.
+func (b Block) After(date time.Time, chainLength int64, chainHead []byte) State {
+	return State{LastSerial: b.First + int64(b.N) - 1, LastDate: date, LastIssuedAt: b.IssuedAt,
+		ChainLength: chainLength, ChainHead: chainHead}
+}
+
+// Predict returns the block NextMany would take for t, stamped now, if the
+// counter row were in state st. ok is false when NextMany would refuse it
+// (date invalid or out of order, numbers exhausted): only NextMany gives the
+// refusal its error.
+func Predict(t Take, st State, now time.Time) (Block, bool) {
+	fy := FYOf(t.Date)
+	if !fy.Valid() || t.N < 1 || t.Date.Before(st.LastDate) || st.LastSerial+int64(t.N) > t.Series.Format.Capacity() {
+		return Block{}, false
+	}
+	at := now.Truncate(time.Microsecond)
+	if at.Before(st.LastIssuedAt) {
+		at = st.LastIssuedAt // the clock went back: issue times never do
+	}
+	return Block{Series: t.Series, FY: fy, First: st.LastSerial + 1, N: t.N, IssuedAt: at,
+		ChainLength: st.ChainLength, ChainHead: st.ChainHead}, true
+}
+
+// Advance moves one counter row from the state a block was predicted from
+// (Predict) past the block, with the chain state after the block's records.
+type Advance struct {
+	Block       Block
+	Date        time.Time
+	ChainLength int64
+	ChainHead   []byte
+}
+
+// QueueAdvance queues on b the statements that lock the rows of advs in a
+// fixed order, check that each is still in the state its block was
+// predicted from, and write each once with the block taken and the new
+// chain state. When a row has moved since (another transaction took
+// numbers or appended to its chain), the check fails with ErrMoved and the
+// transaction is aborted having taken nothing; the caller rolls back and
+// takes the numbers with NextMany. A lock wait past opt.LockTimeout fails
+// with ErrLockTimeout. No two advs may share a series-year.
+func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
+	n := len(advs)
+	ids, lasts, news, lens0, lens := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	heads0, heads := make([][]byte, n), make([][]byte, n)
+	dates, ats := make([]time.Time, n), make([]time.Time, n)
+	for i, a := range advs {
+		ids[i], fys[i] = a.Block.Series.ID, int32(a.Block.FY)
+		lasts[i], news[i] = a.Block.First-1, a.Block.First+int64(a.Block.N)-1
+		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.ChainLength, a.ChainHead
+		dates[i], ats[i] = a.Date, a.Block.IssuedAt
+	}
+	queueLockTimeout(b, opt)
+	// ORDER BY sits below the row locking, so rows are locked in key order.
+	b.Queue(`
+		SELECT invoiced_require(count(*) = $6 AND bool_and(r.last_serial = u.last AND r.chain_length = u.len
+			AND r.chain_head IS NOT DISTINCT FROM u.head), 'IV001', 'counter row moved since it was predicted')
+		FROM (SELECT c.series_id, c.fy, c.last_serial, c.chain_length, c.chain_head
+		      FROM series_counters c JOIN unnest($1::bigint[], $2::int[]) AS k(series_id, fy)
+		        ON c.series_id = k.series_id AND c.fy = k.fy
+		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
+		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
+		  ON r.series_id = u.series_id AND r.fy = u.fy`,
+		ids, fys, lasts, lens0, heads0, n)
+	queueLockTimeoutRestore(b, opt)
+	b.Queue(`
+		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
+			chain_length = u.len, chain_head = u.head
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::timestamptz[], $6::bigint[], $7::bytea[])
+			AS u(series_id, fy, last, d, at, len, head)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy`,
+		ids, fys, news, dates, ats, lens, heads)
 }

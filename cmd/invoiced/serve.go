@@ -34,6 +34,7 @@ type serveConfig struct {
 	drainTimeout time.Duration
 	logFormat    string
 	batching     bool
+	predict      bool
 	stats        bool
 	debugAddr    string
 	keyCacheTTL  time.Duration
@@ -54,6 +55,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
+	fs.BoolVar(&c.predict, "predict", true, "let a group-commit transaction predict its counter rows from the state this process left them in, so it needs one database round trip instead of three (checked by the database; a wrong prediction costs a retry); false always reads them first, for comparison")
 	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
@@ -122,7 +124,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		Now:             time.Now,
 		LockTimeout:     c.lockTimeout,
 		BackdateDays:    c.backdateDays,
-		DisableBatching: !c.batching,
+		DisableBatching: !c.batching, DisablePrediction: !c.predict,
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 		BatchesInFlight: inFlight,

@@ -1,0 +1,174 @@
+package invoice_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
+)
+
+func predicting(f fixture, now func() time.Time) *invoice.Committer {
+	return &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: now,
+		Options: series.Options{LockTimeout: 10 * time.Second}}
+}
+
+func verifyChains(t *testing.T, f fixture) {
+	t.Helper()
+	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", series.FYOf(now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("chain does not verify: %+v", rep.Findings())
+	}
+}
+
+// TestPredictTwoProcessesOneSeries runs two predicting Committers (two
+// server processes) on one series at once, with cancellations appending to
+// the chain between them: each keeps mispredicting the other's writes, and
+// still every serial is taken exactly once, 1..N, and the chain verifies.
+func TestPredictTwoProcessesOneSeries(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	clock := func() time.Time { return now }
+	procs := []*invoice.Committer{predicting(f, clock), predicting(f, clock)}
+	const clients, each = 12, 25
+	var mu sync.Mutex
+	var got []int64
+	var wg sync.WaitGroup
+	for w := range clients {
+		c := procs[w%2]
+		wg.Go(func() {
+			for i := range each {
+				r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("w%d-%d", w, i))})
+				if r.Err != nil {
+					t.Errorf("issue: %v", r.Err)
+					return
+				}
+				if i%10 == 3 {
+					if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, series.Options{}); err != nil {
+						t.Errorf("cancel: %v", err)
+					}
+				}
+				mu.Lock()
+				got = append(got, r.Invoice.Serial)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	checkContiguous(t, got, clients*each)
+	checkContiguous(t, serialsOf(t, f), clients*each)
+	verifyChains(t, f)
+	a, b := procs[0].Stats(), procs[1].Stats()
+	t.Logf("stats %+v %+v", a, b)
+	if a.Predicted+b.Predicted+a.Mispredicted+b.Mispredicted == 0 {
+		t.Errorf("no transaction tried a prediction")
+	}
+}
+
+// TestPredictFallsBack walks one series through every way a prediction can
+// fail, checking each time that the request gets the answer the ordinary
+// path gives and that no number is lost.
+func TestPredictFallsBack(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	clock := now
+	c := predicting(f, func() time.Time { return clock })
+	issue := func(key string, mod func(*invoice.Draft)) invoice.Result {
+		d := f.draft(t, key)
+		if mod != nil {
+			mod(&d)
+		}
+		return c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: d})
+	}
+	want := func(r invoice.Result, serial int64, predicted, mispredicted int64) {
+		t.Helper()
+		if r.Err != nil {
+			t.Fatalf("serial %d: %v", serial, r.Err)
+		}
+		st := c.Stats()
+		if r.Invoice.Serial != serial || st.Predicted != predicted || st.Mispredicted != mispredicted {
+			t.Fatalf("got serial %d with stats %+v; want serial %d, predicted %d, mispredicted %d",
+				r.Invoice.Serial, st, serial, predicted, mispredicted)
+		}
+	}
+
+	// The first transaction reads the row; the second predicts it.
+	first := issue("a", nil)
+	want(first, 1, 0, 0)
+	want(issue("b", nil), 2, 1, 0)
+
+	// Another writer (a library caller) takes number 3: the prediction
+	// fails under the lock, nothing is taken, and the ordinary path issues 4.
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "lib")}, now, series.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want(issue("c", nil), 4, 1, 1)
+
+	// The failed row is not predicted for a while: the next one reads it.
+	want(issue("d", nil), 5, 1, 1)
+
+	// A replay of a used key, a key used with another body, and a date
+	// before the series' last date: each is answered as without prediction.
+	c2 := predicting(f, func() time.Time { return clock })
+	for _, k := range []string{"e", "f"} { // c2 learns the row
+		if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if st := c2.Stats(); st.Predicted != 1 {
+		t.Fatalf("c2 stats %+v, want 1 predicted", st)
+	}
+	r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "a")})
+	if r.Err != nil || !r.Replayed || r.Invoice.ID != first.Invoice.ID {
+		t.Fatalf("replay: %+v", r)
+	}
+	reused := f.draft(t, "b")
+	reused.RequestHash = []byte("another body")
+	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: reused}); !errors.Is(r.Err, invoice.ErrKeyReused) {
+		t.Fatalf("reused key: %v", r.Err)
+	}
+	late := f.draft(t, "late")
+	late.InvoiceDate = late.InvoiceDate.AddDate(0, 0, -1)
+	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: late}); !errors.Is(r.Err, series.ErrDateOutOfOrder) {
+		t.Fatalf("earlier date: %v", r.Err)
+	}
+	if st := c2.Stats(); st.Mispredicted != 2 {
+		t.Fatalf("c2 stats %+v, want the replay and the reused key mispredicted", st)
+	}
+
+	// The clock goes back: a predicted invoice keeps the series' last issue
+	// time, as the ordinary path does.
+	r = c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "g")})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	lastAt := r.Invoice.IssuedAt
+	clock = now.Add(-time.Hour)
+	r = c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "h")})
+	if r.Err != nil || r.Invoice.IssuedAt.Before(lastAt) || r.Invoice.Serial != 9 {
+		t.Fatalf("after the clock went back: %+v (last issued at %v)", r, lastAt)
+	}
+	if st := c2.Stats(); st.Predicted < 2 {
+		t.Fatalf("c2 stats %+v: the clock test was not predicted", st)
+	}
+	checkContiguous(t, serialsOf(t, f), 9)
+	verifyChains(t, f)
+}
