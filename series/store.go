@@ -568,10 +568,11 @@ type Advance struct {
 // fixed order, check that each is still in the state its block was
 // predicted from, and write each once with the block taken and the new
 // chain state. When a row has moved since (another transaction took
-// numbers or appended to its chain), the check fails with ErrMoved and the
-// transaction is aborted having taken nothing; the caller rolls back and
-// takes the numbers with NextMany. A lock wait past opt.LockTimeout fails
-// with ErrLockTimeout. No two advs may share a series-year.
+// numbers or appended to its chain), the batch fails with an error for
+// which IsMoved reports true, and the transaction is aborted having taken
+// nothing; the caller rolls back and takes the numbers with NextMany. A
+// lock wait past opt.LockTimeout fails with SQLSTATE 55P03 (lock not
+// available). No two advs may share a series-year.
 func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 	n := len(advs)
 	ids, lasts, news, lens0, lens := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)

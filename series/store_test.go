@@ -483,3 +483,68 @@ func TestSellers(t *testing.T) {
 		t.Fatalf("unknown: got %v", err)
 	}
 }
+
+// TestAdvanceChecksThePrediction: a block predicted from the state the last
+// transaction left is taken in one write; once another transaction has
+// moved the row, the same prediction fails with ErrMoved and takes nothing.
+func TestAdvanceChecksThePrediction(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "P1", "P1/{FY}/{SEQ:4}")
+	d := date("2026-11-29")
+	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	advance := func(st series.State, n int) error {
+		t.Helper()
+		b, ok := series.Predict(series.Take{Series: s, Date: d, N: n}, st, now)
+		if !ok {
+			t.Fatalf("prediction refused from %+v", st)
+		}
+		tx, err := f.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		batch := &pgx.Batch{}
+		series.QueueAdvance(batch, []series.Advance{{Block: b, Date: d, ChainLength: st.ChainLength, ChainHead: st.ChainHead}},
+			series.Options{LockTimeout: time.Second})
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := series.NextN(ctx, tx, s, d, now, 3, series.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st := b.After(d, b.ChainLength, b.ChainHead)
+	if err := advance(st, 2); err != nil {
+		t.Fatalf("prediction from the committed state: %v", err)
+	}
+	if u, err := series.Counter(ctx, f.pool, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+		t.Fatalf("after the predicted block: %+v, %v; want last serial 5", u, err)
+	}
+	// The same state again is stale now.
+	if err := advance(st, 2); !series.IsMoved(err) {
+		t.Fatalf("stale prediction: %v, want ErrMoved", err)
+	}
+	if u, err := series.Counter(ctx, f.pool, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+		t.Fatalf("after the stale prediction: %+v, %v; want last serial still 5", u, err)
+	}
+	// A date before the row's last date, or more numbers than are left,
+	// is not predicted: only NextMany words those refusals.
+	if _, ok := series.Predict(series.Take{Series: s, Date: d.AddDate(0, 0, -1), N: 1}, st, now); ok {
+		t.Fatal("predicted a date out of order")
+	}
+	if _, ok := series.Predict(series.Take{Series: s, Date: d, N: 9999}, st, now); ok {
+		t.Fatal("predicted past the format's capacity")
+	}
+}
