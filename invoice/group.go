@@ -100,6 +100,12 @@ type rowKey struct {
 	fy series.FY
 }
 
+// row returns the counter row that numbers the queue k.
+func (k groupKey) row() rowKey { return rowKey{k.seriesID, series.FYOf(k.date)} }
+
+// keyID names an idempotency key of a seller in in-memory sets.
+func keyID(sellerID int64, key string) string { return strconv.FormatInt(sellerID, 10) + "\x00" + key }
+
 // group is the queue of one series and invoice date. solo is set while a
 // drainer of its own serves it; shared groups are served by the shared
 // drainer.
@@ -224,7 +230,7 @@ func (c *Committer) drainShared() {
 			}
 			// One date per series and year in a transaction; another
 			// date waits for the next batch.
-			rk := rowKey{k.seriesID, series.FYOf(k.date)}
+			rk := k.row()
 			if years[rk] || c.predicting[rk] {
 				// A predicted transaction on the row must get its lock
 				// first, or its prediction fails: wait for the next batch.
@@ -325,18 +331,27 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 
 // begin starts a transaction: a pipeTx on a pool connection when the
 // database hands those out (BEGIN and COMMIT then ride along with other
-// statements), an ordinary one otherwise. release returns the connection.
-func (c *Committer) begin(ctx context.Context) (tx pgx.Tx, pipe *pipeTx, release func(), err error) {
+// statements), an ordinary one otherwise. end rolls back whatever was not
+// committed, waiting at most 5 s (members of a failed batch are answered
+// after it), and returns the connection.
+func (c *Committer) begin(ctx context.Context) (tx pgx.Tx, pipe *pipeTx, end func(), err error) {
+	release := func() {}
 	if a, ok := c.DB.(acquirer); ok {
 		conn, err := a.Acquire(ctx)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		p := &pipeTx{conn: conn}
-		return p, p, conn.Release, nil
+		pipe = &pipeTx{conn: conn}
+		tx, release = pipe, conn.Release
+	} else if tx, err = c.DB.Begin(ctx); err != nil {
+		return nil, nil, nil, err
 	}
-	tx, err = c.DB.Begin(ctx)
-	return tx, nil, func() {}, err
+	return tx, pipe, func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		tx.Rollback(rctx)
+		release()
+	}, nil
 }
 
 func (c *Committer) inFlight() int {
@@ -455,17 +470,11 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 	}
 
-	tx, pipe, release, err := c.begin(ctx)
+	tx, pipe, end, err := c.begin(ctx)
 	if err != nil {
 		return translate(err, "begin")
 	}
-	defer release()
-	defer func() {
-		// Bounded: members of a failed batch are answered after this.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		tx.Rollback(rctx)
-	}()
+	defer end()
 
 	// Idempotency keys, before the counter locks. Each distinct (seller,
 	// key, request) is claimed once. Only the first member with a fresh
@@ -479,7 +488,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		if d.IdempotencyKey == "" {
 			continue
 		}
-		id := strconv.FormatInt(cl.req.Seller.ID, 10) + "\x00" + d.IdempotencyKey + "\x00" + string(d.RequestHash)
+		id := keyID(cl.req.Seller.ID, d.IdempotencyKey) + "\x00" + string(d.RequestHash)
 		j, ok := claimOf[id]
 		if !ok {
 			j = len(claims)
@@ -502,7 +511,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 				continue
 			}
 			o := outcomes[j]
-			key := strconv.FormatInt(claims[j].SellerID, 10) + "\x00" + claims[j].Key
+			key := keyID(claims[j].SellerID, claims[j].Key)
 			switch {
 			case o.Err != nil:
 				answer(cl, Result{Err: o.Err})
@@ -572,7 +581,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 			issued += len(ms)
 		}
 	}
-	c.count(issued)
+	c.count(issued, false)
 	for g, ms := range members {
 		for i, cl := range ms {
 			if groupErrs[g] != nil {
@@ -589,14 +598,17 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 }
 
 // count records a committed transaction that issued n invoices.
-func (c *Committer) count(n int) {
+func (c *Committer) count(n int, predicted bool) {
 	c.mu.Lock()
 	c.stats.Batches++
 	c.stats.Invoices += int64(n)
+	if predicted {
+		c.stats.Predicted++
+	}
 	c.mu.Unlock()
 }
 
-func rowOf(r IssueRequest) rowKey { return rowKey{r.Series.ID, series.FYOf(r.Draft.InvoiceDate)} }
+func rowOf(r IssueRequest) rowKey { return groupKey{r.Series.ID, r.Draft.InvoiceDate}.row() }
 
 // enter registers a transaction on the counter rows of parts and returns
 // them, with the states to predict them from when every row can be
@@ -604,6 +616,9 @@ func rowOf(r IssueRequest) rowKey { return rowKey{r.Series.ID, series.FYOf(r.Dra
 // Committer on the row, no recent failed prediction, no idempotency key
 // twice in the batch), nil otherwise.
 func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
+	if !c.Predict || !c.Batching {
+		return nil, nil // nothing to track
+	}
 	rows := make([]rowKey, len(parts))
 	for i, p := range parts {
 		rows[i] = rowOf(p[0].req)
@@ -613,25 +628,22 @@ func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 	if c.flying == nil {
 		c.flying = map[rowKey]int{}
 	}
-	var predicted []series.State
-	if c.Predict && c.Batching {
-		predicted = make([]series.State, len(rows))
-		now := time.Now()
-		for i, rk := range rows {
-			st, ok := c.states[rk]
-			if !ok || c.flying[rk] > 0 || now.Before(c.unstable[rk]) {
-				predicted = nil
-				break
-			}
-			predicted[i] = st
+	predicted := make([]series.State, len(rows))
+	now := time.Now()
+	for i, rk := range rows {
+		st, ok := c.states[rk]
+		if !ok || c.flying[rk] > 0 || now.Before(c.unstable[rk]) {
+			predicted = nil
+			break
 		}
+		predicted[i] = st
 	}
 	if predicted != nil {
 		seen := map[string]bool{}
 		for _, p := range parts {
 			for _, cl := range p {
 				if k := cl.req.Draft.IdempotencyKey; k != "" {
-					id := strconv.FormatInt(cl.req.Seller.ID, 10) + "\x00" + k
+					id := keyID(cl.req.Seller.ID, k)
 					if seen[id] {
 						predicted = nil
 					}
@@ -656,6 +668,9 @@ func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 
 // leave ends what enter began.
 func (c *Committer) leave(rows []rowKey) {
+	if len(rows) == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, rk := range rows {
@@ -700,22 +715,33 @@ func (c *Committer) remember(r IssueRequest, st *series.State) {
 	c.states[rk] = *st
 }
 
+// forget drops the remembered states of rows and, with a non-zero until,
+// does not predict them before then.
+func (c *Committer) forget(rows []rowKey, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !until.IsZero() && c.unstable == nil {
+		c.unstable = map[rowKey]time.Time{}
+	}
+	for _, rk := range rows {
+		delete(c.states, rk)
+		if !until.IsZero() {
+			c.unstable[rk] = until
+		}
+	}
+}
+
 // runPredicted issues parts in one round trip from the predicted states of
 // their counter rows (see Predict). done is false when the prediction
 // failed and nothing was taken: the caller issues parts the ordinary way.
 // Otherwise every member is answered, or err is the transaction's failure
 // for run to handle.
 func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []rowKey, predicted []series.State, opt series.Options, answer func(*call, Result)) (done bool, err error) {
-	tx, pipe, release, err := c.begin(ctx)
+	tx, pipe, end, err := c.begin(ctx)
 	if err != nil {
 		return true, translate(err, "begin")
 	}
-	defer release()
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		tx.Rollback(rctx)
-	}()
+	defer end()
 	if pipe == nil {
 		return false, nil // BEGIN cannot ride along: no gain
 	}
@@ -740,25 +766,14 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		// the rows as remembered; a row that moved is forgotten and not
 		// predicted for a while.
 		c.mu.Lock()
-		if series.IsMoved(err) {
-			if c.unstable == nil {
-				c.unstable = map[rowKey]time.Time{}
-			}
-			until := time.Now().Add(unstableFor)
-			for _, rk := range rows {
-				delete(c.states, rk)
-				c.unstable[rk] = until
-			}
-		}
 		c.stats.Mispredicted++
 		c.mu.Unlock()
+		if series.IsMoved(err) {
+			c.forget(rows, time.Now().Add(unstableFor))
+		}
 		return false, nil
 	case err != nil:
-		c.mu.Lock()
-		for _, rk := range rows {
-			delete(c.states, rk)
-		}
-		c.mu.Unlock()
+		c.forget(rows, time.Time{})
 		return true, err
 	}
 	pipe.committed()
@@ -768,10 +783,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		c.remember(p[0].req, states[g])
 		n += len(p)
 	}
-	c.mu.Lock()
-	c.stats.Predicted++
-	c.mu.Unlock()
-	c.count(n)
+	c.count(n, true)
 	for g, p := range parts {
 		for i, cl := range p {
 			answer(cl, Result{Invoice: invs[g][i]})

@@ -30,6 +30,37 @@ func serialsOf(t *testing.T, f fixture) []int64 {
 	return out
 }
 
+// issueConcurrently issues clients×each invoices on f's series from
+// clients goroutines, client w through committer(w), calling after (if
+// set) with each result, and returns the serials issued, sorted.
+func issueConcurrently(t *testing.T, f fixture, clients, each int, committer func(w int) *invoice.Committer, after func(invoice.Result)) []int64 {
+	t.Helper()
+	var mu sync.Mutex
+	var got []int64
+	var wg sync.WaitGroup
+	for w := range clients {
+		c := committer(w)
+		wg.Go(func() {
+			for i := range each {
+				r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("w%d-%d", w, i))})
+				if r.Err != nil {
+					t.Errorf("issue: %v", r.Err)
+					return
+				}
+				if after != nil {
+					after(r)
+				}
+				mu.Lock()
+				got = append(got, r.Invoice.Serial)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	return got
+}
+
 func checkContiguous(t *testing.T, serials []int64, n int) {
 	t.Helper()
 	if len(serials) != n {
@@ -52,28 +83,7 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 			c := &invoice.Committer{DB: f.pool, Batching: batching, Predict: mode.predict, Now: func() time.Time { return now },
 				Options: series.Options{LockTimeout: 10 * time.Second}}
 			const clients, each = 32, 40
-			var mu sync.Mutex
-			var got []int64
-			var wg sync.WaitGroup
-			for w := range clients {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for i := range each {
-						d := f.draft(t, fmt.Sprintf("w%d-%d", w, i))
-						r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: d})
-						if r.Err != nil {
-							t.Errorf("issue: %v", r.Err)
-							return
-						}
-						mu.Lock()
-						got = append(got, r.Invoice.Serial)
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
-			sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+			got := issueConcurrently(t, f, clients, each, func(int) *invoice.Committer { return c }, nil)
 			checkContiguous(t, got, clients*each)
 			checkContiguous(t, serialsOf(t, f), clients*each)
 			st := c.Stats()

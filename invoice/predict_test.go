@@ -3,8 +3,6 @@ package invoice_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -40,31 +38,19 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 	clock := func() time.Time { return now }
 	procs := []*invoice.Committer{predicting(f, clock), predicting(f, clock)}
 	const clients, each = 12, 25
-	var mu sync.Mutex
-	var got []int64
-	var wg sync.WaitGroup
-	for w := range clients {
-		c := procs[w%2]
-		wg.Go(func() {
-			for i := range each {
-				r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("w%d-%d", w, i))})
-				if r.Err != nil {
-					t.Errorf("issue: %v", r.Err)
-					return
-				}
-				if i%10 == 3 {
-					if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, series.Options{}); err != nil {
-						t.Errorf("cancel: %v", err)
-					}
-				}
-				mu.Lock()
-				got = append(got, r.Invoice.Serial)
-				mu.Unlock()
+	var n sync.Mutex
+	issued := 0
+	got := issueConcurrently(t, f, clients, each, func(w int) *invoice.Committer { return procs[w%2] }, func(r invoice.Result) {
+		n.Lock()
+		issued++
+		cancel := issued%10 == 3
+		n.Unlock()
+		if cancel {
+			if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, series.Options{}); err != nil {
+				t.Errorf("cancel: %v", err)
 			}
-		})
-	}
-	wg.Wait()
-	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+		}
+	})
 	checkContiguous(t, got, clients*each)
 	checkContiguous(t, serialsOf(t, f), clients*each)
 	verifyChains(t, f)

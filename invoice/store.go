@@ -173,18 +173,23 @@ const (
 // as a requirement: the transaction aborts unless each key's lock is had
 // and no key was used before.
 func queueRequireFreshKeys(b *pgx.Batch, claims []KeyClaim) {
-	lockKeys := make([]string, len(claims))
-	sellers := make([]int64, len(claims))
-	keys := make([]string, len(claims))
+	lockKeys, sellers, keys := claimColumns(claims)
+	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), $2, 'an idempotency key is held by another transaction')
+		FROM unnest($1::text[]) AS u(k)`, lockKeys, codeKeyHeld)
+	// A separate statement, so its snapshot is taken after the locks.
+	b.Queue(`SELECT invoiced_require(NOT EXISTS (SELECT 1 FROM idempotency_keys i JOIN unnest($1::bigint[], $2::text[]) AS u(seller_id, key)
+		ON i.seller_id = u.seller_id AND i.key = u.key), $3, 'an idempotency key was used before')`, sellers, keys, codeKeyUsed)
+}
+
+// claimColumns returns, per claim, the name of its advisory lock, its
+// seller and its key.
+func claimColumns(claims []KeyClaim) (lockKeys []string, sellers []int64, keys []string) {
+	lockKeys, sellers, keys = make([]string, len(claims)), make([]int64, len(claims)), make([]string, len(claims))
 	for i, c := range claims {
 		sellers[i], keys[i] = c.SellerID, c.Key
 		lockKeys[i] = strconv.FormatInt(c.SellerID, 10) + "/" + c.Key
 	}
-	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), 'IV002', 'an idempotency key is held by another transaction')
-		FROM unnest($1::text[]) AS u(k)`, lockKeys)
-	// A separate statement, so its snapshot is taken after the locks.
-	b.Queue(`SELECT invoiced_require(NOT EXISTS (SELECT 1 FROM idempotency_keys i JOIN unnest($1::bigint[], $2::text[]) AS u(seller_id, key)
-		ON i.seller_id = u.seller_id AND i.key = u.key), 'IV003', 'an idempotency key was used before')`, sellers, keys)
+	return lockKeys, sellers, keys
 }
 
 // sealGroups checks groups and returns each draft's sealed parts (worked
@@ -594,13 +599,7 @@ type KeyOutcome struct {
 // outcome per claim, in order, and an error only when the database fails.
 func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome, error) {
 	out := make([]KeyOutcome, len(claims))
-	lockKeys := make([]string, len(claims))
-	sellers := make([]int64, len(claims))
-	keys := make([]string, len(claims))
-	for i, c := range claims {
-		sellers[i], keys[i] = c.SellerID, c.Key
-		lockKeys[i] = strconv.FormatInt(c.SellerID, 10) + "/" + c.Key
-	}
+	lockKeys, sellers, keys := claimColumns(claims)
 	locked := make([]bool, 0, len(claims))
 	type stored struct {
 		hash []byte

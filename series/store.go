@@ -487,8 +487,6 @@ func translate(err error, what string) error {
 		switch pg.Code {
 		case pgerrcode.LockNotAvailable:
 			return apperr.WithCause(ErrLockTimeout, err)
-		case codeMoved:
-			return apperr.WithCause(ErrMoved, err)
 		}
 	}
 	return fmt.Errorf("series: %s: %w", what, err)
@@ -589,14 +587,14 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 	// ORDER BY sits below the row locking, so rows are locked in key order.
 	b.Queue(`
 		SELECT invoiced_require(count(*) = $6 AND bool_and(r.last_serial = u.last AND r.chain_length = u.len
-			AND r.chain_head IS NOT DISTINCT FROM u.head), 'IV001', 'counter row moved since it was predicted')
+			AND r.chain_head IS NOT DISTINCT FROM u.head), $7, 'counter row moved since it was predicted')
 		FROM (SELECT c.series_id, c.fy, c.last_serial, c.chain_length, c.chain_head
 		      FROM series_counters c JOIN unnest($1::bigint[], $2::int[]) AS k(series_id, fy)
 		        ON c.series_id = k.series_id AND c.fy = k.fy
 		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
 		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
 		  ON r.series_id = u.series_id AND r.fy = u.fy`,
-		ids, fys, lasts, lens0, heads0, n)
+		ids, fys, lasts, lens0, heads0, n, codeMoved)
 	queueLockTimeoutRestore(b, opt)
 	b.Queue(`
 		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
