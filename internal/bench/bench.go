@@ -56,6 +56,11 @@ type Result struct {
 	// rest of the Result is the median run's.
 	Runs     []float64 `json:"runs,omitempty"`
 	MaxBatch int64     `json:"max_batch,omitempty"`
+	// Predicted and Mispredicted are the server's transactions committed
+	// from predicted counter states and those whose prediction failed,
+	// during the measurement (GET /debug/stats).
+	Predicted    int64 `json:"predicted,omitempty"`
+	Mispredicted int64 `json:"mispredicted,omitempty"`
 	// CPU is processor time per invoice by process (invoiced only).
 	CPU CPU `json:"cpu"`
 	// GapFree says whether the design claims gap-free numbering; Checked
@@ -310,6 +315,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 	if before != nil && after != nil && after.Batches > before.Batches {
 		r.MeanBatch = float64(after.Invoices-before.Invoices) / float64(after.Batches-before.Batches)
 		r.MaxBatch = after.MaxBatch
+		r.Predicted, r.Mispredicted = after.Predicted-before.Predicted, after.Mispredicted-before.Mispredicted
 	}
 	checkCtx := context.WithoutCancel(ctx)
 	if err := lr.resolve(checkCtx, a); err != nil {

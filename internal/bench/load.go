@@ -135,6 +135,10 @@ type serverStats struct {
 	Batches  int64 `json:"batches"`
 	Invoices int64 `json:"invoices"`
 	MaxBatch int64 `json:"max_batch"`
+	// Transactions committed from predicted counter states, and those
+	// whose prediction failed (then issued the ordinary way).
+	Predicted    int64 `json:"predicted"`
+	Mispredicted int64 `json:"mispredicted"`
 }
 
 // stats returns the server's batch counters, or nil when it does not
