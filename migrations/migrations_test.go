@@ -2,11 +2,14 @@ package migrations_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -64,5 +67,38 @@ func TestChecksumIsStable(t *testing.T) {
 	t.Parallel()
 	if a, b := migrations.Checksum(), migrations.Checksum(); a != b || len(a) != 16 {
 		t.Fatalf("checksum %q then %q", a, b)
+	}
+}
+
+// TestInvoiceSeriesBelongsToItsSeller: the database refuses an invoice that
+// names another seller's series (00003), and takes one that names its own.
+func TestInvoiceSeriesBelongsToItsSeller(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	var a, b, s int64
+	err := pool.QueryRow(ctx, `INSERT INTO sellers (gstin, name, state_code) VALUES ('24AAQCA8719H1ZC', 'A', '24') RETURNING id`).Scan(&a)
+	if err == nil {
+		err = pool.QueryRow(ctx, `INSERT INTO sellers (gstin, name, state_code) VALUES ('27AAQCA8719H1ZA', 'B', '27') RETURNING id`).Scan(&b)
+	}
+	if err == nil {
+		err = pool.QueryRow(ctx, `INSERT INTO series (seller_id, code, doc_type, format, capacity) VALUES ($1, 'CH', 'invoice', 'CH{SEQ}', 99999) RETURNING id`, a).Scan(&s)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert := func(seller int64, serial int) error {
+		_, err := pool.Exec(ctx, `INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+			place_of_supply, items, taxable, cgst, sgst, igst, total)
+			VALUES ($1, $2, 2026, $3, $4, '2026-11-30', now(), $5, '24', '[]', 0, 0, 0, 0, 0)`,
+			seller, s, serial, fmt.Sprintf("CH%d", serial), fmt.Sprintf("p%d-%d", seller, serial))
+		return err
+	}
+	var pg *pgconn.PgError
+	if err := insert(b, 1); !errors.As(err, &pg) || pg.Code != "23503" || pg.ConstraintName != "invoices_series_owner_fkey" {
+		t.Fatalf("invoice of seller B in seller A's series: %v, want a foreign key violation", err)
+	}
+	if err := insert(a, 1); err != nil {
+		t.Fatalf("invoice of seller A in its own series: %v", err)
 	}
 }
