@@ -91,9 +91,6 @@ type seriesListJSON struct {
 	Series []seriesJSON `json:"series"`
 }
 
-// money renders an amount in rupees with exactly two decimals.
-func money(d decimal.Decimal) string { return d.StringFixed(2) }
-
 // price renders a unit price with at least two decimals and no trailing
 // zeros beyond them: "10.00", "10.125".
 func price(d decimal.Decimal) string {
@@ -101,7 +98,7 @@ func price(d decimal.Decimal) string {
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > 2 {
 		return s
 	}
-	return d.StringFixed(2)
+	return invoice.Money(d)
 }
 
 func date(t time.Time) string { return t.Format(time.DateOnly) }
@@ -121,8 +118,8 @@ func renderInvoice(inv invoice.Invoice) invoiceJSON {
 		ReceiptURL:    "/r/" + inv.PublicID,
 		PlaceOfSupply: inv.PlaceOfSupply,
 		Totals: totalsJSON{
-			Taxable: money(inv.Totals.Taxable), CGST: money(inv.Totals.CGST), SGST: money(inv.Totals.SGST),
-			IGST: money(inv.Totals.IGST), Total: money(inv.Totals.Total),
+			Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST), SGST: invoice.Money(inv.Totals.SGST),
+			IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total),
 		},
 		Items:        make([]itemJSON, len(inv.Items)),
 		CancelReason: inv.CancelReason,
@@ -140,7 +137,7 @@ func renderInvoice(inv invoice.Invoice) invoiceJSON {
 		out.Items[i] = itemJSON{
 			Description: it.Description, HSN: it.HSN,
 			Quantity: it.Quantity.String(), UnitPrice: price(it.UnitPrice), GSTRate: it.GSTRate.String(),
-			Taxable: money(it.Taxable), CGST: money(it.CGST), SGST: money(it.SGST), IGST: money(it.IGST), Total: money(it.Total),
+			Taxable: invoice.Money(it.Taxable), CGST: invoice.Money(it.CGST), SGST: invoice.Money(it.SGST), IGST: invoice.Money(it.IGST), Total: invoice.Money(it.Total),
 		}
 	}
 	return out

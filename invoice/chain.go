@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/series"
-	"github.com/shopspring/decimal"
 )
 
 // Record kinds in a chain.
@@ -89,11 +88,11 @@ func contentPart(buyerGSTIN, buyerName, pos, origNumber string, origDate time.Ti
 		{"original_number", origNumber},
 		{"original_date", civil(origDate)},
 		{"items", canonicalItems(items)},
-		{"taxable", money(t.Taxable)},
-		{"cgst", money(t.CGST)},
-		{"sgst", money(t.SGST)},
-		{"igst", money(t.IGST)},
-		{"total", money(t.Total)},
+		{"taxable", Money(t.Taxable)},
+		{"cgst", Money(t.CGST)},
+		{"sgst", Money(t.SGST)},
+		{"igst", Money(t.IGST)},
+		{"total", Money(t.Total)},
 	})
 	return b.String()
 }
@@ -159,8 +158,6 @@ func Timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
 }
 
-func money(d decimal.Decimal) string { return d.StringFixed(2) }
-
 func civil(d time.Time) string {
 	if d.IsZero() {
 		return ""
@@ -180,7 +177,7 @@ func canonicalItems(items []Item) string {
 			b.WriteByte(';')
 		}
 		for j, v := range []string{it.Description, it.HSN, it.Quantity.String(), it.UnitPrice.String(), it.GSTRate.String(),
-			money(it.Taxable), money(it.CGST), money(it.SGST), money(it.IGST), money(it.Total)} {
+			Money(it.Taxable), Money(it.CGST), Money(it.SGST), Money(it.IGST), Money(it.Total)} {
 			if j > 0 {
 				b.WriteByte(',')
 			}

@@ -122,7 +122,7 @@ func (d *Draft) seal() (*sealed, error) {
 	t := d.Totals
 	return &sealed{
 		itemsJSON: string(b),
-		money:     [5]string{money(t.Taxable), money(t.CGST), money(t.SGST), money(t.IGST), money(t.Total)},
+		money:     [5]string{Money(t.Taxable), Money(t.CGST), Money(t.SGST), Money(t.IGST), Money(t.Total)},
 		content:   contentOf(d),
 	}, nil
 }
