@@ -3,16 +3,18 @@ package invoice
 import (
 	"context"
 	"errors"
-	"github.com/invoiced/invoiced/internal/dbfault"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/dbfault"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -463,7 +465,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	}()
 
 	rows, predicted := c.enter(parts)
-	defer c.leave(rows)
+	defer c.leave(rows, predicted != nil)
 	if predicted != nil {
 		if done, err := c.runPredicted(ctx, parts, rows, predicted, opt, answer); done {
 			return err
@@ -608,6 +610,14 @@ func (c *Committer) count(n int, predicted bool) {
 	c.mu.Unlock()
 }
 
+// statementFailed reports whether err is a statement's error from the
+// database other than a lock timeout, which the shared batch answers by
+// splitting itself (flushShared), not by retrying in place.
+func statementFailed(err error) bool {
+	var pg *pgconn.PgError
+	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !errors.Is(err, ErrOutcomeUnknown)
+}
+
 func rowOf(r IssueRequest) rowKey { return groupKey{r.Series.ID, r.Draft.InvoiceDate}.row() }
 
 // enter registers a transaction on the counter rows of parts and returns
@@ -618,6 +628,11 @@ func rowOf(r IssueRequest) rowKey { return groupKey{r.Series.ID, r.Draft.Invoice
 func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 	if !c.Predict || !c.Batching {
 		return nil, nil // nothing to track
+	}
+	if _, ok := c.DB.(acquirer); !ok {
+		// BEGIN cannot ride along with the batch: one round trip could not
+		// be saved, so nothing is predicted.
+		return nil, nil
 	}
 	rows := make([]rowKey, len(parts))
 	for i, p := range parts {
@@ -630,6 +645,11 @@ func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 	}
 	predicted := make([]series.State, len(rows))
 	now := time.Now()
+	for rk, until := range c.unstable {
+		if !now.Before(until) {
+			delete(c.unstable, rk)
+		}
+	}
 	for i, rk := range rows {
 		st, ok := c.states[rk]
 		if !ok || c.flying[rk] > 0 || now.Before(c.unstable[rk]) {
@@ -666,8 +686,10 @@ func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 	return rows, predicted
 }
 
-// leave ends what enter began.
-func (c *Committer) leave(rows []rowKey) {
+// leave ends what enter began; predicted is whether enter returned states
+// (only that transaction clears the rows' predicting mark: another one on
+// the same rows may end first).
+func (c *Committer) leave(rows []rowKey, predicted bool) {
 	if len(rows) == 0 {
 		return
 	}
@@ -677,7 +699,9 @@ func (c *Committer) leave(rows []rowKey) {
 		if c.flying[rk]--; c.flying[rk] <= 0 {
 			delete(c.flying, rk)
 		}
-		delete(c.predicting, rk)
+		if predicted {
+			delete(c.predicting, rk)
+		}
 	}
 	// The shared drainers may have left queues of these rows waiting and
 	// exited: make sure one runs.
@@ -743,7 +767,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 	}
 	defer end()
 	if pipe == nil {
-		return false, nil // BEGIN cannot ride along: no gain
+		return false, nil // enter predicts only on a pool, where there is a pipe
 	}
 	groups := make([]Group, len(parts))
 	var claims []KeyClaim
@@ -770,6 +794,19 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		c.mu.Unlock()
 		if series.IsMoved(err) {
 			c.forget(rows, time.Now().Add(unstableFor))
+		}
+		return false, nil
+	case statementFailed(err):
+		// A statement of the pipeline failed, so COMMIT never ran and
+		// nothing was taken. Whatever it was (a schema without migration
+		// 00002, a deadlock, a constraint), the ordinary path meets it
+		// too and answers it as it would have without prediction.
+		c.mu.Lock()
+		c.stats.Mispredicted++
+		c.mu.Unlock()
+		c.forget(rows, time.Now().Add(unstableFor))
+		if c.Logger != nil {
+			c.Logger.Warn("group commit: predicted transaction failed, issuing it the ordinary way", "err", err)
 		}
 		return false, nil
 	case err != nil:

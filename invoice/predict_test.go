@@ -158,3 +158,37 @@ func TestPredictFallsBack(t *testing.T) {
 	checkContiguous(t, serialsOf(t, f), 9)
 	verifyChains(t, f)
 }
+
+// TestPredictFallsBackOnAFailedStatement: when a statement of a predicted
+// transaction fails for a reason that is not a prediction (here the
+// schema lacks invoiced_require, as a database not migrated to 00002
+// would), the batch is issued the ordinary way and the caller never sees
+// the error; no number is lost.
+func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	c := predicting(f, func() time.Time { return now })
+	issue := func(key string) invoice.Result {
+		return c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, key)})
+	}
+	for _, k := range []string{"a", "b"} {
+		if r := issue(k); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if st := c.Stats(); st.Predicted != 1 {
+		t.Fatalf("stats %+v, want the second transaction predicted", st)
+	}
+	if _, err := f.pool.Exec(ctx, `DROP FUNCTION invoiced_require(boolean, text, text)`); err != nil {
+		t.Fatal(err)
+	}
+	r := issue("c")
+	if r.Err != nil || r.Invoice.Serial != 3 {
+		t.Fatalf("after the failed prediction: %+v", r)
+	}
+	if st := c.Stats(); st.Predicted != 1 || st.Mispredicted != 1 {
+		t.Fatalf("stats %+v, want 1 predicted and 1 mispredicted", st)
+	}
+	checkContiguous(t, serialsOf(t, f), 3)
+}
