@@ -43,6 +43,23 @@ func Up(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	return v, nil
 }
 
+// Versions returns the schema version of the database behind pool and the
+// newest version this binary carries. A database behind the binary needs
+// Up before the binary can use it. It fails when the database is
+// unreachable or its version table cannot be read.
+func Versions(ctx context.Context, pool *pgxpool.Pool) (current, target int64, err error) {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files)
+	if err != nil {
+		return 0, 0, fmt.Errorf("migrations: %w", err)
+	}
+	if current, target, err = p.GetVersions(ctx); err != nil {
+		return 0, 0, fmt.Errorf("migrations: version: %w", err)
+	}
+	return current, target, nil
+}
+
 // Checksum returns a short digest of the embedded migration files; test
 // helpers name their template database after it so a schema change gets a
 // fresh template.

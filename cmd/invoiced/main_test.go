@@ -512,3 +512,20 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version printed %q", out.String())
 	}
 }
+
+// TestServeRefusesAnUnmigratedDatabase: serve says to run migrate instead
+// of starting on a schema older than its own.
+func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewEmptyURL(t)
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return url
+		}
+		return ""
+	}
+	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, getenv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "run `invoiced migrate` first") {
+		t.Fatalf("serve on an empty database: err = %v", err)
+	}
+}

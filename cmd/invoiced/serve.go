@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -102,6 +103,15 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return err
 	}
 	defer pool.Close()
+	// Serving a schema this binary has not migrated fails requests in
+	// ways the code does not expect; refuse to start instead.
+	current, target, err := migrations.Versions(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if current < target {
+		return fmt.Errorf("serve: the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
+	}
 
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
