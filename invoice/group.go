@@ -76,6 +76,10 @@ type Committer struct {
 	flying     map[rowKey]int
 	predicting map[rowKey]bool // rows of a predicted transaction running
 	unstable   map[rowKey]time.Time
+	// taken counts, per row, the shared batches that selected the row's
+	// queue and have not finished (flushShared): between the selection
+	// and enter the row is not yet flying, but is spoken for.
+	taken map[rowKey]int
 }
 
 // Stats counts what a Committer has done.
@@ -231,14 +235,17 @@ func (c *Committer) drainShared() {
 				continue
 			}
 			// One date per series and year in a transaction; another
-			// date waits for the next batch.
+			// date waits for the next batch, as does a row that will be
+			// predictable once the transaction on it ends (waitForRow).
 			rk := k.row()
-			if years[rk] || c.predicting[rk] {
-				// A predicted transaction on the row must get its lock
-				// first, or its prediction fails: wait for the next batch.
+			if years[rk] || c.waitForRow(rk, now) {
 				continue
 			}
 			years[rk] = true
+			if c.taken == nil {
+				c.taken = map[rowKey]int{}
+			}
+			c.taken[rk]++
 			n := min(len(g.pending), c.maxBatch()-taken)
 			parts = append(parts, g.pending[:n:n])
 			keys = append(keys, k)
@@ -279,7 +286,7 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 		g.pending = g.pending[n:]
 		c.stats.MaxBatch = max(c.stats.MaxBatch, n)
 		c.mu.Unlock()
-		c.flush(batch, c.Options)
+		c.flush(batch, c.Options, false)
 	}
 }
 
@@ -289,6 +296,7 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 // background and with the full lock timeout, so the shared drainer goes on
 // at once; after a lock wait those series are batched alone for soloFor.
 func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
+	defer c.release(keys)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	opt := c.Options
@@ -296,10 +304,10 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 		opt.LockTimeout = sharedLockWait
 	} else if len(parts) == 1 {
 		// The short wait is the series' own: nothing to split off.
-		c.flush(parts[0], opt)
+		c.flush(parts[0], opt, true)
 		return
 	}
-	err := c.run(ctx, parts, opt, retrySeriesAlone)
+	err := c.run(ctx, parts, opt, retrySeriesAlone, true)
 	if err == nil || !retrySeriesAlone(err) {
 		return
 	}
@@ -326,7 +334,19 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 			}
 		}
 		if len(rest) > 0 {
-			go c.flush(rest, c.Options)
+			go c.flush(rest, c.Options, false)
+		}
+	}
+}
+
+// release ends the selection of the rows of keys by a shared batch.
+func (c *Committer) release(keys []groupKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		rk := k.row()
+		if c.taken[rk]--; c.taken[rk] <= 0 {
+			delete(c.taken, rk)
 		}
 	}
 }
@@ -374,32 +394,32 @@ func (c *Committer) now() time.Time {
 // goroutine.
 func (c *Committer) single(ctx context.Context, req IssueRequest) Result {
 	cl := &call{req: req, done: make(chan struct{})}
-	c.alone(ctx, cl)
+	c.alone(ctx, cl, false)
 	return cl.res
 }
 
 // alone runs cl in a transaction of its own. When another transaction
 // recorded the same idempotency key first, it runs once more, which then
 // replays that transaction's invoice.
-func (c *Committer) alone(ctx context.Context, cl *call) {
-	if err := c.run(ctx, [][]*call{{cl}}, c.Options, lostKeyRace); lostKeyRace(err) {
-		c.run(ctx, [][]*call{{cl}}, c.Options, nil)
+func (c *Committer) alone(ctx context.Context, cl *call, reserved bool) {
+	if err := c.run(ctx, [][]*call{{cl}}, c.Options, lostKeyRace, reserved); lostKeyRace(err) {
+		c.run(ctx, [][]*call{{cl}}, c.Options, nil, reserved)
 	}
 }
 
 // flush runs one batch of one series and answers every member; when the
 // batch fails for a reason that need not apply to every member, members
 // are retried alone.
-func (c *Committer) flush(batch []*call, opt series.Options) {
+func (c *Committer) flush(batch []*call, opt series.Options, reserved bool) {
 	// The batch belongs to no request: a client that goes away must not
 	// abort its neighbours' transaction.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if len(batch) == 1 {
-		c.alone(ctx, batch[0])
+		c.alone(ctx, batch[0], reserved)
 		return
 	}
-	err := c.run(ctx, [][]*call{batch}, opt, retryMembersAlone)
+	err := c.run(ctx, [][]*call{batch}, opt, retryMembersAlone, reserved)
 	if err == nil || !retryMembersAlone(err) {
 		return
 	}
@@ -411,7 +431,7 @@ func (c *Committer) flush(batch []*call, opt series.Options) {
 	}
 	for _, cl := range batch {
 		if !cl.answered {
-			c.alone(ctx, cl)
+			c.alone(ctx, cl, reserved)
 		}
 	}
 }
@@ -444,8 +464,9 @@ func lostKeyRace(err error) bool { return errors.Is(err, ErrKeyRace) }
 // error; the rest are issued together. When the transaction fails, run
 // returns the error and answers every unanswered member with it, unless
 // retry (the caller's retry decision; nil for none) says the caller runs
-// them again.
-func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, retry func(error) bool) (err error) {
+// them again. reserved says the rows of parts are counted in c.taken by a
+// shared drainer that selected them (see waitForRow).
+func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, retry func(error) bool, reserved bool) (err error) {
 	var calls []*call
 	for _, p := range parts {
 		calls = append(calls, p...)
@@ -464,7 +485,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		}
 	}()
 
-	rows, predicted := c.enter(parts)
+	rows, predicted := c.enter(parts, reserved)
 	defer c.leave(rows, predicted != nil)
 	if predicted != nil {
 		if done, err := c.runPredicted(ctx, parts, rows, predicted, opt, answer); done {
@@ -618,21 +639,51 @@ func statementFailed(err error) bool {
 	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !errors.Is(err, ErrOutcomeUnknown)
 }
 
+// predicts reports whether the Committer predicts counter rows at all:
+// Predict is on, requests are batched, and the database hands out pool
+// connections (otherwise BEGIN cannot ride along and no round trip is
+// saved).
+func (c *Committer) predicts() bool {
+	if !c.Predict || !c.Batching {
+		return false
+	}
+	_, ok := c.DB.(acquirer)
+	return ok
+}
+
+// waitForRow reports whether a shared batch should leave the queue of row
+// rk for a later batch: a transaction of this Committer is in flight on
+// the row, or another shared batch has selected it, and the next one
+// could be predicted once that ends. Starting an
+// ordinary transaction now would take three round trips and wait for the
+// row's lock anyway, and while it is in flight nothing on the row can be
+// predicted: with two batches in flight on one series (a distant database)
+// no batch was ever predicted. A predicted transaction in flight must also
+// get its lock before another transaction on the row, or its prediction
+// fails. c.mu must be held.
+func (c *Committer) waitForRow(rk rowKey, now time.Time) bool {
+	if c.flying[rk]+c.taken[rk] == 0 || !c.predicts() {
+		return false
+	}
+	if c.predicting[rk] {
+		return true
+	}
+	_, known := c.states[rk]
+	return known && !now.Before(c.unstable[rk])
+}
+
 func rowOf(r IssueRequest) rowKey { return groupKey{r.Series.ID, r.Draft.InvoiceDate}.row() }
 
 // enter registers a transaction on the counter rows of parts and returns
 // them, with the states to predict them from when every row can be
 // predicted (Predict on, a remembered state, no other transaction of this
-// Committer on the row, no recent failed prediction, no idempotency key
-// twice in the batch), nil otherwise.
-func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
-	if !c.Predict || !c.Batching {
+// Committer on the row nor another shared batch that selected it, no
+// recent failed prediction, no idempotency key twice in the batch), nil
+// otherwise. reserved is run's: whether this transaction's own shared
+// batch counts in c.taken.
+func (c *Committer) enter(parts [][]*call, reserved bool) ([]rowKey, []series.State) {
+	if !c.predicts() {
 		return nil, nil // nothing to track
-	}
-	if _, ok := c.DB.(acquirer); !ok {
-		// BEGIN cannot ride along with the batch: one round trip could not
-		// be saved, so nothing is predicted.
-		return nil, nil
 	}
 	rows := make([]rowKey, len(parts))
 	for i, p := range parts {
@@ -650,9 +701,13 @@ func (c *Committer) enter(parts [][]*call) ([]rowKey, []series.State) {
 			delete(c.unstable, rk)
 		}
 	}
+	own := 0 // this transaction's own selection of the row
+	if reserved {
+		own = 1
+	}
 	for i, rk := range rows {
 		st, ok := c.states[rk]
-		if !ok || c.flying[rk] > 0 || now.Before(c.unstable[rk]) {
+		if !ok || c.flying[rk] > 0 || c.taken[rk] > own || now.Before(c.unstable[rk]) {
 			predicted = nil
 			break
 		}
@@ -720,7 +775,7 @@ func (c *Committer) leave(rows []rowKey, predicted bool) {
 // of r in (nil: unknown, forget it). An older state than the one
 // remembered (two transactions finishing out of order) is ignored.
 func (c *Committer) remember(r IssueRequest, st *series.State) {
-	if !c.Predict || !c.Batching {
+	if !c.predicts() {
 		return
 	}
 	rk := rowOf(r)

@@ -75,13 +75,16 @@ func checkContiguous(t *testing.T, serials []int64, n int) {
 
 func TestGroupCommitUnderConcurrency(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []struct{ batching, predict bool }{{true, false}, {true, true}, {false, false}} {
+	for _, mode := range []struct {
+		batching, predict bool
+		inFlight          int
+	}{{true, false, 1}, {true, true, 1}, {true, true, 2}, {false, false, 1}} {
 		batching := mode.batching
-		t.Run(fmt.Sprintf("batching=%v/predict=%v", batching, mode.predict), func(t *testing.T) {
+		t.Run(fmt.Sprintf("batching=%v/predict=%v/in-flight=%d", batching, mode.predict, mode.inFlight), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := &invoice.Committer{DB: f.pool, Batching: batching, Predict: mode.predict, Now: func() time.Time { return now },
-				Options: series.Options{LockTimeout: 10 * time.Second}}
+			c := &invoice.Committer{DB: f.pool, Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
+				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}}
 			const clients, each = 32, 40
 			got := issueConcurrently(t, f, clients, each, func(int) *invoice.Committer { return c }, nil)
 			checkContiguous(t, got, clients*each)
@@ -92,6 +95,11 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 			}
 			if mode.predict && (st.Predicted == 0 || st.Mispredicted != 0) {
 				t.Errorf("one process alone: want predicted transactions and no misprediction, got %+v", st)
+			}
+			if mode.predict && st.Predicted*2 < st.Batches {
+				// Two batches in flight on one series must not keep each
+				// other from being predicted (Committer.waitForRow).
+				t.Errorf("want most transactions predicted, got %+v", st)
 			}
 			t.Logf("stats %+v", st)
 		})
