@@ -51,11 +51,18 @@ func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	t.begun = true
 	nb := &pgx.Batch{}
 	nb.Queue("BEGIN")
+	// Every statement of a Committer transaction takes arrays whose length
+	// is the batch's; a custom plan, which PostgreSQL keeps choosing for
+	// short arrays, costs a planning per execution (0.13 ms per batch for
+	// the counter update on one series) and gains nothing.
+	nb.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	br := t.conn.SendBatch(ctx, nb)
-	if _, err := br.Exec(); err != nil { // BEGIN's own result
-		br.Close()
-		return errResults{err}
+	for range 2 { // BEGIN's and SET's own results
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return errResults{err}
+		}
 	}
 	return br
 }
