@@ -296,7 +296,14 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 // background and with the full lock timeout, so the shared drainer goes on
 // at once; after a lock wait those series are batched alone for soloFor.
 func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
-	defer c.release(keys)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			c.release(keys)
+		}
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	opt := c.Options
@@ -326,6 +333,9 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	if c.Logger != nil {
 		c.Logger.Warn("group commit: shared batch failed, retrying each series alone", "series", len(parts), "err", err)
 	}
+	// The retries are transactions of their own: the rows must not look
+	// selected by this batch when they start.
+	release()
 	for _, part := range parts {
 		var rest []*call
 		for _, cl := range part {
@@ -636,7 +646,8 @@ func (c *Committer) count(n int, predicted bool) {
 // splitting itself (flushShared), not by retrying in place.
 func statementFailed(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !errors.Is(err, ErrOutcomeUnknown)
+	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !errors.Is(err, ErrOutcomeUnknown) &&
+		!sessionLost(err) && !dbfault.Unavailable(err)
 }
 
 // predicts reports whether the Committer predicts counter rows at all:

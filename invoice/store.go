@@ -372,32 +372,50 @@ func (w *writes) queue(b *pgx.Batch) {
 
 // sendWrites sends b on tx, with COMMIT appended when commit is set, and
 // reports whether it committed. A statement's error means nothing was
-// committed; a failure after COMMIT was sent is ErrOutcomeUnknown.
+// committed. Once COMMIT has answered, the transaction is durable whatever
+// fails after (reading the end of the pipeline, the connection): sendWrites
+// then reports it committed. A lost session before that answer, after
+// COMMIT was sent, is ErrOutcomeUnknown: the server may have committed.
 func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
+	committed := false
 	if commit {
 		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 			if tag.String() == "ROLLBACK" {
 				return pgx.ErrTxCommitRollback
 			}
+			committed = true
 			return nil
 		})
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		var pg *pgconn.PgError
 		switch {
+		case committed:
+			return true, nil
 		case errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys":
 			return false, apperr.WithCause(ErrKeyRace, err)
 		case series.IsMoved(err):
 			return false, apperr.WithCause(series.ErrMoved, err)
-		case commit && !errors.As(err, &pg) && !errors.Is(err, pgx.ErrTxCommitRollback):
-			// A statement error aborts the pipeline before COMMIT runs;
-			// anything else (a lost connection, a failed read of the
-			// answers) may come after the server committed.
+		case commit && sessionLost(err) && !errors.Is(err, pgx.ErrTxCommitRollback):
+			// A statement error aborts the pipeline before COMMIT runs; a
+			// lost connection or a terminated backend may come after the
+			// server committed.
 			return false, apperr.WithCause(ErrOutcomeUnknown, err)
 		}
 		return false, translate(err, "insert invoices")
 	}
 	return commit, nil
+}
+
+// sessionLost reports whether err ended the database session rather than
+// one statement: no answer from the server, or an error of severity FATAL
+// or PANIC (a terminated backend, a server shutting down).
+func sessionLost(err error) bool {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return true
+	}
+	return pg.Severity == "FATAL" || pg.Severity == "PANIC"
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.
