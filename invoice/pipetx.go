@@ -37,9 +37,19 @@ func (t *pipeTx) begin(ctx context.Context) error {
 		return nil
 	}
 	t.begun = true
-	_, err := t.conn.Exec(ctx, "BEGIN")
+	// Without arguments Exec uses the simple protocol, which takes both
+	// statements in one round trip.
+	_, err := t.conn.Exec(ctx, "BEGIN; "+genericPlans)
 	return err
 }
+
+// genericPlans is sent after BEGIN. Every statement of a Committer
+// transaction takes arrays whose length is the batch's; a custom plan,
+// which PostgreSQL keeps choosing for short arrays, costs a planning per
+// execution (0.13 ms per batch for the counter update on one series) and
+// gains nothing. SET LOCAL ends with the transaction, so other users of
+// the pool keep custom plans.
+const genericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
 
 func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.closed {
@@ -51,11 +61,7 @@ func (t *pipeTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	t.begun = true
 	nb := &pgx.Batch{}
 	nb.Queue("BEGIN")
-	// Every statement of a Committer transaction takes arrays whose length
-	// is the batch's; a custom plan, which PostgreSQL keeps choosing for
-	// short arrays, costs a planning per execution (0.13 ms per batch for
-	// the counter update on one series) and gains nothing.
-	nb.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
+	nb.Queue(genericPlans)
 	nb.QueuedQueries = append(nb.QueuedQueries, b.QueuedQueries...)
 	br := t.conn.SendBatch(ctx, nb)
 	for range 2 { // BEGIN's and SET's own results
