@@ -54,6 +54,20 @@ func Versions(ctx context.Context, pool *pgxpool.Pool) (current, target int64, e
 	if err != nil {
 		return 0, 0, fmt.Errorf("migrations: %w", err)
 	}
+	// goose creates its version table when asked for versions; a database
+	// without one is at version 0, and a role that may only serve must not
+	// need the right to create tables to learn that.
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('goose_db_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, 0, fmt.Errorf("migrations: version: %w", err)
+	}
+	if !exists {
+		sources := p.ListSources()
+		if len(sources) > 0 {
+			target = sources[len(sources)-1].Version
+		}
+		return 0, target, nil
+	}
 	if current, target, err = p.GetVersions(ctx); err != nil {
 		return 0, 0, fmt.Errorf("migrations: version: %w", err)
 	}

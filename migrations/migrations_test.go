@@ -101,4 +101,34 @@ func TestInvoiceSeriesBelongsToItsSeller(t *testing.T) {
 	if err := insert(a, 1); err != nil {
 		t.Fatalf("invoice of seller A in its own series: %v", err)
 	}
+	var valid bool
+	if err := pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'invoices_series_owner_fkey'`).Scan(&valid); err != nil || !valid {
+		t.Fatalf("the key is not validated (00004): %v %v", valid, err)
+	}
+}
+
+// TestVersionsOfAnEmptyDatabase: Versions reads an unmigrated database
+// without creating goose's table (a serving role may not be allowed to).
+func TestVersionsOfAnEmptyDatabase(t *testing.T) {
+	t.Parallel()
+	pool, err := pgxpool.New(context.Background(), dbtest.NewEmptyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	ctx := context.Background()
+	current, target, err := migrations.Versions(ctx, pool)
+	if err != nil || current != 0 || target < 4 {
+		t.Fatalf("Versions = %d, %d, %v; want 0 and the newest", current, target, err)
+	}
+	var table *string
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('goose_db_version')::text`).Scan(&table); err != nil || table != nil {
+		t.Fatalf("goose_db_version after Versions: %v %v", table, err)
+	}
+	if _, err := migrations.Up(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if current, target2, err := migrations.Versions(ctx, pool); err != nil || current != target || target2 != target {
+		t.Fatalf("after Up: Versions = %d, %d, %v; want %d twice", current, target2, err, target)
+	}
 }
