@@ -70,9 +70,13 @@ func TestChecksumIsStable(t *testing.T) {
 	}
 }
 
-// TestInvoiceSeriesBelongsToItsSeller: the database refuses an invoice that
-// names another seller's series (00003), and takes one that names its own.
-func TestInvoiceSeriesBelongsToItsSeller(t *testing.T) {
+// TestInvoiceNeedsItsCounterRow: the database refuses an invoice without
+// the counter row of its series, year and seller (00003): one naming
+// another seller's series, or a year its series has no counter for; and
+// it refuses to delete a counter row that numbered invoices. An invoice
+// of the counter's own seller and year is taken, and the key is validated
+// (00004).
+func TestInvoiceNeedsItsCounterRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
@@ -84,25 +88,41 @@ func TestInvoiceSeriesBelongsToItsSeller(t *testing.T) {
 	if err == nil {
 		err = pool.QueryRow(ctx, `INSERT INTO series (seller_id, code, doc_type, format, capacity) VALUES ($1, 'CH', 'invoice', 'CH{SEQ}', 99999) RETURNING id`, a).Scan(&s)
 	}
+	if err == nil {
+		_, err = pool.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+			VALUES ($1, 2026, $2, 1, 99999, '2026-11-30', now())`, s, a)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	insert := func(seller int64, serial int) error {
+	var pg *pgconn.PgError
+	if _, err := pool.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		VALUES ($1, 2025, $2, 1, 99999, '2026-03-30', now())`, s, b); !errors.As(err, &pg) || pg.ConstraintName != "series_counters_series_owner_fkey" {
+		t.Fatalf("a counter row of seller B for seller A's series: %v, want a foreign key violation", err)
+	}
+	insert := func(seller int64, fy, serial int) error {
 		_, err := pool.Exec(ctx, `INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 			place_of_supply, items, taxable, cgst, sgst, igst, total)
-			VALUES ($1, $2, 2026, $3, $4, '2026-11-30', now(), $5, '24', '[]', 0, 0, 0, 0, 0)`,
-			seller, s, serial, fmt.Sprintf("CH%d", serial), fmt.Sprintf("p%d-%d", seller, serial))
+			VALUES ($1, $2, $3, $4, $5, '2026-11-30', now(), $6, '24', '[]', 0, 0, 0, 0, 0)`,
+			seller, s, fy, serial, fmt.Sprintf("CH%d", serial), fmt.Sprintf("p%d-%d-%d", seller, fy, serial))
 		return err
 	}
-	var pg *pgconn.PgError
-	if err := insert(b, 1); !errors.As(err, &pg) || pg.Code != "23503" || pg.ConstraintName != "invoices_series_owner_fkey" {
-		t.Fatalf("invoice of seller B in seller A's series: %v, want a foreign key violation", err)
+	for _, bad := range []struct {
+		name         string
+		seller, year int
+	}{{"seller B in seller A's series", int(b), 2026}, {"a year without a counter row", int(a), 2025}} {
+		if err := insert(int64(bad.seller), bad.year, 1); !errors.As(err, &pg) || pg.Code != "23503" || pg.ConstraintName != "invoices_counter_fkey" {
+			t.Fatalf("invoice of %s: %v, want a foreign key violation", bad.name, err)
+		}
 	}
-	if err := insert(a, 1); err != nil {
-		t.Fatalf("invoice of seller A in its own series: %v", err)
+	if err := insert(a, 2026, 1); err != nil {
+		t.Fatalf("invoice of seller A in its own series and counted year: %v", err)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM series_counters WHERE series_id = $1`, s); !errors.As(err, &pg) || pg.Code != "23503" {
+		t.Fatalf("deleting a counter row with invoices: %v, want a foreign key violation", err)
 	}
 	var valid bool
-	if err := pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'invoices_series_owner_fkey'`).Scan(&valid); err != nil || !valid {
+	if err := pool.QueryRow(ctx, `SELECT convalidated FROM pg_constraint WHERE conname = 'invoices_counter_fkey'`).Scan(&valid); err != nil || !valid {
 		t.Fatalf("the key is not validated (00004): %v %v", valid, err)
 	}
 }

@@ -118,7 +118,11 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			[]want{{reports.NumberMismatch, "CH1", "2026-27", 0, 6}, {reports.HashMismatch, "CH1", "2026-27", 7, 6}}},
 		{"edited in the other year", []string{`UPDATE invoices SET taxable = 1 WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2025`},
 			[]want{{reports.HashMismatch, "CH1", "2025-26", 1, 1}}},
-		{"deleted counter row", []string{`DELETE FROM series_counters WHERE series_id = (SELECT id FROM series WHERE code = 'CN1')`},
+		{"deleted counter row", []string{
+			// The invoices' key to their counter row refuses the delete;
+			// a tamperer with the rights to drop it goes first.
+			`ALTER TABLE invoices DROP CONSTRAINT invoices_counter_fkey`,
+			`DELETE FROM series_counters WHERE series_id = (SELECT id FROM series WHERE code = 'CN1')`},
 			[]want{{reports.CounterMissing, "CN1", "2026-27", 0, 0}}},
 	}
 	for _, tc := range cases {

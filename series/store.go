@@ -329,7 +329,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		fy FY
 	}
 	index := map[rowKey]int{}
-	var ids, ns, caps []int64
+	var ids, ns, caps, sellers []int64
 	var fys []int32
 	var dates []time.Time
 	for i, t := range takes {
@@ -351,6 +351,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		index[k] = i
 		blocks[i] = Block{Series: t.Series, FY: fy, N: t.N}
 		ids, fys, ns, caps, dates = append(ids, t.Series.ID), append(fys, int32(fy)), append(ns, int64(t.N)), append(caps, t.Series.Format.Capacity()), append(dates, t.Date)
+		sellers = append(sellers, t.Series.SellerID)
 	}
 	if len(ids) == 0 {
 		return blocks, errs, nil
@@ -362,9 +363,9 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	batch := &pgx.Batch{}
 	queueLockTimeout(batch, opt)
 	batch.Queue(`
-		INSERT INTO series_counters AS c (series_id, fy, last_serial, capacity, last_invoice_date, last_issued_at)
-		SELECT u.series_id, u.fy, u.n, u.cap, u.d, $6
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[]) AS u(series_id, fy, n, d, cap)
+		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
 		ORDER BY u.series_id, u.fy
 		ON CONFLICT (series_id, fy) DO UPDATE
 		SET last_serial = c.last_serial + EXCLUDED.last_serial,
@@ -373,7 +374,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
 		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
 		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`,
-		ids, fys, ns, dates, caps, now).Query(func(rows pgx.Rows) error {
+		ids, fys, ns, dates, caps, now, sellers).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, last int64
 			var fy int32

@@ -201,8 +201,8 @@ func seedSeries(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `INSERT INTO series_counters (series_id, fy, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, s.ID, int(fy), int64(n), s.Format.Capacity(), lastDate, lastAt, pos, head); err != nil {
+	if _, err := tx.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, s.ID, int(fy), s.SellerID, int64(n), s.Format.Capacity(), lastDate, lastAt, pos, head); err != nil {
 		return err
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"invoices"}, []string{"seller_id", "series_id", "fy", "serial", "number", "invoice_date", "issued_at", "public_id", "status",
