@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -166,9 +167,17 @@ func seedSeries(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		num, _ := s.Format.Render(fy, serial)
 		taxable := decimal.New(int64(10000+i%100000), -2)
 		half := taxable.Mul(decimal.New(9, -2)).Round(2)
+		totals := invoice.Totals{Taxable: taxable, CGST: half, SGST: half, IGST: decimal.Zero, Total: taxable.Add(half).Add(half)}
+		// The record seals the place of supply and the items too, so they
+		// go into the hash exactly as they go into the row.
+		items := []invoice.Item{{Description: "bench", HSN: "0902", Quantity: decimal.NewFromInt(1), UnitPrice: taxable,
+			GSTRate: decimal.NewFromInt(18), Taxable: totals.Taxable, CGST: totals.CGST, SGST: totals.SGST, IGST: totals.IGST, Total: totals.Total}}
+		itemsJSON, err := json.Marshal(items)
+		if err != nil {
+			return err
+		}
 		inv := invoice.Invoice{SeriesCode: s.Code, DocType: s.DocType, FY: fy, Serial: serial, Number: num,
-			InvoiceDate: date, IssuedAt: at, Status: invoice.StatusIssued,
-			Totals: invoice.Totals{Taxable: taxable, CGST: half, SGST: half, IGST: decimal.Zero, Total: taxable.Add(half).Add(half)}}
+			InvoiceDate: date, IssuedAt: at, Status: invoice.StatusIssued, PlaceOfSupply: "27", Items: items, Totals: totals}
 		if i%7 == 0 {
 			inv.Buyer = &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4"}
 		}
@@ -192,7 +201,7 @@ func seedSeries(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		}
 		t := inv.Totals
 		invRows = append(invRows, []any{seller.ID, s.ID, int(fy), serial, num, date, at, fmt.Sprintf("bench%021d", serial), inv.Status,
-			bg, "27", `[{"description":"bench","hsn":"0902"}]`,
+			bg, inv.PlaceOfSupply, string(itemsJSON),
 			t.Taxable.StringFixed(2), t.CGST.StringFixed(2), t.SGST.StringFixed(2), t.IGST.StringFixed(2), t.Total.StringFixed(2), cancelledAt, reason})
 		lastDate, lastAt = date, at
 	}
