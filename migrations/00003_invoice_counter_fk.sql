@@ -13,7 +13,13 @@
 -- deleted (which would restart its numbering), and an invoice cannot exist
 -- outside the series-year that numbered it.
 -- The counter row gains seller_id (from its series, checked by a key to
--- series (id, seller_id)) so that the key can cover the seller too.
+-- series (id, seller_id)) so that the key can cover the seller too, and
+-- its primary key becomes (series_id, fy, seller_id). Since a series has
+-- one seller, that is as unique as (series_id, fy) was; it must be the
+-- only unique index, because the upsert that creates a year's row
+-- (series.NextMany, ON CONFLICT on the primary key) handles a concurrent
+-- first insert only on its arbiter index: a second unique index made
+-- those races fail with a duplicate key error.
 --
 -- The invoice key is added NOT VALID, so this transaction scans no
 -- invoices and holds its locks (ACCESS EXCLUSIVE on invoices, series,
@@ -30,7 +36,8 @@ ALTER TABLE series_counters
     ALTER COLUMN seller_id SET NOT NULL,
     DROP CONSTRAINT series_counters_series_id_fkey,
     ADD CONSTRAINT series_counters_series_owner_fkey FOREIGN KEY (series_id, seller_id) REFERENCES series (id, seller_id),
-    ADD CONSTRAINT series_counters_owner_key UNIQUE (series_id, fy, seller_id);
+    DROP CONSTRAINT series_counters_pkey,
+    ADD PRIMARY KEY (series_id, fy, seller_id);
 ALTER TABLE invoices
     DROP CONSTRAINT invoices_seller_id_fkey,
     DROP CONSTRAINT invoices_series_id_fkey,
@@ -44,7 +51,8 @@ ALTER TABLE invoices
     ADD CONSTRAINT invoices_seller_id_fkey FOREIGN KEY (seller_id) REFERENCES sellers (id),
     ADD CONSTRAINT invoices_series_id_fkey FOREIGN KEY (series_id) REFERENCES series (id);
 ALTER TABLE series_counters
-    DROP CONSTRAINT series_counters_owner_key,
+    DROP CONSTRAINT series_counters_pkey,
+    ADD PRIMARY KEY (series_id, fy),
     DROP CONSTRAINT series_counters_series_owner_fkey,
     ADD CONSTRAINT series_counters_series_id_fkey FOREIGN KEY (series_id) REFERENCES series (id),
     DROP COLUMN seller_id;

@@ -367,7 +367,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
 		ORDER BY u.series_id, u.fy
-		ON CONFLICT (series_id, fy) DO UPDATE
+		ON CONFLICT (series_id, fy, seller_id) DO UPDATE
 		SET last_serial = c.last_serial + EXCLUDED.last_serial,
 		    last_invoice_date = EXCLUDED.last_invoice_date,
 		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
