@@ -2,11 +2,39 @@ package api
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/invoiced/invoiced/series"
 )
+
+// fillTimeout bounds a cache fill: the query runs for every request waiting
+// on it, so no single request's cancellation may stop it.
+const fillTimeout = 10 * time.Second
+
+// fill runs query once for all concurrent callers with the same key and
+// returns its result, or ctx.Err() when ctx ends first (the query goes on
+// for the others). A burst of requests for something not yet cached, as
+// after a restart, asks the database once instead of once per request and
+// does not open a pool connection per request meanwhile.
+func fill[T any](ctx context.Context, g *singleflight.Group, key string, query func(context.Context) (T, error)) (T, error) {
+	ch := g.DoChan(key, func() (any, error) {
+		qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fillTimeout)
+		defer cancel()
+		return query(qctx)
+	})
+	select {
+	case r := <-ch:
+		v, _ := r.Val.(T)
+		return v, r.Err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
 
 // maxCacheEntries bounds each cache; past it the cache starts afresh.
 const maxCacheEntries = 10000
@@ -15,8 +43,9 @@ const maxCacheEntries = 10000
 // keeps the database out of the per-request path of a busy POS; a revoked
 // key stops working when its entry expires.
 type keyCache struct {
-	mu sync.Mutex
-	m  map[string]cachedKey
+	mu    sync.Mutex
+	m     map[string]cachedKey
+	fills singleflight.Group
 }
 
 type cachedKey struct {
@@ -33,25 +62,33 @@ func (c *keyCache) lookup(ctx context.Context, db series.DB, prefix string, now 
 	if ok && now.Before(e.expires) {
 		return e.row, true, nil
 	}
-	row, found, err := lookupKey(ctx, db, prefix)
-	if err != nil || !found {
-		return row, found, err
+	type found struct {
+		row keyRow
+		ok  bool
 	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCacheEntries {
-		c.m = map[string]cachedKey{}
-	}
-	c.m[prefix] = cachedKey{row: row, expires: now.Add(ttl)}
-	c.mu.Unlock()
-	return row, true, nil
+	f, err := fill(ctx, &c.fills, prefix, func(ctx context.Context) (found, error) {
+		row, ok, err := lookupKey(ctx, db, prefix)
+		if err != nil || !ok {
+			return found{row, ok}, err
+		}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCacheEntries {
+			c.m = map[string]cachedKey{}
+		}
+		c.m[prefix] = cachedKey{row: row, expires: now.Add(ttl)}
+		c.mu.Unlock()
+		return found{row, true}, nil
+	})
+	return f.row, f.ok, err
 }
 
 // seriesCache remembers series by seller and code. Series never change once
 // created and are never deleted, so entries do not expire; unknown codes are
 // not cached, so a series is usable as soon as it is created.
 type seriesCache struct {
-	mu sync.Mutex
-	m  map[seriesKey]series.Series
+	mu    sync.Mutex
+	m     map[seriesKey]series.Series
+	fills singleflight.Group
 }
 
 type seriesKey struct {
@@ -68,15 +105,17 @@ func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, cod
 	if ok {
 		return s, nil
 	}
-	s, err := series.Get(ctx, db, sellerID, code)
-	if err != nil {
-		return s, err
-	}
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCacheEntries {
-		c.m = map[seriesKey]series.Series{}
-	}
-	c.m[k] = s
-	c.mu.Unlock()
-	return s, nil
+	return fill(ctx, &c.fills, strconv.FormatInt(sellerID, 10)+"\x00"+code, func(ctx context.Context) (series.Series, error) {
+		s, err := series.Get(ctx, db, sellerID, code)
+		if err != nil {
+			return s, err
+		}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCacheEntries {
+			c.m = map[seriesKey]series.Series{}
+		}
+		c.m[k] = s
+		c.mu.Unlock()
+		return s, nil
+	})
 }

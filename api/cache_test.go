@@ -1,0 +1,83 @@
+package api
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/series"
+)
+
+// countingDB is the real database, counting the single-row queries and
+// holding the first one back a while, so that every concurrent request
+// arrives while it runs.
+type countingDB struct {
+	series.DB
+	rows atomic.Int64
+}
+
+func (c *countingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if c.rows.Add(1) == 1 {
+		time.Sleep(200 * time.Millisecond)
+	}
+	return c.DB.QueryRow(ctx, sql, args...)
+}
+
+// TestSeriesCacheFillsOnce: 32 concurrent requests for a series not yet
+// cached (a burst after a restart) ask the database once, all get the
+// series, and a request whose context ends stops waiting without failing
+// the others.
+func TestSeriesCacheFillsOnce(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	seller, err := series.CreateSeller(ctx, pool, "24AAQCA8719H1ZC", "Chai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := &countingDB{DB: pool}
+	var c seriesCache
+	const n = 32
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	got := make([]series.Series, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			got[i], errs[i] = c.get(ctx, db, seller.ID, "CH1")
+		})
+	}
+	impatient, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	var impatientErr error
+	wg.Go(func() {
+		<-start
+		_, impatientErr = c.get(impatient, db, seller.ID, "CH1")
+	})
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || got[i].ID != want.ID {
+			t.Fatalf("request %d: %+v, %v", i, got[i], errs[i])
+		}
+	}
+	if impatientErr != context.DeadlineExceeded {
+		t.Errorf("a request whose context ended: %v, want context.DeadlineExceeded", impatientErr)
+	}
+	if q := db.rows.Load(); q != 1 {
+		t.Errorf("%d queries for %d concurrent requests, want 1", q, n+1)
+	}
+	if _, err := c.get(ctx, db, seller.ID, "CH1"); err != nil || db.rows.Load() != 1 {
+		t.Errorf("cached: %v, %d queries", err, db.rows.Load())
+	}
+}
