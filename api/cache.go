@@ -39,6 +39,15 @@ func fill[T any](ctx context.Context, g *singleflight.Group, key string, query f
 // maxCacheEntries bounds each cache; past it the cache starts afresh.
 const maxCacheEntries = 10000
 
+// store puts v under k in *m, starting the map afresh when it is full.
+// The caller holds the cache's lock.
+func store[K comparable, V any](m *map[K]V, k K, v V) {
+	if *m == nil || len(*m) >= maxCacheEntries {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+}
+
 // keyCache remembers found API keys (never unknown ones) for a while, which
 // keeps the database out of the per-request path of a busy POS; a revoked
 // key stops working when its entry expires.
@@ -72,10 +81,7 @@ func (c *keyCache) lookup(ctx context.Context, db series.DB, prefix string, now 
 			return found{row, ok}, err
 		}
 		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCacheEntries {
-			c.m = map[string]cachedKey{}
-		}
-		c.m[prefix] = cachedKey{row: row, expires: now.Add(ttl)}
+		store(&c.m, prefix, cachedKey{row: row, expires: now.Add(ttl)})
 		c.mu.Unlock()
 		return found{row, true}, nil
 	})
@@ -111,10 +117,7 @@ func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, cod
 			return s, err
 		}
 		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCacheEntries {
-			c.m = map[seriesKey]series.Series{}
-		}
-		c.m[k] = s
+		store(&c.m, k, s)
 		c.mu.Unlock()
 		return s, nil
 	})

@@ -296,13 +296,7 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 // background and with the full lock timeout, so the shared drainer goes on
 // at once; after a lock wait those series are batched alone for soloFor.
 func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			c.release(keys)
-		}
-	}
+	release := sync.OnceFunc(func() { c.release(keys) })
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -646,8 +640,7 @@ func (c *Committer) count(n int, predicted bool) {
 // splitting itself (flushShared), not by retrying in place.
 func statementFailed(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !errors.Is(err, ErrOutcomeUnknown) &&
-		!sessionLost(err) && !dbfault.Unavailable(err)
+	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !sessionLost(err) && !dbfault.Unavailable(err)
 }
 
 // predicts reports whether the Committer predicts counter rows at all:
@@ -664,14 +657,13 @@ func (c *Committer) predicts() bool {
 
 // waitForRow reports whether a shared batch should leave the queue of row
 // rk for a later batch: a transaction of this Committer is in flight on
-// the row, or another shared batch has selected it, and the next one
-// could be predicted once that ends. Starting an
-// ordinary transaction now would take three round trips and wait for the
-// row's lock anyway, and while it is in flight nothing on the row can be
-// predicted: with two batches in flight on one series (a distant database)
-// no batch was ever predicted. A predicted transaction in flight must also
-// get its lock before another transaction on the row, or its prediction
-// fails. c.mu must be held.
+// the row, or another shared batch has selected it, and the next one could
+// be predicted once that ends. Starting an ordinary transaction now would
+// take three round trips and wait for the row's lock anyway, and while it
+// is in flight nothing on the row can be predicted: with two batches in
+// flight on one series (a distant database) no batch was ever predicted. A
+// predicted transaction in flight must also get its lock before another
+// transaction on the row, or its prediction fails. c.mu must be held.
 func (c *Committer) waitForRow(rk rowKey, now time.Time) bool {
 	if c.flying[rk]+c.taken[rk] == 0 || !c.predicts() {
 		return false
@@ -707,11 +699,6 @@ func (c *Committer) enter(parts [][]*call, reserved bool) ([]rowKey, []series.St
 	}
 	predicted := make([]series.State, len(rows))
 	now := time.Now()
-	for rk, until := range c.unstable {
-		if !now.Before(until) {
-			delete(c.unstable, rk)
-		}
-	}
 	own := 0 // this transaction's own selection of the row
 	if reserved {
 		own = 1
@@ -813,6 +800,12 @@ func (c *Committer) forget(rows []rowKey, until time.Time) {
 	if !until.IsZero() && c.unstable == nil {
 		c.unstable = map[rowKey]time.Time{}
 	}
+	now := time.Now()
+	for rk, t := range c.unstable {
+		if !now.Before(t) {
+			delete(c.unstable, rk) // expired: prune while adding
+		}
+	}
 	for _, rk := range rows {
 		delete(c.states, rk)
 		if !until.IsZero() {
@@ -851,28 +844,21 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 	switch {
 	case errors.Is(err, errPredictRefused):
 		return false, nil // only the ordinary path words the refusal
-	case mispredicted(err):
-		// A key already used or held (the ordinary path answers it) leaves
-		// the rows as remembered; a row that moved is forgotten and not
-		// predicted for a while.
+	case mispredicted(err), statementFailed(err):
+		// Nothing was taken: the ordinary path issues the batch and
+		// answers what failed as it would have without prediction. A key
+		// already used or held leaves the rows as remembered; a row that
+		// moved, or any other failed statement (a schema without migration
+		// 00002, a deadlock, a constraint), is forgotten and not predicted
+		// for a while.
 		c.mu.Lock()
 		c.stats.Mispredicted++
 		c.mu.Unlock()
-		if series.IsMoved(err) {
+		if moved := series.IsMoved(err); moved || !mispredicted(err) {
 			c.forget(rows, time.Now().Add(unstableFor))
-		}
-		return false, nil
-	case statementFailed(err):
-		// A statement of the pipeline failed, so COMMIT never ran and
-		// nothing was taken. Whatever it was (a schema without migration
-		// 00002, a deadlock, a constraint), the ordinary path meets it
-		// too and answers it as it would have without prediction.
-		c.mu.Lock()
-		c.stats.Mispredicted++
-		c.mu.Unlock()
-		c.forget(rows, time.Now().Add(unstableFor))
-		if c.Logger != nil {
-			c.Logger.Warn("group commit: predicted transaction failed, issuing it the ordinary way", "err", err)
+			if !moved && c.Logger != nil {
+				c.Logger.Warn("group commit: predicted transaction failed, issuing it the ordinary way", "err", err)
+			}
 		}
 		return false, nil
 	case err != nil:

@@ -119,8 +119,9 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 // and (by the unique index, when the keys are inserted) that no key was
 // used before; when one fails, the transaction took nothing and
 // issuePredicted returns an error matched by mispredicted, after which the
-// caller rolls back and issues the groups the ordinary way. It returns errPredictRefused, before
-// touching tx, when some group's prediction says NextMany would refuse it.
+// caller rolls back and issues the groups the ordinary way. It returns
+// errPredictRefused, before touching tx, when some group's prediction says
+// NextMany would refuse it.
 // tx must be fresh: the round trip ends with COMMIT.
 func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, now time.Time, opt series.Options) (out [][]Invoice, states []*series.State, err error) {
 	seals, takes, err := sealGroups(groups)
