@@ -22,6 +22,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const demoGSTIN = "27AAPFU0939F1ZV"
@@ -444,6 +445,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--backdate-days", "-1"}, "--backdate-days must be 0 or more"},
 		{[]string{"serve", "--lock-timeout", "0s"}, "--lock-timeout must be positive"},
 		{[]string{"serve", "--max-conns", "0"}, "--max-conns must be at least 1"},
+		{[]string{"serve", "--min-conns", "33"}, "--min-conns must be -1"},
+		{[]string{"serve", "--max-conns", "4", "--min-conns", "-2"}, "--min-conns must be -1"},
 		{[]string{"migrate", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
@@ -527,5 +530,62 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, getenv, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "run `invoiced migrate` first") {
 		t.Fatalf("serve on an empty database: err = %v", err)
+	}
+}
+
+// TestWarmPoolOpensConnectionsUpFront checks that serve's pool holds its
+// minimum of connections before the first request, and that warmPool
+// reports a database that refuses them instead of hiding it.
+func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
+	t.Parallel()
+	url := dbtest.NewEmptyURL(t)
+	getenv := func(k string) string {
+		if k == "DATABASE_URL" {
+			return url
+		}
+		return ""
+	}
+	for _, tc := range []struct{ max, min, want int32 }{{8, 6, 6}, {4, 6, 4}, {8, 0, 0}} {
+		p, err := openPoolSized(t.Context(), getenv, tc.max, tc.min)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Config().MinConns; got != tc.want || p.Config().MaxConns != tc.max {
+			t.Errorf("openPoolSized(max %d, min %d): pool min %d max %d, want min %d", tc.max, tc.min, got, p.Config().MaxConns, tc.want)
+		}
+		p.Close()
+	}
+	// No minimum, so nothing opens connections in the background: the six
+	// are warmPool's.
+	pool, err := openPoolSized(t.Context(), getenv, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	n, err := warmPool(t.Context(), pool, 6, 10*time.Second)
+	if err != nil || n < 6 {
+		t.Fatalf("warmPool = %d, %v; want at least 6 connections and no error", n, err)
+	}
+	var open int
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'invoiced'`).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if open < 6 {
+		t.Fatalf("PostgreSQL sees %d connections of the pool, want at least 6", open)
+	}
+
+	// A database that cannot be reached (pgxpool.New connects lazily): the
+	// error comes back within the timeout, nothing hangs.
+	bad, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	t0 := time.Now()
+	if n, err := warmPool(t.Context(), bad, 2, 2*time.Second); err == nil || n != 0 {
+		t.Fatalf("warmPool on an unreachable database = %d, %v; want 0 and an error", n, err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("warmPool took %s with a 2s timeout", d)
 	}
 }

@@ -32,6 +32,7 @@ type serveConfig struct {
 	backdateDays int
 	lockTimeout  time.Duration
 	maxConns     int
+	minConns     int
 	drainTimeout time.Duration
 	logFormat    string
 	batching     bool
@@ -47,12 +48,13 @@ type serveConfig struct {
 // and an error when the database is unreachable, the address cannot be
 // bound, or in-flight requests did not finish within the drain timeout.
 func runServe(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--batching=false] [--stats]")
+	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--min-conns N] [--batching=false] [--stats]")
 	var c serveConfig
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the bound address is printed)")
 	fs.IntVar(&c.backdateDays, "backdate-days", 0, "how many days before today (IST) an invoice date may lie")
 	fs.DurationVar(&c.lockTimeout, "lock-timeout", 3*time.Second, "longest wait for a series lock before answering 503 with Retry-After")
 	fs.IntVar(&c.maxConns, "max-conns", 32, "database connection pool size")
+	fs.IntVar(&c.minConns, "min-conns", -1, "connections opened at start and kept open (-1: as many as --max-conns, a fixed-size pool; 0: open on demand)")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
@@ -71,6 +73,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --lock-timeout must be positive")
 	case c.maxConns < 1 || c.maxConns > math.MaxInt32:
 		return usageErrorf("serve: --max-conns must be at least 1")
+	case c.minConns < -1 || c.minConns > c.maxConns:
+		return usageErrorf("serve: --min-conns must be -1 (as --max-conns), 0 or up to --max-conns")
 	case c.drainTimeout <= 0:
 		return usageErrorf("serve: --drain-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
@@ -98,7 +102,11 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 	logger := slog.New(h)
 
-	pool, err := openPoolSized(ctx, e.getenv, int32(c.maxConns))
+	minConns := c.minConns
+	if minConns < 0 {
+		minConns = c.maxConns
+	}
+	pool, err := openPoolSized(ctx, e.getenv, int32(c.maxConns), int32(minConns))
 	if err != nil {
 		return err
 	}
@@ -111,6 +119,16 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 	if current < target {
 		return fmt.Errorf("serve: the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
+	}
+	if minConns > 0 {
+		// Before listening, so the first requests find the pool open.
+		t0 := time.Now()
+		n, err := warmPool(ctx, pool, minConns, 10*time.Second)
+		if err != nil {
+			logger.Warn("database pool: could not open every connection at start; the pool opens more on demand", "open", n, "wanted", minConns, "err", err)
+		} else {
+			logger.Info("database pool", "open", n, "took", time.Since(t0).Round(time.Millisecond).String())
+		}
 	}
 
 	ln, err := net.Listen("tcp", c.addr)
