@@ -212,46 +212,7 @@ func (c *Committer) maxBatch() int {
 func (c *Committer) drainShared() {
 	for {
 		c.mu.Lock()
-		var parts [][]*call
-		var keys []groupKey
-		taken := 0
-		years := map[rowKey]bool{}
-		now := time.Now()
-		// Oldest invoice date first, so that a series-year's dates are
-		// numbered in date order.
-		order := make([]groupKey, 0, len(c.groups))
-		for k := range c.groups {
-			order = append(order, k)
-		}
-		slices.SortFunc(order, func(a, b groupKey) int { return a.date.Compare(b.date) })
-		for _, k := range order {
-			g := c.groups[k]
-			if g.solo || len(g.pending) == 0 || taken >= c.maxBatch() {
-				continue
-			}
-			if now.Before(c.soloUntil[k]) {
-				g.solo = true
-				go c.drainSolo(k, g)
-				continue
-			}
-			// One date per series and year in a transaction; another
-			// date waits for the next batch, as does a row that will be
-			// predictable once the transaction on it ends (waitForRow).
-			rk := k.row()
-			if years[rk] || c.waitForRow(rk, now) {
-				continue
-			}
-			years[rk] = true
-			if c.taken == nil {
-				c.taken = map[rowKey]int{}
-			}
-			c.taken[rk]++
-			n := min(len(g.pending), c.maxBatch()-taken)
-			parts = append(parts, g.pending[:n:n])
-			keys = append(keys, k)
-			g.pending = g.pending[n:]
-			taken += n
-		}
+		parts, keys, taken := c.takeShared(time.Now())
 		if taken == 0 {
 			c.shared--
 			for k, g := range c.groups {
@@ -266,6 +227,59 @@ func (c *Committer) drainShared() {
 		c.mu.Unlock()
 		c.flushShared(parts, keys)
 	}
+}
+
+// takeShared selects the next shared batch: from each shared queue with
+// requests, oldest invoice date first, at most one date per series and
+// year, up to maxBatch invoices in all. It returns the selected requests
+// per queue, their queue keys and how many there are, and marks the rows
+// in c.taken. A queue it empties leaves c.groups (the next request makes a
+// new one), so a selection costs what the queues hold, not every series
+// seen since the drainer started. Queues whose series are batched alone
+// for now get their own drainer. c.mu must be held.
+func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey, taken int) {
+	// Oldest invoice date first, so that a series-year's dates are
+	// numbered in date order.
+	order := make([]groupKey, 0, len(c.groups))
+	for k, g := range c.groups {
+		if !g.solo && len(g.pending) > 0 {
+			order = append(order, k)
+		}
+	}
+	slices.SortFunc(order, func(a, b groupKey) int { return a.date.Compare(b.date) })
+	years := map[rowKey]bool{}
+	for _, k := range order {
+		if taken >= c.maxBatch() {
+			break
+		}
+		g := c.groups[k]
+		if now.Before(c.soloUntil[k]) {
+			g.solo = true
+			go c.drainSolo(k, g)
+			continue
+		}
+		// One date per series and year in a transaction; another date
+		// waits for the next batch, as does a row that will be
+		// predictable once the transaction on it ends (waitForRow).
+		rk := k.row()
+		if years[rk] || c.waitForRow(rk, now) {
+			continue
+		}
+		years[rk] = true
+		if c.taken == nil {
+			c.taken = map[rowKey]int{}
+		}
+		c.taken[rk]++
+		n := min(len(g.pending), c.maxBatch()-taken)
+		parts = append(parts, g.pending[:n:n])
+		keys = append(keys, k)
+		g.pending = g.pending[n:]
+		taken += n
+		if len(g.pending) == 0 {
+			delete(c.groups, k)
+		}
+	}
+	return parts, keys, taken
 }
 
 // drainSolo runs batches for one queue until it is empty.
@@ -602,13 +616,14 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	}
 	// Stats first: an answered caller may read them at once.
 	issued := 0
+	firsts := make([]IssueRequest, len(members))
 	for g, ms := range members {
-		c.remember(ms[0].req, states[g])
+		firsts[g] = ms[0].req
 		if groupErrs[g] == nil {
 			issued += len(ms)
 		}
 	}
-	c.count(issued, false)
+	c.committed(firsts, states, issued, false)
 	for g, ms := range members {
 		for i, cl := range ms {
 			if groupErrs[g] != nil {
@@ -622,17 +637,6 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		answer(cl, Result{Invoice: inv, Replayed: true})
 	}
 	return nil
-}
-
-// count records a committed transaction that issued n invoices.
-func (c *Committer) count(n int, predicted bool) {
-	c.mu.Lock()
-	c.stats.Batches++
-	c.stats.Invoices += int64(n)
-	if predicted {
-		c.stats.Predicted++
-	}
-	c.mu.Unlock()
 }
 
 // statementFailed reports whether err is a statement's error from the
@@ -769,27 +773,37 @@ func (c *Committer) leave(rows []rowKey, predicted bool) {
 	}
 }
 
-// remember records the state a committed transaction left the counter row
-// of r in (nil: unknown, forget it). An older state than the one
-// remembered (two transactions finishing out of order) is ignored.
-func (c *Committer) remember(r IssueRequest, st *series.State) {
+// committed records a committed transaction: in the stats, the n
+// invoices it issued; for Predict, the state it left the counter row of
+// each of firsts' requests in (states, parallel; nil: unknown, forget it).
+// An older state than the one remembered (two transactions finishing out
+// of order) is ignored. It takes c.mu once for the whole batch, which is
+// on the critical path of the next one.
+func (c *Committer) committed(firsts []IssueRequest, states []*series.State, n int, predicted bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stats.Batches++
+	c.stats.Invoices += int64(n)
+	if predicted {
+		c.stats.Predicted++
+	}
 	if !c.predicts() {
 		return
 	}
-	rk := rowOf(r)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st == nil {
-		delete(c.states, rk)
-		return
+	for i, r := range firsts {
+		rk, st := rowOf(r), states[i]
+		if st == nil {
+			delete(c.states, rk)
+			continue
+		}
+		if c.states == nil {
+			c.states = map[rowKey]series.State{}
+		}
+		if old, ok := c.states[rk]; ok && (old.LastSerial > st.LastSerial || old.ChainLength > st.ChainLength) {
+			continue
+		}
+		c.states[rk] = *st
 	}
-	if c.states == nil {
-		c.states = map[rowKey]series.State{}
-	}
-	if old, ok := c.states[rk]; ok && (old.LastSerial > st.LastSerial || old.ChainLength > st.ChainLength) {
-		return
-	}
-	c.states[rk] = *st
 }
 
 // forget drops the remembered states of rows and, with a non-zero until,
@@ -868,11 +882,12 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 	pipe.committed()
 	// Stats first: an answered caller may read them at once.
 	n := 0
+	firsts := make([]IssueRequest, len(parts))
 	for g, p := range parts {
-		c.remember(p[0].req, states[g])
+		firsts[g] = p[0].req
 		n += len(p)
 	}
-	c.count(n, true)
+	c.committed(firsts, states, n, true)
 	for g, p := range parts {
 		for i, cl := range p {
 			answer(cl, Result{Invoice: invs[g][i]})
