@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
-	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
