@@ -214,12 +214,9 @@ func (c *Committer) drainShared() {
 		c.mu.Lock()
 		parts, keys, taken := c.takeShared(time.Now())
 		if taken == 0 {
+			// takeShared removed every queue it emptied; the rest hold
+			// requests that wait for a row, or are solo.
 			c.shared--
-			for k, g := range c.groups {
-				if !g.solo && len(g.pending) == 0 {
-					delete(c.groups, k)
-				}
-			}
 			c.mu.Unlock()
 			return
 		}
@@ -623,7 +620,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 			issued += len(ms)
 		}
 	}
-	c.committed(firsts, states, issued, false)
+	c.recordCommit(firsts, states, issued, false)
 	for g, ms := range members {
 		for i, cl := range ms {
 			if groupErrs[g] != nil {
@@ -773,13 +770,13 @@ func (c *Committer) leave(rows []rowKey, predicted bool) {
 	}
 }
 
-// committed records a committed transaction: in the stats, the n
+// recordCommit records a committed transaction: in the stats, the n
 // invoices it issued; for Predict, the state it left the counter row of
 // each of firsts' requests in (states, parallel; nil: unknown, forget it).
 // An older state than the one remembered (two transactions finishing out
 // of order) is ignored. It takes c.mu once for the whole batch, which is
 // on the critical path of the next one.
-func (c *Committer) committed(firsts []IssueRequest, states []*series.State, n int, predicted bool) {
+func (c *Committer) recordCommit(firsts []IssueRequest, states []*series.State, n int, predicted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Batches++
@@ -887,7 +884,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		firsts[g] = p[0].req
 		n += len(p)
 	}
-	c.committed(firsts, states, n, true)
+	c.recordCommit(firsts, states, n, true)
 	for g, p := range parts {
 		for i, cl := range p {
 			answer(cl, Result{Invoice: invs[g][i]})

@@ -21,7 +21,11 @@ func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, e
 // openPoolSized is openPool with at most maxConns connections (0 keeps the
 // URL's pool_max_conns or pgx's default) and, when minConns is positive,
 // at least minConns kept open (the pool opens them in the background; see
-// warmPool). It fails like openPool.
+// warmPool; 0 keeps the URL's pool_min_conns). Connections are replaced
+// after pgx's lifetime (an hour, or the URL's pool_max_conn_lifetime); unless
+// the URL says otherwise they expire spread over a quarter of it, not all
+// at once, so a pool opened in one moment is not reopened in one moment
+// under load. It fails like openPool.
 func openPoolSized(ctx context.Context, getenv func(string) string, maxConns, minConns int32) (*pgxpool.Pool, error) {
 	url := getenv("DATABASE_URL")
 	if url == "" {
@@ -37,6 +41,9 @@ func openPoolSized(ctx context.Context, getenv func(string) string, maxConns, mi
 	}
 	if minConns > 0 {
 		cfg.MinConns = min(minConns, cfg.MaxConns)
+	}
+	if cfg.MaxConnLifetimeJitter == 0 {
+		cfg.MaxConnLifetimeJitter = cfg.MaxConnLifetime / 4
 	}
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "invoiced"
@@ -70,15 +77,18 @@ func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, s
 	return pool, seller, nil
 }
 
-// warmPool opens n connections of pool at once, so that the first burst of
-// requests after a start does not wait for PostgreSQL to start backends
-// (each new connection costs a process and its caches, several
-// milliseconds on a busy machine; 32 of them at once cost the first second
-// of a 64-series benchmark half its rate and a p99 of 0.5 s). It waits at
-// most timeout and returns how many connections the pool holds and the
-// first error, if some could not be opened: the pool still works, and
-// grows on demand as before.
+// warmPool opens n connections of pool at once (at most the pool's
+// maximum), so that the first burst of requests after a start does not
+// wait for PostgreSQL to start backends (each new connection costs a
+// process and its caches, several milliseconds on a busy machine; 32 of
+// them at once cost the first second of a 64-series benchmark half its
+// rate and a p99 of 0.5 s). It waits at most timeout, gives every
+// connection back to the pool, and returns how many open connections the
+// pool holds then (not counting those still being opened) and the first
+// error if some could not be opened (ctx's error if ctx ended): the pool
+// still works, and grows on demand as before.
 func warmPool(ctx context.Context, pool *pgxpool.Pool, n int, timeout time.Duration) (int, error) {
+	n = min(n, int(pool.Config().MaxConns))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conns := make([]*pgxpool.Conn, n)
@@ -96,5 +106,6 @@ func warmPool(ctx context.Context, pool *pgxpool.Pool, n int, timeout time.Durat
 			first = errs[i]
 		}
 	}
-	return int(pool.Stat().TotalConns()), first
+	st := pool.Stat()
+	return int(st.TotalConns() - st.ConstructingConns()), first
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -192,6 +193,19 @@ func TestEndToEnd(t *testing.T) {
 		runErr = run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s", "--key-cache-ttl", "0"}, f.getenv, &srvOut, &srvErr)
 	}()
 	base := waitListening(t, &srvOut, &srvErr, done, 15*time.Second)
+
+	// By default the pool is open before serve listens: --max-conns (32)
+	// connections.
+	conn, err := pgx.Connect(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backends int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'invoiced'`).Scan(&backends)
+	conn.Close(ctx)
+	if err != nil || backends < 32 {
+		t.Fatalf("when serve listens, PostgreSQL has %d of its connections (%v), want the pool's 32", backends, err)
+	}
 
 	c := &http.Client{Timeout: 30 * time.Second}
 	status, body, err := issue(ctx, c, base, f.key, "e2e-1")
@@ -485,7 +499,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	if err := run(t.Context(), []string{"serve", "-h"}, func(string) string { return "" }, &out, &errOut); err != nil {
 		t.Fatalf("serve -h: %v", err)
 	}
-	for _, flag := range []string{"-addr", "-backdate-days", "-lock-timeout", "-max-conns"} {
+	for _, flag := range []string{"-addr", "-backdate-days", "-lock-timeout", "-max-conns", "-min-conns"} {
 		if !strings.Contains(errOut.String(), flag) {
 			t.Errorf("serve -h does not describe %s:\n%s", flag, errOut.String())
 		}
@@ -533,9 +547,10 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	}
 }
 
-// TestWarmPoolOpensConnectionsUpFront checks that serve's pool holds its
-// minimum of connections before the first request, and that warmPool
-// reports a database that refuses them instead of hiding it.
+// TestWarmPoolOpensConnectionsUpFront checks that warmPool leaves the
+// pool holding the connections it opened, idle and seen by PostgreSQL;
+// that openPoolSized sets the pool's bounds; and that warmPool reports a
+// database that refuses or never answers within its timeout.
 func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewEmptyURL(t)
@@ -544,16 +559,6 @@ func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 			return url
 		}
 		return ""
-	}
-	for _, tc := range []struct{ max, min, want int32 }{{8, 6, 6}, {4, 6, 4}, {8, 0, 0}} {
-		p, err := openPoolSized(t.Context(), getenv, tc.max, tc.min)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := p.Config().MinConns; got != tc.want || p.Config().MaxConns != tc.max {
-			t.Errorf("openPoolSized(max %d, min %d): pool min %d max %d, want min %d", tc.max, tc.min, got, p.Config().MaxConns, tc.want)
-		}
-		p.Close()
 	}
 	// No minimum, so nothing opens connections in the background: the six
 	// are warmPool's.
@@ -566,6 +571,9 @@ func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 	if err != nil || n < 6 {
 		t.Fatalf("warmPool = %d, %v; want at least 6 connections and no error", n, err)
 	}
+	if st := pool.Stat(); st.AcquiredConns() != 0 || st.IdleConns() < 6 {
+		t.Fatalf("after warmPool: %d acquired, %d idle; want 0 and at least 6", st.AcquiredConns(), st.IdleConns())
+	}
 	var open int
 	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'invoiced'`).Scan(&open); err != nil {
 		t.Fatal(err)
@@ -574,18 +582,67 @@ func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 		t.Fatalf("PostgreSQL sees %d connections of the pool, want at least 6", open)
 	}
 
-	// A database that cannot be reached (pgxpool.New connects lazily): the
-	// error comes back within the timeout, nothing hangs.
-	bad, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none?connect_timeout=1")
+	for _, tc := range []struct{ max, min, want int32 }{{8, 6, 6}, {4, 6, 4}, {8, 0, 0}} {
+		p, err := openPoolSized(t.Context(), getenv, tc.max, tc.min)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := p.Config()
+		if cfg.MinConns != tc.want || cfg.MaxConns != tc.max {
+			t.Errorf("openPoolSized(max %d, min %d): pool min %d max %d, want min %d", tc.max, tc.min, cfg.MinConns, cfg.MaxConns, tc.want)
+		}
+		if cfg.MaxConnLifetimeJitter <= 0 {
+			t.Errorf("openPoolSized: connections all expire at once (no lifetime jitter)")
+		}
+		p.Close()
+	}
+
+	// A port that refuses: the error comes back at once.
+	refused, err := pgxpool.New(t.Context(), "postgres://nobody@127.0.0.1:1/none")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bad.Close()
-	t0 := time.Now()
-	if n, err := warmPool(t.Context(), bad, 2, 2*time.Second); err == nil || n != 0 {
-		t.Fatalf("warmPool on an unreachable database = %d, %v; want 0 and an error", n, err)
+	defer refused.Close()
+	if n, err := warmPool(t.Context(), refused, 2, 5*time.Second); err == nil || n != 0 {
+		t.Fatalf("warmPool on a refusing port = %d, %v; want 0 and an error", n, err)
 	}
-	if d := time.Since(t0); d > 5*time.Second {
-		t.Fatalf("warmPool took %s with a 2s timeout", d)
+	// A server that accepts and never answers: warmPool gives up at its
+	// timeout.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c)
+			heldMu.Unlock()
+		}
+	}()
+	silent, err := pgxpool.New(t.Context(), "postgres://nobody@"+ln.Addr().String()+"/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	n, err = warmPool(t.Context(), silent, 2, 300*time.Millisecond)
+	d := time.Since(t0)
+	ln.Close()
+	heldMu.Lock()
+	for _, c := range held {
+		c.Close()
+	}
+	heldMu.Unlock()
+	silent.Close()
+	if err == nil || n != 0 {
+		t.Fatalf("warmPool on a silent server = %d, %v; want 0 and an error", n, err)
+	}
+	if d > 3*time.Second {
+		t.Fatalf("warmPool took %s with a 300ms timeout", d)
 	}
 }

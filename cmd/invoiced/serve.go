@@ -54,7 +54,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&c.backdateDays, "backdate-days", 0, "how many days before today (IST) an invoice date may lie")
 	fs.DurationVar(&c.lockTimeout, "lock-timeout", 3*time.Second, "longest wait for a series lock before answering 503 with Retry-After")
 	fs.IntVar(&c.maxConns, "max-conns", 32, "database connection pool size")
-	fs.IntVar(&c.minConns, "min-conns", -1, "connections opened at start and kept open (-1: as many as --max-conns, a fixed-size pool; 0: open on demand)")
+	fs.IntVar(&c.minConns, "min-conns", -1, "connections opened before listening and kept open (-1: as many as --max-conns, a fixed-size pool; 0: as DATABASE_URL's pool_min_conns says, else on demand)")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
@@ -124,6 +124,9 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		// Before listening, so the first requests find the pool open.
 		t0 := time.Now()
 		n, err := warmPool(ctx, pool, minConns, 10*time.Second)
+		if ctx.Err() != nil {
+			return nil // stopped before serving anything
+		}
 		if err != nil {
 			logger.Warn("database pool: could not open every connection at start; the pool opens more on demand", "open", n, "wanted", minConns, "err", err)
 		} else {

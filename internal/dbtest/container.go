@@ -26,6 +26,9 @@ func startContainer() (string, error) {
 		postgres.WithDatabase("postgres"),
 		postgres.WithUsername("postgres"),
 		postgres.WithPassword("postgres"),
+		// As scripts/pg's clusters: each `invoiced serve` a test starts
+		// keeps its pool of --max-conns open, and tests run in parallel.
+		testcontainers.WithCmdArgs("-c", "max_connections=300"),
 		testcontainers.WithWaitStrategy(wait.ForLog("database system is ready to accept connections").WithOccurrence(2).WithStartupTimeout(2*time.Minute)),
 	)
 	if err != nil {

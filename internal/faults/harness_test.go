@@ -121,7 +121,11 @@ var listenRE = regexp.MustCompile(`^listening on http://(\S+)$`)
 // the test ends if it is still running.
 func startServer(t testing.TB, dbURL, addr string, flags ...string) *server {
 	t.Helper()
-	args := append([]string{"serve", "--addr", addr, "--log-format", "text"}, flags...)
+	// A few warm connections, not serve's default of --max-conns (32):
+	// these tests run their servers in parallel, and 32 backends each,
+	// forked at once, are a burst that two cores feel in other packages'
+	// timing. Later flags override.
+	args := append([]string{"serve", "--addr", addr, "--log-format", "text", "--min-conns", "4"}, flags...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	stdout, err := cmd.StdoutPipe()
