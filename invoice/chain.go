@@ -50,10 +50,17 @@ type Record struct {
 // each name=value with the value percent-encoded (every byte outside
 // A-Z a-z 0-9 - . _ ~ as %XX, upper-case hex), joined by '&'.
 func (r Record) Canonical() string {
+	return r.canonicalWith(r.contentPart(moneyOf(r.Totals)))
+}
+
+// canonicalWith returns the canonical form with content as its content
+// part (contentPart), computed before when the caller could.
+func (r Record) canonicalWith(content string) string {
 	var b strings.Builder
+	b.Grow(len(content) + 320)
 	r.writeHead(&b)
 	b.WriteByte('&')
-	b.WriteString(contentPart(r.BuyerGSTIN, r.BuyerName, r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, r.Items, r.Totals))
+	b.WriteString(content)
 	writeTail(&b, r.Reason, r.Prev)
 	return b.String()
 }
@@ -79,22 +86,29 @@ func (r Record) writeHead(b *strings.Builder) {
 
 // contentPart returns the fields buyer_gstin to total, which depend only on
 // the invoice's content: issuers compute it before taking the counter lock.
-func contentPart(buyerGSTIN, buyerName, pos, origNumber string, origDate time.Time, items []Item, t Totals) string {
+// money is moneyOf(r.Totals), which the caller may have already.
+func (r Record) contentPart(money [5]string) string {
 	var b strings.Builder
 	writeFields(&b, [][2]string{
-		{"buyer_gstin", buyerGSTIN},
-		{"buyer_name", buyerName},
-		{"place_of_supply", pos},
-		{"original_number", origNumber},
-		{"original_date", civil(origDate)},
-		{"items", canonicalItems(items)},
-		{"taxable", Money(t.Taxable)},
-		{"cgst", Money(t.CGST)},
-		{"sgst", Money(t.SGST)},
-		{"igst", Money(t.IGST)},
-		{"total", Money(t.Total)},
+		{"buyer_gstin", r.BuyerGSTIN},
+		{"buyer_name", r.BuyerName},
+		{"place_of_supply", r.PlaceOfSupply},
+		{"original_number", r.OriginalNumber},
+		{"original_date", civil(r.OriginalDate)},
+		{"items", canonicalItems(r.Items)},
+		{"taxable", money[0]},
+		{"cgst", money[1]},
+		{"sgst", money[2]},
+		{"igst", money[3]},
+		{"total", money[4]},
 	})
 	return b.String()
+}
+
+// moneyOf returns t's amounts as text (Money): taxable, cgst, sgst, igst,
+// total.
+func moneyOf(t Totals) [5]string {
+	return [5]string{Money(t.Taxable), Money(t.CGST), Money(t.SGST), Money(t.IGST), Money(t.Total)}
 }
 
 // writeTail writes "&reason=…&prev=…".
@@ -120,30 +134,15 @@ func writeFields(b *strings.Builder, fields [][2]string) {
 // content part computed beforehand (contentOf), so that the work done under
 // the counter lock is small.
 func issueHash(gstin string, inv *Invoice, position int64, prev []byte, content string) []byte {
-	r := Record{GSTIN: gstin, FY: inv.FY, Series: inv.SeriesCode, DocType: inv.DocType, Position: position,
-		Kind: KindIssue, Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate,
-		IssuedAt: inv.IssuedAt, RecordedAt: inv.IssuedAt}
-	var b strings.Builder
-	b.Grow(len(content) + 320)
-	r.writeHead(&b)
-	b.WriteByte('&')
-	b.WriteString(content)
-	writeTail(&b, "", prev)
-	h := sha256.Sum256([]byte(b.String()))
+	h := sha256.Sum256([]byte(IssueRecord(gstin, *inv, position, prev).canonicalWith(content)))
 	return h[:]
 }
 
-// contentOf returns the content part of a draft's issue record.
-func contentOf(d *Draft) string {
-	var bg, bn, on string
-	var od time.Time
-	if d.Buyer != nil {
-		bg, bn = d.Buyer.GSTIN, d.Buyer.Name
-	}
-	if d.Original != nil {
-		on, od = d.Original.Number, d.Original.InvoiceDate
-	}
-	return contentPart(bg, bn, d.PlaceOfSupply, on, od, d.Items, d.Totals)
+// contentOf returns the content part of the issue record of draft d, whose
+// amounts as text are money (moneyOf(d.Totals)).
+func contentOf(d *Draft, money [5]string) string {
+	inv := Invoice{Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
+	return IssueRecord("", inv, 0, nil).contentPart(money)
 }
 
 // Hash returns SHA-256 of the canonical form.

@@ -613,14 +613,12 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	}
 	// Stats first: an answered caller may read them at once.
 	issued := 0
-	firsts := make([]IssueRequest, len(members))
 	for g, ms := range members {
-		firsts[g] = ms[0].req
 		if groupErrs[g] == nil {
 			issued += len(ms)
 		}
 	}
-	c.recordCommit(firsts, states, issued, false)
+	c.recordCommit(members, states, issued, false)
 	for g, ms := range members {
 		for i, cl := range ms {
 			if groupErrs[g] != nil {
@@ -772,11 +770,11 @@ func (c *Committer) leave(rows []rowKey, predicted bool) {
 
 // recordCommit records a committed transaction: in the stats, the n
 // invoices it issued; for Predict, the state it left the counter row of
-// each of firsts' requests in (states, parallel; nil: unknown, forget it).
+// each of parts in (states, parallel; nil: unknown, forget it).
 // An older state than the one remembered (two transactions finishing out
 // of order) is ignored. It takes c.mu once for the whole batch, which is
 // on the critical path of the next one.
-func (c *Committer) recordCommit(firsts []IssueRequest, states []*series.State, n int, predicted bool) {
+func (c *Committer) recordCommit(parts [][]*call, states []*series.State, n int, predicted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Batches++
@@ -787,8 +785,8 @@ func (c *Committer) recordCommit(firsts []IssueRequest, states []*series.State, 
 	if !c.predicts() {
 		return
 	}
-	for i, r := range firsts {
-		rk, st := rowOf(r), states[i]
+	for i, p := range parts {
+		rk, st := rowOf(p[0].req), states[i]
 		if st == nil {
 			delete(c.states, rk)
 			continue
@@ -879,12 +877,10 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 	pipe.committed()
 	// Stats first: an answered caller may read them at once.
 	n := 0
-	firsts := make([]IssueRequest, len(parts))
-	for g, p := range parts {
-		firsts[g] = p[0].req
+	for _, p := range parts {
 		n += len(p)
 	}
-	c.recordCommit(firsts, states, n, true)
+	c.recordCommit(parts, states, n, true)
 	for g, p := range parts {
 		for i, cl := range p {
 			answer(cl, Result{Invoice: invs[g][i]})

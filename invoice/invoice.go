@@ -119,12 +119,8 @@ func (d *Draft) seal() (*sealed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invoice: items: %w", err)
 	}
-	t := d.Totals
-	return &sealed{
-		itemsJSON: string(b),
-		money:     [5]string{Money(t.Taxable), Money(t.CGST), Money(t.SGST), Money(t.IGST), Money(t.Total)},
-		content:   contentOf(d),
-	}, nil
+	money := moneyOf(d.Totals)
+	return &sealed{itemsJSON: string(b), money: money, content: contentOf(d, money)}, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.

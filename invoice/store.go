@@ -142,7 +142,7 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 	}
 	advs := make([]series.Advance, len(groups))
 	for g := range groups {
-		advs[g] = series.Advance{Block: blocks[g], Date: takes[g].Date, ChainLength: w.hLength[g], ChainHead: w.hHead[g]}
+		advs[g] = series.Advance{Block: blocks[g], After: *w.states[g]}
 	}
 	series.QueueAdvance(batch, advs, opt)
 	w.queue(batch)
@@ -177,12 +177,8 @@ const codeKeyHeld = "IV002"
 // the failure, and saves every batch a statement that looked up each of
 // its keys, about a fifth of the batch's database time under load.
 func queueRequireKeyLocks(b *pgx.Batch, claims []KeyClaim) {
-	lockKeys := make([]string, len(claims))
-	for i, c := range claims {
-		lockKeys[i] = keyLockName(c.SellerID, c.Key)
-	}
 	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), $2, 'an idempotency key is held by another transaction')
-		FROM unnest($1::text[]) AS u(k)`, lockKeys, codeKeyHeld)
+		FROM unnest($1::text[]) AS u(k)`, lockNames(claims), codeKeyHeld)
 }
 
 // keyLockName names the advisory lock of a seller's idempotency key.
@@ -190,15 +186,13 @@ func keyLockName(sellerID int64, key string) string {
 	return strconv.FormatInt(sellerID, 10) + "/" + key
 }
 
-// claimColumns returns, per claim, the name of its advisory lock, its
-// seller and its key.
-func claimColumns(claims []KeyClaim) (lockKeys []string, sellers []int64, keys []string) {
-	lockKeys, sellers, keys = make([]string, len(claims)), make([]int64, len(claims)), make([]string, len(claims))
+// lockNames returns the name of each claim's advisory lock (keyLockName).
+func lockNames(claims []KeyClaim) []string {
+	names := make([]string, len(claims))
 	for i, c := range claims {
-		sellers[i], keys[i] = c.SellerID, c.Key
-		lockKeys[i] = keyLockName(c.SellerID, c.Key)
+		names[i] = keyLockName(c.SellerID, c.Key)
 	}
-	return lockKeys, sellers, keys
+	return names
 }
 
 // sealGroups checks groups and returns each draft's sealed parts (worked
@@ -395,8 +389,6 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 			return true, nil
 		case errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys":
 			return false, apperr.WithCause(ErrKeyRace, err)
-		case series.IsMoved(err):
-			return false, apperr.WithCause(series.ErrMoved, err)
 		case commit && sessionLost(err) && !errors.Is(err, pgx.ErrTxCommitRollback):
 			// A statement error aborts the pipeline before COMMIT runs; a
 			// lost connection or a terminated backend may come after the
@@ -600,8 +592,11 @@ func translate(err error, what string) error {
 		return nil
 	}
 	var pg *pgconn.PgError
-	if errors.As(err, &pg) && pg.Code == pgerrcode.LockNotAvailable {
+	switch {
+	case errors.As(err, &pg) && pg.Code == pgerrcode.LockNotAvailable:
 		return apperr.WithCause(series.ErrLockTimeout, err)
+	case series.IsMoved(err):
+		return apperr.WithCause(series.ErrMoved, err)
 	}
 	return fmt.Errorf("invoice: %s: %w", what, err)
 }
@@ -626,7 +621,11 @@ type KeyOutcome struct {
 // outcome per claim, in order, and an error only when the database fails.
 func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome, error) {
 	out := make([]KeyOutcome, len(claims))
-	lockKeys, sellers, keys := claimColumns(claims)
+	lockKeys := lockNames(claims)
+	sellers, keys := make([]int64, len(claims)), make([]string, len(claims))
+	for i, c := range claims {
+		sellers[i], keys[i] = c.SellerID, c.Key
+	}
 	locked := make([]bool, 0, len(claims))
 	type stored struct {
 		hash []byte

@@ -555,12 +555,11 @@ func Predict(t Take, st State, now time.Time) (Block, bool) {
 }
 
 // Advance moves one counter row from the state a block was predicted from
-// (Predict) past the block, with the chain state after the block's records.
+// (Predict) to the state after it: After is Block.After(the block's
+// invoice date, the chain after the block's records).
 type Advance struct {
-	Block       Block
-	Date        time.Time
-	ChainLength int64
-	ChainHead   []byte
+	Block Block
+	After State
 }
 
 // QueueAdvance queues on b the statements that lock the rows of advs in a
@@ -580,9 +579,9 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 	dates, ats := make([]time.Time, n), make([]time.Time, n)
 	for i, a := range advs {
 		ids[i], fys[i] = a.Block.Series.ID, int32(a.Block.FY)
-		lasts[i], news[i] = a.Block.First-1, a.Block.First+int64(a.Block.N)-1
-		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.ChainLength, a.ChainHead
-		dates[i], ats[i] = a.Date, a.Block.IssuedAt
+		lasts[i], news[i] = a.Block.First-1, a.After.LastSerial
+		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
+		dates[i], ats[i] = a.After.LastDate, a.After.LastIssuedAt
 	}
 	queueLockTimeout(b, opt)
 	// ORDER BY sits below the row locking, so rows are locked in key order.

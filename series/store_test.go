@@ -506,7 +506,7 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 		}
 		defer tx.Rollback(ctx)
 		batch := &pgx.Batch{}
-		series.QueueAdvance(batch, []series.Advance{{Block: b, Date: d, ChainLength: st.ChainLength, ChainHead: st.ChainHead}},
+		series.QueueAdvance(batch, []series.Advance{{Block: b, After: b.After(d, st.ChainLength, st.ChainHead)}},
 			series.Options{LockTimeout: time.Second})
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err

@@ -62,17 +62,21 @@ type fixture struct {
 	key    string
 }
 
-// cli runs the command line in-process with DATABASE_URL set to url and
-// returns what it printed.
-func cli(ctx context.Context, url string, args ...string) (stdout, stderr string, err error) {
-	var out, errOut syncBuffer
-	getenv := func(k string) string {
+// dbEnv returns a getenv that knows only DATABASE_URL, set to url.
+func dbEnv(url string) func(string) string {
+	return func(k string) string {
 		if k == "DATABASE_URL" {
 			return url
 		}
 		return ""
 	}
-	err = run(ctx, args, getenv, &out, &errOut)
+}
+
+// cli runs the command line in-process with DATABASE_URL set to url and
+// returns what it printed.
+func cli(ctx context.Context, url string, args ...string) (stdout, stderr string, err error) {
+	var out, errOut syncBuffer
+	err = run(ctx, args, dbEnv(url), &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 
@@ -103,7 +107,7 @@ func setup(t *testing.T) fixture {
 	}
 	return fixture{
 		url:    url,
-		getenv: func(k string) string { return map[string]string{"DATABASE_URL": url}[k] },
+		getenv: dbEnv(url),
 		key:    lines[0],
 	}
 }
@@ -534,13 +538,7 @@ func TestVersion(t *testing.T) {
 // of starting on a schema older than its own.
 func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 	t.Parallel()
-	url := dbtest.NewEmptyURL(t)
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return url
-		}
-		return ""
-	}
+	getenv := dbEnv(dbtest.NewEmptyURL(t))
 	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, getenv, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "run `invoiced migrate` first") {
 		t.Fatalf("serve on an empty database: err = %v", err)
@@ -553,13 +551,7 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 // database that refuses or never answers within its timeout.
 func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 	t.Parallel()
-	url := dbtest.NewEmptyURL(t)
-	getenv := func(k string) string {
-		if k == "DATABASE_URL" {
-			return url
-		}
-		return ""
-	}
+	getenv := dbEnv(dbtest.NewEmptyURL(t))
 	// No minimum, so nothing opens connections in the background: the six
 	// are warmPool's.
 	pool, err := openPoolSized(t.Context(), getenv, 8, 0)
