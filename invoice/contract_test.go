@@ -71,7 +71,9 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	release := holdRow(t, f, f.s)
+	// The next transaction waits for a connection until the gate opens.
+	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
+	c.DB = gated
 	var wg sync.WaitGroup
 	var taken, queued invoice.Result
 	wg.Go(func() {
@@ -79,14 +81,14 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 		defer cancel()
 		taken = c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "taken")})
 	})
-	waitForLockWait(t, f)
+	waitUntil(t, "the first transaction", func() bool { return gated.waiting.Load() == 1 })
 	wg.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		queued = c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "queued")})
 	})
 	wg.Wait()
-	release()
+	close(gated.gate)
 	// Let the transaction that waited finish, and anything queued after it.
 	waitUntil(t, "the taken request to commit", func() bool { return keyCount(t, f, "taken") == 1 })
 	time.Sleep(300 * time.Millisecond)

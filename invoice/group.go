@@ -140,6 +140,9 @@ type call struct {
 	res      Result
 	answered bool
 	done     chan struct{}
+	// taken is set, under Committer.mu, when a batch takes the call out of
+	// its queue: from then on a transaction may commit it.
+	taken bool
 }
 
 // soloFor is how long the series of a batch that could not get its locks
@@ -156,9 +159,11 @@ const (
 // on the draft, a key that already answered an identical request returns
 // that invoice with Replayed set; a key held by a request still running
 // returns ErrKeyInProgress; a key used for another request ErrKeyReused.
-// Other errors are those of IssueTx. If ctx ends first, Issue returns
-// ctx.Err() while the invoice may still be committed: a retry with the same
-// idempotency key finds out.
+// Other errors are those of IssueTx. If ctx ends while the request still
+// waits in its queue, the request leaves the queue and Issue returns
+// ctx.Err(): the invoice is not issued. If ctx ends once a transaction took
+// the request, Issue returns ErrOutcomeUnknown: that transaction may still
+// commit it, and a retry with the same idempotency key finds out.
 func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 	if !c.Batching {
 		return c.single(ctx, req)
@@ -190,8 +195,44 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 	case <-cl.done:
 		return cl.res
 	case <-ctx.Done():
-		return Result{Err: ctx.Err()}
+		return c.abandon(ctx, k, cl)
 	}
+}
+
+// errGaveUp is ErrOutcomeUnknown for a caller whose deadline passed while
+// a transaction held its request.
+var errGaveUp = apperr.Errorf(ErrOutcomeUnknown, "the request's deadline passed while its transaction was running, which may still issue the invoice; retry with the same Idempotency-Key to learn the outcome")
+
+// abandon answers a caller of Issue whose ctx ended before cl was answered:
+// a call still queued leaves its queue (nothing will issue it) and gets
+// ctx.Err(); a call a batch has taken gets errGaveUp, unless it was
+// answered meanwhile.
+func (c *Committer) abandon(ctx context.Context, k groupKey, cl *call) Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-cl.done:
+		return cl.res
+	default:
+	}
+	if cl.taken {
+		return Result{Err: errGaveUp}
+	}
+	if g := c.groups[k]; g != nil {
+		g.pending = slices.DeleteFunc(g.pending, func(o *call) bool { return o == cl })
+		if len(g.pending) == 0 && !g.solo {
+			delete(c.groups, k)
+		}
+	}
+	return Result{Err: ctx.Err()}
+}
+
+// take marks the calls of batch taken by a transaction. c.mu must be held.
+func take(batch []*call) []*call {
+	for _, cl := range batch {
+		cl.taken = true
+	}
+	return batch
 }
 
 // Stats returns a snapshot of the counters.
@@ -268,7 +309,7 @@ func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey,
 		}
 		c.taken[rk]++
 		n := min(len(g.pending), c.maxBatch()-taken)
-		parts = append(parts, g.pending[:n:n])
+		parts = append(parts, take(g.pending[:n:n]))
 		keys = append(keys, k)
 		g.pending = g.pending[n:]
 		taken += n
@@ -293,7 +334,7 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 			c.mu.Unlock()
 			return
 		}
-		batch := g.pending[:n:n]
+		batch := take(g.pending[:n:n])
 		g.pending = g.pending[n:]
 		c.stats.MaxBatch = max(c.stats.MaxBatch, n)
 		c.mu.Unlock()
@@ -604,12 +645,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	if committed {
 		pipe.committed()
 	} else if err := tx.Commit(ctx); err != nil {
-		var pg *pgconn.PgError
-		if !errors.As(err, &pg) && !errors.Is(err, pgx.ErrTxCommitRollback) {
-			// COMMIT was sent; the server may have committed.
-			return apperr.WithCause(ErrOutcomeUnknown, err)
-		}
-		return translate(err, "commit")
+		return commitFailed(err)
 	}
 	// Stats first: an answered caller may read them at once.
 	issued := 0

@@ -402,13 +402,34 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 
 // sessionLost reports whether err ended the database session rather than
 // one statement: no answer from the server, or an error of severity FATAL
-// or PANIC (a terminated backend, a server shutting down).
+// or PANIC (a terminated backend, a server shutting down). The severity is
+// read unlocalized: a server with lc_messages in another language
+// translates Severity ("ВАЖНО" for FATAL), not SeverityUnlocalized, which
+// servers before 9.6 do not send.
 func sessionLost(err error) bool {
 	var pg *pgconn.PgError
 	if !errors.As(err, &pg) {
 		return true
 	}
-	return pg.Severity == "FATAL" || pg.Severity == "PANIC"
+	sev := pg.SeverityUnlocalized
+	if sev == "" {
+		sev = pg.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
+}
+
+// commitFailed returns the error of a COMMIT that failed with err. Only a
+// definite rollback (the server answered ROLLBACK, or an ERROR such as a
+// deferred constraint or a serialization failure, which ends the
+// transaction without committing it) is translated as such; anything else
+// (a lost connection, a FATAL or PANIC, a deadline while waiting for the
+// answer) came after COMMIT was sent, and the server may have committed:
+// ErrOutcomeUnknown.
+func commitFailed(err error) error {
+	if errors.Is(err, pgx.ErrTxCommitRollback) || !sessionLost(err) {
+		return translate(err, "commit")
+	}
+	return apperr.WithCause(ErrOutcomeUnknown, err)
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.
@@ -424,7 +445,7 @@ func Issue(ctx context.Context, db Beginner, seller series.Seller, s series.Seri
 		return Invoice{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Invoice{}, translate(err, "commit")
+		return Invoice{}, commitFailed(err)
 	}
 	return invs[0], nil
 }
