@@ -637,7 +637,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	var states []*series.State
 	committed := false
 	if len(groups) > 0 {
-		invs, groupErrs, states, committed, err = issueMany(ctx, tx, groups, c.now(), opt, pipe != nil)
+		invs, groupErrs, states, committed, err = issueMany(ctx, tx, groups, c.now(), opt, pipe != nil, whatIsLeft)
 		if err != nil {
 			return err
 		}
@@ -648,16 +648,16 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 		return commitFailed(err)
 	}
 	// Stats first: an answered caller may read them at once.
+	// A group's first members may be issued and the rest refused (the
+	// series had fewer numbers left than members).
 	issued := 0
-	for g, ms := range members {
-		if groupErrs[g] == nil {
-			issued += len(ms)
-		}
+	for g := range members {
+		issued += len(invs[g])
 	}
 	c.recordCommit(members, states, issued, false)
 	for g, ms := range members {
 		for i, cl := range ms {
-			if groupErrs[g] != nil {
+			if i >= len(invs[g]) {
 				answer(cl, Result{Err: groupErrs[g]})
 				continue
 			}

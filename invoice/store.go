@@ -78,26 +78,60 @@ type Group struct {
 // is then aborted. A malformed call (a group without drafts or with mixed
 // dates) fails before touching tx.
 func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
-	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false)
+	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false, allOrNothing)
 	return invs, errs, err
 }
+
+// fillMode says what issueMany does with a group that asks for more
+// numbers than its series has left.
+type fillMode int
+
+const (
+	// allOrNothing refuses the group whole (IssueManyTx: one caller's
+	// drafts are issued together or not at all).
+	allOrNothing fillMode = iota
+	// whatIsLeft issues the numbers left to the group's first drafts and
+	// refuses only the rest (the Committer: each draft is a request of
+	// its own, and its answer must not depend on which others it was
+	// batched with).
+	whatIsLeft
+)
 
 // issueMany is IssueManyTx; with commit set it ends its last round trip of
 // writes with COMMIT and reports whether it did (committed is then true
 // when err is nil and something was written). states holds, per group
 // issued, the counter row's state after the transaction (nil for a group
-// refused).
-func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool) (out [][]Invoice, errs []error, states []*series.State, committed bool, err error) {
+// refused). With fill whatIsLeft, a group may be issued in part: out[g]
+// then holds the invoices of its first drafts and errs[g] (ErrExhausted)
+// is the answer for the rest.
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]Invoice, errs []error, states []*series.State, committed bool, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, nil, false, err
+	}
+	if fill == whatIsLeft {
+		for g := range takes {
+			// More than a year holds is refused without reading the row.
+			takes[g].N = int(min(int64(takes[g].N), takes[g].Series.Format.Capacity()))
+		}
 	}
 	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
 	if err != nil {
 		return nil, nil, nil, false, err
 	}
+	if fill == whatIsLeft {
+		if err := takeWhatIsLeft(ctx, tx, takes, blocks, errs, now, opt); err != nil {
+			return nil, nil, nil, false, err
+		}
+	}
 	// Under the locks: number, chain, and one pipelined round trip of writes.
 	w := numberGroups(groups, blocks, errs, seals)
+	for g, gr := range groups {
+		if errs[g] == nil && blocks[g].N < len(gr.Drafts) {
+			errs[g] = apperr.Errorf(series.ErrExhausted, "series %s has no numbers left in %s: the last %d went to requests that came first",
+				gr.Series.Code, blocks[g].FY, blocks[g].N)
+		}
+	}
 	if len(w.all) == 0 {
 		return w.out, errs, w.states, false, nil
 	}
@@ -109,6 +143,42 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		return nil, nil, nil, false, err
 	}
 	return w.out, errs, w.states, committed, nil
+}
+
+// takeWhatIsLeft takes, for every take refused ErrExhausted by NextMany
+// (whose counter row tx then holds locked), the numbers its row has left,
+// and puts their block in place of the refusal; a row with none left
+// keeps its refusal. It returns a database error, after which tx is
+// aborted.
+func takeWhatIsLeft(ctx context.Context, tx pgx.Tx, takes []series.Take, blocks []series.Block, errs []error, now time.Time, opt series.Options) error {
+	var retakes []series.Take
+	var at []int
+	for g, t := range takes {
+		if !errors.Is(errs[g], series.ErrExhausted) {
+			continue
+		}
+		u, err := series.Counter(ctx, tx, t.Series.ID, series.FYOf(t.Date))
+		if err != nil {
+			return err
+		}
+		if left := t.Series.Format.Capacity() - u.LastSerial; left > 0 && left < int64(t.N) {
+			retakes = append(retakes, series.Take{Series: t.Series, Date: t.Date, N: int(left)})
+			at = append(at, g)
+		}
+	}
+	if len(retakes) == 0 {
+		return nil
+	}
+	bs, es, err := series.NextMany(ctx, tx, retakes, now, opt)
+	if err != nil {
+		return err
+	}
+	for i, g := range at {
+		if es[i] == nil {
+			blocks[g], errs[g] = bs[i], nil
+		}
+	}
+	return nil
 }
 
 // issuePredicted is issueMany for a transaction whose counter rows are
@@ -257,10 +327,10 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			continue
 		}
 		b := blocks[g]
-		invs := make([]Invoice, len(gr.Drafts))
+		invs := make([]Invoice, b.N)
 		w.out[g] = invs
 		head := b.ChainHead
-		for i, d := range gr.Drafts {
+		for i, d := range gr.Drafts[:b.N] {
 			inv := &invs[i]
 			*inv = Invoice{
 				PublicID: newPublicID(), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
@@ -300,7 +370,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 				w.keys, w.keyHashes = append(w.keys, d.IdempotencyKey), append(w.keyHashes, d.RequestHash)
 			}
 		}
-		length := b.ChainLength + int64(len(gr.Drafts))
+		length := b.ChainLength + int64(b.N)
 		w.hSeries, w.hFY, w.hLength, w.hHead = append(w.hSeries, gr.Series.ID), append(w.hFY, int32(b.FY)), append(w.hLength, length), append(w.hHead, head)
 		st := b.After(gr.Drafts[0].InvoiceDate, length, head)
 		w.states[g] = &st
