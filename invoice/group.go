@@ -66,8 +66,9 @@ type Committer struct {
 
 	mu        sync.Mutex
 	groups    map[groupKey]*group
-	shared    int                    // shared drainers running
-	soloUntil map[groupKey]time.Time // series batched alone until then
+	shared    int                  // shared drainers running
+	soloUntil map[rowKey]time.Time // rows batched alone until then
+	solo      map[rowKey]bool      // rows whose own drainer is running
 	stats     Stats
 	// For Predict: the state each counter row was left in by this
 	// Committer's last transaction on it, the transactions running on each
@@ -76,9 +77,14 @@ type Committer struct {
 	flying     map[rowKey]int
 	predicting map[rowKey]bool // rows of a predicted transaction running
 	unstable   map[rowKey]time.Time
-	// taken counts, per row, the shared batches that selected the row's
-	// queue and have not finished (flushShared): between the selection
-	// and enter the row is not yet flying, but is spoken for.
+	// taken marks the rows reserved by a batch, from the moment it is
+	// selected until its transaction and any retries of its members end
+	// (release). A row has at most one reservation, so within one process
+	// the transactions of one counter row never overlap: a later invoice
+	// date cannot commit before an earlier one that was queued first, and
+	// no valid date is refused date_out_of_order by the Committer's own
+	// reordering. Transactions of the Committer without a reservation are
+	// only those of Batching off (the classic design).
 	taken map[rowKey]int
 }
 
@@ -112,12 +118,11 @@ func (k groupKey) row() rowKey { return rowKey{k.seriesID, series.FYOf(k.date)} 
 // keyID names an idempotency key of a seller in in-memory sets.
 func keyID(sellerID int64, key string) string { return strconv.FormatInt(sellerID, 10) + "\x00" + key }
 
-// group is the queue of one series and invoice date. solo is set while a
-// drainer of its own serves it; shared groups are served by the shared
-// drainer.
+// group is the queue of one series and invoice date. The queues of a row
+// batched alone (soloUntil) are served by the row's own drainer
+// (drainSolo), the others by the shared drainers.
 type group struct {
 	pending []*call
-	solo    bool
 }
 
 // IssueRequest is one invoice to issue.
@@ -180,12 +185,11 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 		c.groups[k] = g
 	}
 	g.pending = append(g.pending, cl)
-	switch {
-	case g.solo:
+	switch rk := k.row(); {
+	case c.solo[rk]:
 		// its own drainer is running and will take it
-	case time.Now().Before(c.soloUntil[k]):
-		g.solo = true
-		go c.drainSolo(k, g)
+	case time.Now().Before(c.soloUntil[rk]):
+		c.startSolo(rk)
 	case c.shared < c.inFlight():
 		c.shared++
 		go c.drainShared()
@@ -220,7 +224,7 @@ func (c *Committer) abandon(ctx context.Context, k groupKey, cl *call) Result {
 	}
 	if g := c.groups[k]; g != nil {
 		g.pending = slices.DeleteFunc(g.pending, func(o *call) bool { return o == cl })
-		if len(g.pending) == 0 && !g.solo {
+		if len(g.pending) == 0 {
 			delete(c.groups, k)
 		}
 	}
@@ -256,7 +260,8 @@ func (c *Committer) drainShared() {
 		parts, keys, taken := c.takeShared(time.Now())
 		if taken == 0 {
 			// takeShared removed every queue it emptied; the rest hold
-			// requests that wait for a row, or are solo.
+			// requests that wait for a reserved row (release starts a
+			// drainer when it ends), or are solo.
 			c.shared--
 			c.mu.Unlock()
 			return
@@ -268,19 +273,19 @@ func (c *Committer) drainShared() {
 }
 
 // takeShared selects the next shared batch: from each shared queue with
-// requests, oldest invoice date first, at most one date per series and
-// year, up to maxBatch invoices in all. It returns the selected requests
-// per queue, their queue keys and how many there are, and marks the rows
-// in c.taken. A queue it empties leaves c.groups (the next request makes a
-// new one), so a selection costs what the queues hold, not every series
-// seen since the drainer started. Queues whose series are batched alone
-// for now get their own drainer. c.mu must be held.
+// requests whose row no other batch has reserved, oldest invoice date
+// first, at most one date per series and year, up to maxBatch invoices in
+// all. It returns the selected requests per queue, their queue keys and
+// how many there are, and reserves the rows in c.taken. A queue it empties
+// leaves c.groups (the next request makes a new one), so a selection costs
+// what the queues hold, not every series seen since the drainer started.
+// Rows batched alone for now get their own drainer. c.mu must be held.
 func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey, taken int) {
 	// Oldest invoice date first, so that a series-year's dates are
 	// numbered in date order.
 	order := make([]groupKey, 0, len(c.groups))
 	for k, g := range c.groups {
-		if !g.solo && len(g.pending) > 0 {
+		if len(g.pending) > 0 && !c.solo[k.row()] {
 			order = append(order, k)
 		}
 	}
@@ -290,24 +295,22 @@ func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey,
 		if taken >= c.maxBatch() {
 			break
 		}
-		g := c.groups[k]
-		if now.Before(c.soloUntil[k]) {
-			g.solo = true
-			go c.drainSolo(k, g)
+		g, rk := c.groups[k], k.row()
+		if c.solo[rk] {
+			continue // made solo by an earlier queue of this selection
+		}
+		if now.Before(c.soloUntil[rk]) {
+			c.startSolo(rk)
 			continue
 		}
 		// One date per series and year in a transaction; another date
-		// waits for the next batch, as does a row that will be
-		// predictable once the transaction on it ends (waitForRow).
-		rk := k.row()
-		if years[rk] || c.waitForRow(rk, now) {
+		// waits for the next batch, as does a row reserved by another
+		// batch: one transaction per row at a time.
+		if years[rk] || c.taken[rk] > 0 {
 			continue
 		}
 		years[rk] = true
-		if c.taken == nil {
-			c.taken = map[rowKey]int{}
-		}
-		c.taken[rk]++
+		c.reserve(rk)
 		n := min(len(g.pending), c.maxBatch()-taken)
 		parts = append(parts, take(g.pending[:n:n]))
 		keys = append(keys, k)
@@ -320,26 +323,61 @@ func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey,
 	return parts, keys, taken
 }
 
-// drainSolo runs batches for one queue until it is empty.
-func (c *Committer) drainSolo(k groupKey, g *group) {
+// startSolo starts the own drainer of row rk. c.mu must be held.
+func (c *Committer) startSolo(rk rowKey) {
+	if c.solo == nil {
+		c.solo = map[rowKey]bool{}
+	}
+	c.solo[rk] = true
+	go c.drainSolo(rk)
+}
+
+// drainSolo runs batches for the queues of one row, oldest invoice date
+// first, until they are empty or the row is reserved by another batch
+// (whose release starts the drainer again).
+func (c *Committer) drainSolo(rk rowKey) {
 	for {
 		c.mu.Lock()
-		n := min(len(g.pending), c.maxBatch())
-		if n == 0 {
-			g.solo = false
-			delete(c.groups, k)
-			if !time.Now().Before(c.soloUntil[k]) {
-				delete(c.soloUntil, k)
+		var k groupKey
+		var g *group
+		if c.taken[rk] == 0 {
+			for qk, qg := range c.groups {
+				if qk.row() == rk && len(qg.pending) > 0 && (g == nil || qk.date.Before(k.date)) {
+					k, g = qk, qg
+				}
+			}
+		}
+		if g == nil {
+			delete(c.solo, rk)
+			if !time.Now().Before(c.soloUntil[rk]) {
+				delete(c.soloUntil, rk)
 			}
 			c.mu.Unlock()
 			return
 		}
+		n := min(len(g.pending), c.maxBatch())
 		batch := take(g.pending[:n:n])
-		g.pending = g.pending[n:]
+		if g.pending = g.pending[n:]; len(g.pending) == 0 {
+			delete(c.groups, k)
+		}
+		c.reserve(rk)
 		c.stats.MaxBatch = max(c.stats.MaxBatch, n)
 		c.mu.Unlock()
-		c.flush(batch, c.Options, false)
+		c.flush(batch, c.Options, true)
+		c.release([]groupKey{k})
 	}
+}
+
+// reserve reserves row rk for a batch (see Committer.taken). c.mu must be
+// held and the row free.
+func (c *Committer) reserve(rk rowKey) {
+	if c.taken == nil {
+		c.taken = map[rowKey]int{}
+	}
+	if c.taken[rk] != 0 {
+		panic("invoice: a counter row reserved twice")
+	}
+	c.taken[rk] = 1
 }
 
 // flushShared runs one transaction for the queues of one or more series,
@@ -347,9 +385,10 @@ func (c *Committer) drainSolo(k groupKey, g *group) {
 // a whole, each series is retried in a transaction of its own, in the
 // background and with the full lock timeout, so the shared drainer goes on
 // at once; after a lock wait those series are batched alone for soloFor.
+// The rows stay reserved until their retries end.
 func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
-	release := sync.OnceFunc(func() { c.release(keys) })
-	defer release()
+	held := keys
+	defer func() { c.release(held) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	opt := c.Options
@@ -368,41 +407,72 @@ func (c *Committer) flushShared(parts [][]*call, keys []groupKey) {
 	c.stats.Retries++
 	if errors.Is(err, series.ErrLockTimeout) {
 		if c.soloUntil == nil {
-			c.soloUntil = map[groupKey]time.Time{}
+			c.soloUntil = map[rowKey]time.Time{}
 		}
 		until := time.Now().Add(soloFor)
 		for _, k := range keys {
-			c.soloUntil[k] = until
+			c.soloUntil[k.row()] = until
 		}
 	}
 	c.mu.Unlock()
 	if c.Logger != nil {
 		c.Logger.Warn("group commit: shared batch failed, retrying each series alone", "series", len(parts), "err", err)
 	}
-	// The retries are transactions of their own: the rows must not look
-	// selected by this batch when they start.
-	release()
-	for _, part := range parts {
+	// Each series' retry keeps its row reserved until it ends.
+	held = nil
+	for i, part := range parts {
 		var rest []*call
 		for _, cl := range part {
 			if !cl.answered {
 				rest = append(rest, cl)
 			}
 		}
-		if len(rest) > 0 {
-			go c.flush(rest, c.Options, false)
+		if len(rest) == 0 {
+			c.release(keys[i : i+1])
+			continue
 		}
+		go func() {
+			defer c.release(keys[i : i+1])
+			c.flush(rest, c.Options, true)
+		}()
 	}
 }
 
-// release ends the selection of the rows of keys by a shared batch.
+// release ends the reservation of the rows of keys and makes sure that
+// requests waiting for them are served: by the row's own drainer when it
+// is batched alone, by a shared drainer otherwise.
 func (c *Committer) release(keys []groupKey) {
+	if len(keys) == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, k := range keys {
 		rk := k.row()
-		if c.taken[rk]--; c.taken[rk] <= 0 {
-			delete(c.taken, rk)
+		if c.taken[rk] != 1 {
+			panic("invoice: a counter row released without its reservation")
+		}
+		delete(c.taken, rk)
+	}
+	for _, k := range keys {
+		rk := k.row()
+		if c.solo[rk] || !time.Now().Before(c.soloUntil[rk]) {
+			continue
+		}
+		for qk, g := range c.groups {
+			if qk.row() == rk && len(g.pending) > 0 {
+				c.startSolo(rk)
+				break
+			}
+		}
+	}
+	if c.shared < c.inFlight() {
+		for qk, g := range c.groups {
+			if len(g.pending) > 0 && !c.solo[qk.row()] {
+				c.shared++
+				go c.drainShared()
+				break
+			}
 		}
 	}
 }
@@ -520,8 +590,8 @@ func lostKeyRace(err error) bool { return errors.Is(err, ErrKeyRace) }
 // error; the rest are issued together. When the transaction fails, run
 // returns the error and answers every unanswered member with it, unless
 // retry (the caller's retry decision; nil for none) says the caller runs
-// them again. reserved says the rows of parts are counted in c.taken by a
-// shared drainer that selected them (see waitForRow).
+// them again. reserved says the rows of parts are reserved in c.taken by
+// the batch this transaction belongs to.
 func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options, retry func(error) bool, reserved bool) (err error) {
 	var calls []*call
 	for _, p := range parts {
@@ -690,26 +760,6 @@ func (c *Committer) predicts() bool {
 	return ok
 }
 
-// waitForRow reports whether a shared batch should leave the queue of row
-// rk for a later batch: a transaction of this Committer is in flight on
-// the row, or another shared batch has selected it, and the next one could
-// be predicted once that ends. Starting an ordinary transaction now would
-// take three round trips and wait for the row's lock anyway, and while it
-// is in flight nothing on the row can be predicted: with two batches in
-// flight on one series (a distant database) no batch was ever predicted. A
-// predicted transaction in flight must also get its lock before another
-// transaction on the row, or its prediction fails. c.mu must be held.
-func (c *Committer) waitForRow(rk rowKey, now time.Time) bool {
-	if c.flying[rk]+c.taken[rk] == 0 || !c.predicts() {
-		return false
-	}
-	if c.predicting[rk] {
-		return true
-	}
-	_, known := c.states[rk]
-	return known && !now.Before(c.unstable[rk])
-}
-
 func rowOf(r IssueRequest) rowKey { return groupKey{r.Series.ID, r.Draft.InvoiceDate}.row() }
 
 // enter registers a transaction on the counter rows of parts and returns
@@ -789,17 +839,6 @@ func (c *Committer) leave(rows []rowKey, predicted bool) {
 		}
 		if predicted {
 			delete(c.predicting, rk)
-		}
-	}
-	// The shared drainers may have left queues of these rows waiting and
-	// exited: make sure one runs.
-	if c.shared == 0 {
-		for _, g := range c.groups {
-			if !g.solo && len(g.pending) > 0 {
-				c.shared++
-				go c.drainShared()
-				break
-			}
 		}
 	}
 }
