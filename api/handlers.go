@@ -124,11 +124,14 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	now := s.now()
-	d, err := invoice.Prepare(req, p.seller, sr, now, s.policy)
+	// The date window is judged in the transaction, once the key is
+	// claimed (Committer.DateWindow): a retry of a request that succeeded
+	// replays it even if its date is now too old, and a retry of one that
+	// may still commit is never refused for its date.
+	d, err := invoice.PrepareContent(req, p.seller, sr, s.now())
 	if err != nil {
 		// A retry of a request that succeeded earlier replays its answer
-		// even if it would no longer pass (its date is now too old).
+		// even if it would no longer pass.
 		if key != "" {
 			if inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, key, hash); rerr != nil {
 				return rerr

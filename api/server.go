@@ -129,7 +129,7 @@ func New(cfg Config) *Server {
 		s.timeout = DefaultRequestTimeout
 	}
 	s.committer = &invoice.Committer{
-		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now,
+		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy,
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
 	}
 	s.exposeStats = cfg.ExposeStats

@@ -51,6 +51,16 @@ type Committer struct {
 	Logger   *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// DateWindow, when set, is the window each request's invoice date must
+	// lie in, judged by Now inside the request's transaction, after its
+	// idempotency key is claimed: a replay, then a key in progress, are
+	// answered first, and a refusal for the date is given only under the
+	// key's lock. So while an attempt with the key may still commit (it
+	// waits in a queue of this or another process), a retry is never
+	// refused for a date that has meanwhile fallen out of the window (IST
+	// midnight): it waits for the attempt, or is told the key is in
+	// progress, or replays it. Nil: the caller judged the dates (Prepare).
+	DateWindow *Policy
 	// InFlight is how many shared transactions may be open at once
 	// (default 1). With 2, while one holds counter rows the next claims
 	// its keys and then waits for the rows, so their round trips overlap;
@@ -676,6 +686,21 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 			}
 		}
 	}
+	// The date window, judged now that the keys are held: a member whose
+	// date fell out of it is refused, and nothing else with its key can
+	// commit meanwhile.
+	if c.DateWindow != nil {
+		now := c.now()
+		for _, cl := range calls {
+			if skip[cl] {
+				continue
+			}
+			if err := c.DateWindow.Check(cl.req.Draft.InvoiceDate, now); err != nil {
+				answer(cl, Result{Err: err})
+				skip[cl] = true
+			}
+		}
+	}
 	// The members to issue, per part, in arrival order.
 	var groups []Group
 	var members [][]*call
@@ -912,6 +937,18 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 	if pipe == nil {
 		return false, nil // enter predicts only on a pool, where there is a pipe
 	}
+	now := c.now()
+	if c.DateWindow != nil {
+		for _, p := range parts {
+			for _, cl := range p {
+				if c.DateWindow.Check(cl.req.Draft.InvoiceDate, now) != nil {
+					// Only the ordinary path refuses, after the key's
+					// replay and progress are known.
+					return false, nil
+				}
+			}
+		}
+	}
 	groups := make([]Group, len(parts))
 	var claims []KeyClaim
 	for g, p := range parts {
@@ -924,7 +961,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 			}
 		}
 	}
-	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, c.now(), opt)
+	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, now, opt)
 	switch {
 	case errors.Is(err, errPredictRefused):
 		return false, nil // only the ordinary path words the refusal

@@ -172,21 +172,50 @@ func validState(code string) bool {
 	return (n >= 1 && n <= 38) || n == 96 || n == 97
 }
 
+// Check returns series.ErrInvalidDate when date (a civil date) lies outside
+// p's window on the day now (IST): in the future, or more than
+// BackdateDays before today; nil otherwise.
+func (p Policy) Check(date, now time.Time) error {
+	today := series.DateIST(now)
+	if date.After(today) {
+		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", date.Format(time.DateOnly), today.Format(time.DateOnly))
+	}
+	if earliest := today.AddDate(0, 0, -p.BackdateDays); date.Before(earliest) {
+		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s)", date.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly))
+	}
+	return nil
+}
+
 // Prepare validates req for seller's series s on the day now (IST) and
 // computes its amounts. It returns ErrInvalid, series.ErrInvalidGSTIN or
 // series.ErrInvalidDate with a message naming the offending field; it
 // touches no database and consumes no number.
 func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, p Policy) (Draft, error) {
+	d, err := PrepareContent(req, seller, s, now)
+	if err != nil {
+		return Draft{}, err
+	}
+	if err := p.Check(d.InvoiceDate, now); err != nil {
+		return Draft{}, err
+	}
+	return d, nil
+}
+
+// PrepareContent is Prepare without the invoice-date window (Policy): an
+// invoice date of zero still becomes today (IST) at now. It is for a
+// caller that has the window judged when the invoice is numbered
+// (Committer.DateWindow), so that a refusal for the date, which depends on
+// the time it is judged, is given only once the request's idempotency key
+// is claimed: never while an earlier attempt with the same key may still
+// commit.
+func PrepareContent(req Request, seller series.Seller, s series.Series, now time.Time) (Draft, error) {
 	today := series.DateIST(now)
 	d := Draft{InvoiceDate: req.InvoiceDate}
 	if d.InvoiceDate.IsZero() {
 		d.InvoiceDate = today
 	}
-	if d.InvoiceDate.After(today) {
-		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", d.InvoiceDate.Format(time.DateOnly), today.Format(time.DateOnly))
-	}
-	if earliest := today.AddDate(0, 0, -p.BackdateDays); d.InvoiceDate.Before(earliest) {
-		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s)", d.InvoiceDate.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly))
+	if !series.FYOf(d.InvoiceDate).Valid() {
+		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is outside the supported financial years %s to %s", d.InvoiceDate.Format(time.DateOnly), series.FY(series.MinFY), series.FY(series.MaxFY))
 	}
 	if req.Buyer != nil {
 		b := Buyer{Name: strings.TrimSpace(req.Buyer.Name)}

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+)
+
+// clock is a test clock that can be moved while a server runs.
+type clock struct{ ns atomic.Int64 }
+
+func newClock(t time.Time) *clock {
+	c := &clock{}
+	c.set(t)
+	return c
+}
+
+func (c *clock) set(t time.Time) { c.ns.Store(t.UnixNano()) }
+func (c *clock) now() time.Time  { return time.Unix(0, c.ns.Load()) }
+func (e *env) keyInvoices(key string) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// holdCounter locks CH1's counter row of the financial year of day from
+// another transaction until the returned function is called.
+func (e *env) holdCounter(day time.Time) func() {
+	e.t.Helper()
+	ctx := context.Background()
+	sr, err := series.Get(ctx, e.pool, e.seller.ID, "CH1")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, _, err := series.LockChain(ctx, tx, sr.ID, series.FYAt(day), series.Options{}); err != nil {
+		e.t.Fatal(err)
+	}
+	release := sync.OnceFunc(func() { tx.Rollback(context.Background()) })
+	e.t.Cleanup(release)
+	return release
+}
+
+func (e *env) waitForLockWait() {
+	e.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var n int
+		e.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatal("no lock wait began")
+		}
+	}
+}
+
+// TestRetryAtISTMidnightIsNoDefinitiveRefusal: an invoice dated today with
+// Idempotency-Key K is queued at 23:59:59.9 IST behind a running batch of
+// its series (--backdate-days 0); the client retries K at 00:00:00.1. No
+// answer for K may be a definitive refusal while the first attempt can
+// still commit: either K is issued (and every answer for it is the invoice
+// or "in progress"), or it is refused and never issued.
+func TestRetryAtISTMidnightIsNoDefinitiveRefusal(t *testing.T) {
+	t.Parallel()
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, series.IST)
+	clk := newClock(day.Add(10 * time.Hour))
+	e := setup(t, func(c *Config) { c.Now = clk.now; c.LockTimeout = 20 * time.Second })
+	e.mustIssue("CH1", "") // the counter row exists
+	release := e.holdCounter(day)
+	path := "/v1/series/CH1/invoices"
+	body := issueJSON("2026-11-29")
+	clk.set(day.Add(24*time.Hour - 100*time.Millisecond)) // 23:59:59.9 IST
+	var wg sync.WaitGroup
+	var first, original resp
+	wg.Go(func() { first = e.do("POST", path, e.all, issueJSON("")) }) // a running batch of CH1
+	e.waitForLockWait()
+	wg.Go(func() { original = e.do("POST", path, e.all, body, "Idempotency-Key", "K") })
+	// The original waits in its queue; its connection drops, and the
+	// client retries after midnight.
+	time.Sleep(300 * time.Millisecond)
+	clk.set(day.Add(24*time.Hour + 100*time.Millisecond)) // 00:00:00.1 IST
+	var retry resp
+	retried := make(chan struct{})
+	go func() {
+		defer close(retried)
+		retry = e.do("POST", path, e.all, body, "Idempotency-Key", "K")
+	}()
+	select {
+	case <-retried:
+	case <-time.After(time.Second):
+	}
+	release()
+	wg.Wait()
+	<-retried
+	if first.status != http.StatusCreated {
+		t.Fatalf("the running batch: %d %s", first.status, first.body)
+	}
+	issued := e.keyInvoices("K")
+	for name, r := range map[string]resp{"original": original, "retry": retry} {
+		definitive := r.status >= 400 && r.status < 500 && !(r.status == http.StatusConflict && errCode(r) == "idempotency_key_in_progress")
+		if issued > 0 && definitive {
+			t.Errorf("the %s of K was refused %d %s, and K was issued afterwards", name, r.status, r.body)
+		}
+		t.Logf("%s: %d %s", name, r.status, r.body)
+	}
+}
+
+func errCode(r resp) string {
+	var b errorBody
+	_ = json.Unmarshal(r.body, &b)
+	return b.Error.Code
+}
