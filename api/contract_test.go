@@ -123,3 +123,58 @@ func errCode(r resp) string {
 	_ = json.Unmarshal(r.body, &b)
 	return b.Error.Code
 }
+
+// TestCancelIsSafeToRetry: a cancel with an Idempotency-Key whose answer
+// was lost is retried with the same key and body and answered 200 with
+// the same bytes and Idempotent-Replayed; the key with another body is
+// idempotency_key_reused; without a key a second cancel stays
+// already_cancelled.
+func TestCancelIsSafeToRetry(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	inv := e.mustIssue("CH1", "")
+	path := "/v1/invoices/" + inv.ID + "/cancel"
+	body := `{"reason":"customer returned the chai"}`
+	first := e.do("POST", path, e.issue, body, "Idempotency-Key", "cancel-1")
+	e.wantStatus(first, http.StatusOK)
+	if first.header.Get(headerReplayed) != "" {
+		t.Fatalf("first cancel marked replayed")
+	}
+	again := e.do("POST", path, e.issue, body, "Idempotency-Key", "cancel-1")
+	e.wantStatus(again, http.StatusOK)
+	if string(again.body) != string(first.body) || again.header.Get(headerReplayed) != "true" {
+		t.Fatalf("retry of the cancel: %s (replayed %q)\nfirst: %s", again.body, again.header.Get(headerReplayed), first.body)
+	}
+	e.wantError(e.do("POST", path, e.issue, `{"reason":"another reason"}`, "Idempotency-Key", "cancel-1"), http.StatusUnprocessableEntity, "idempotency_key_reused")
+	e.wantError(e.do("POST", path, e.issue, body), http.StatusConflict, "already_cancelled")
+	e.wantError(e.do("POST", path, e.issue, body, "Idempotency-Key", "cancel-2"), http.StatusConflict, "already_cancelled")
+	// A key used to issue is not a cancel's key.
+	issued := e.do("POST", "/v1/series/CH1/invoices", e.issue, issueJSON(""), "Idempotency-Key", "issue-1")
+	e.wantStatus(issued, http.StatusCreated)
+	e.wantError(e.do("POST", "/v1/invoices/"+e.invoice(issued).ID+"/cancel", e.issue, body, "Idempotency-Key", "issue-1"), http.StatusUnprocessableEntity, "idempotency_key_reused")
+}
+
+// TestCancelWaitsForALockedInvoiceNoLongerThanTheLockTimeout: an invoice
+// row held locked by another transaction makes a cancel wait at most
+// --lock-timeout, then answer 503 series_busy.
+func TestCancelWaitsForALockedInvoiceNoLongerThanTheLockTimeout(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.LockTimeout = 300 * time.Millisecond; c.RequestTimeout = 10 * time.Second })
+	inv := e.mustIssue("CH1", "")
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM invoices WHERE id = $1 FOR UPDATE`, inv.ID); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	r := e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"x"}`)
+	took := time.Since(began)
+	e.wantError(r, http.StatusServiceUnavailable, "series_busy")
+	if took > 3*time.Second {
+		t.Fatalf("the cancel waited %v for the locked invoice; the lock timeout is 300ms", took)
+	}
+}

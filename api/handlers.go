@@ -269,9 +269,15 @@ func (s *Server) getInvoice(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, renderInvoice(inv))
 }
 
-// cancelInvoice serves POST /v1/invoices/{id}/cancel (scope issue).
+// cancelInvoice serves POST /v1/invoices/{id}/cancel (scope issue). With
+// an Idempotency-Key, a retry of a cancel whose answer was lost is
+// answered with the first answer's bytes (Idempotent-Replayed: true).
 func (s *Server) cancelInvoice(c echo.Context) error {
 	p, err := s.authorize(c, scopeIssueBit)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -287,9 +293,17 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	inv, err := invoice.Cancel(c.Request().Context(), s.pool, p.seller, id, strings.TrimSpace(b.Reason), s.now(), s.opt)
+	req := invoice.CancelRequest{ID: id, Reason: strings.TrimSpace(b.Reason), IdempotencyKey: key}
+	if key != "" {
+		// invoiceID accepts only the canonical form of the id: one path.
+		req.RequestHash = requestHash(http.MethodPost, "/v1/invoices/"+strconv.FormatInt(id, 10)+"/cancel", body)
+	}
+	inv, replayed, err := invoice.CancelOnce(c.Request().Context(), s.pool, p.seller, req, s.now(), s.opt)
 	if err != nil {
 		return err
+	}
+	if replayed {
+		c.Response().Header().Set(headerReplayed, "true")
 	}
 	return writeJSON(c, http.StatusOK, renderInvoice(inv))
 }

@@ -626,35 +626,83 @@ func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, afte
 	return out, nil
 }
 
-// Cancel cancels an invoice in its own transaction; see CancelTx.
+// Cancel cancels an invoice in its own transaction; see CancelTx. It also
+// returns ErrOutcomeUnknown when the COMMIT's answer was lost.
 func Cancel(ctx context.Context, db Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+	inv, _, err := CancelOnce(ctx, db, seller, CancelRequest{ID: id, Reason: reason}, now, opt)
+	return inv, err
+}
+
+// CancelRequest is a cancellation as asked for: the invoice, the reason
+// and, optionally, the request's Idempotency-Key with the fingerprint of
+// the request (see Draft).
+type CancelRequest struct {
+	ID             int64
+	Reason         string
+	IdempotencyKey string
+	RequestHash    []byte
+}
+
+// CancelOnce cancels the seller's invoice req.ID in its own transaction
+// (see CancelTx) and returns it. With an idempotency key, the key is
+// claimed first and recorded with the cancellation in the same
+// transaction: a key that already answered an identical request returns
+// that invoice as it is now with replayed set (the answer of a cancel is
+// final: a cancelled invoice never changes again), a key held by another
+// transaction ErrKeyInProgress, a key used for another request
+// ErrKeyReused. Other errors are CancelTx's, and ErrOutcomeUnknown when
+// the COMMIT's answer was lost.
+func CancelOnce(ctx context.Context, db Beginner, seller series.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return Invoice{}, translate(err, "begin")
+		return Invoice{}, false, translate(err, "begin")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	inv, err := CancelTx(ctx, tx, seller, id, reason, now, opt)
-	if err != nil {
-		return Invoice{}, err
+	if req.IdempotencyKey != "" {
+		id, err := ClaimKey(ctx, tx, seller.ID, req.IdempotencyKey, req.RequestHash)
+		if err != nil {
+			return Invoice{}, false, err
+		}
+		if id != 0 {
+			inv, err := Get(ctx, tx, seller.ID, id)
+			return inv, err == nil, err
+		}
+	}
+	if inv, err = CancelTx(ctx, tx, seller, req.ID, req.Reason, now, opt); err != nil {
+		return Invoice{}, false, err
+	}
+	if req.IdempotencyKey != "" {
+		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id) VALUES ($1, $2, $3, $4)`,
+			seller.ID, req.IdempotencyKey, req.RequestHash, inv.ID); err != nil {
+			return Invoice{}, false, translate(err, "record idempotency key")
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Invoice{}, translate(err, "commit")
+		return Invoice{}, false, commitFailed(err)
 	}
-	return inv, nil
+	return inv, false, nil
 }
 
 // CancelTx marks the seller's invoice id cancelled with reason and appends a
 // cancellation record to its series-year's chain, under the counter lock.
 // The number stays used; nothing is deleted. It returns ErrInvalid for an
 // empty or overlong reason, ErrNotFound, ErrAlreadyCancelled, and
-// series.ErrLockTimeout when the counter stays locked past opt.LockTimeout.
+// series.ErrLockTimeout when the invoice row or the counter stays locked
+// past opt.LockTimeout.
 func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
 	if err := checkText("reason", reason, false); err != nil {
 		return Invoice{}, err
 	}
-	inv, err := one(tx.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2 FOR UPDATE OF i`, id, seller.ID), "lock invoice")
-	if err != nil {
-		return Invoice{}, err
+	var inv Invoice
+	lock := &pgx.Batch{}
+	series.QueueLockTimeout(lock, opt)
+	lock.Queue(`SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2 FOR UPDATE OF i`, id, seller.ID).
+		QueryRow(func(row pgx.Row) (err error) { inv, err = scanInvoice(row); return err })
+	series.QueueLockTimeoutRestore(lock, opt)
+	if err := tx.SendBatch(ctx, lock).Close(); errors.Is(err, pgx.ErrNoRows) {
+		return Invoice{}, ErrNotFound
+	} else if err != nil {
+		return Invoice{}, translate(err, "lock invoice")
 	}
 	if inv.Status == StatusCancelled {
 		return Invoice{}, apperr.Errorf(ErrAlreadyCancelled, "invoice %s was already cancelled", inv.Number)

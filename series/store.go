@@ -361,7 +361,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	// afterwards) and the upsert are pipelined. ORDER BY fixes the order
 	// in which rows are locked.
 	batch := &pgx.Batch{}
-	queueLockTimeout(batch, opt)
+	QueueLockTimeout(batch, opt)
 	batch.Queue(`
 		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
 		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
@@ -393,7 +393,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		}
 		return rows.Err()
 	})
-	queueLockTimeoutRestore(batch, opt)
+	QueueLockTimeoutRestore(batch, opt)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, nil, translate(err, "take numbers")
 	}
@@ -448,10 +448,10 @@ func Counter(ctx context.Context, db DB, seriesID int64, fy FY) (Usage, error) {
 // ErrNotFound when the row does not exist and ErrLockTimeout as NextN does.
 func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
 	batch := &pgx.Batch{}
-	queueLockTimeout(batch, opt)
+	QueueLockTimeout(batch, opt)
 	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`,
 		seriesID, int(fy)).QueryRow(func(row pgx.Row) error { return row.Scan(&length, &head) })
-	queueLockTimeoutRestore(batch, opt)
+	QueueLockTimeoutRestore(batch, opt)
 	err = tx.SendBatch(ctx, batch).Close()
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil, ErrNotFound
@@ -459,10 +459,13 @@ func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Option
 	return length, head, translate(err, "lock counter")
 }
 
-// queueLockTimeout queues, when opt asks for one, a transaction-local
-// lock_timeout, saving the transaction's own value so that
-// queueLockTimeoutRestore can put it back in the same round trip.
-func queueLockTimeout(b *pgx.Batch, opt Options) {
+// QueueLockTimeout queues, when opt asks for one, a transaction-local
+// lock_timeout for the statements queued after it, saving the
+// transaction's own value so that QueueLockTimeoutRestore, queued after
+// them, can put it back in the same round trip. A lock wait past it fails
+// with SQLSTATE 55P03, which the store packages translate to
+// ErrLockTimeout.
+func QueueLockTimeout(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
 		return
 	}
@@ -471,7 +474,9 @@ func queueLockTimeout(b *pgx.Batch, opt Options) {
 		fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds())))
 }
 
-func queueLockTimeoutRestore(b *pgx.Batch, opt Options) {
+// QueueLockTimeoutRestore queues the restore of the lock_timeout that
+// QueueLockTimeout saved.
+func QueueLockTimeoutRestore(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
 		return
 	}
@@ -583,7 +588,7 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
 		dates[i], ats[i] = a.After.LastDate, a.After.LastIssuedAt
 	}
-	queueLockTimeout(b, opt)
+	QueueLockTimeout(b, opt)
 	// ORDER BY sits below the row locking, so rows are locked in key order.
 	b.Queue(`
 		SELECT invoiced_require(count(*) = $6 AND bool_and(r.last_serial = u.last AND r.chain_length = u.len
@@ -595,7 +600,7 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
 		  ON r.series_id = u.series_id AND r.fy = u.fy`,
 		ids, fys, lasts, lens0, heads0, n, codeMoved)
-	queueLockTimeoutRestore(b, opt)
+	QueueLockTimeoutRestore(b, opt)
 	b.Queue(`
 		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
 			chain_length = u.len, chain_head = u.head
