@@ -111,14 +111,11 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return err
 	}
 	defer pool.Close()
-	// Serving a schema this binary has not migrated fails requests in
-	// ways the code does not expect; refuse to start instead.
-	current, target, err := migrations.Versions(ctx, pool)
-	if err != nil {
+	// Serving a schema this binary has not migrated, or a newer one that
+	// does not declare this binary compatible, fails requests in ways the
+	// code does not expect; refuse to start instead.
+	if err := migrations.CheckServable(ctx, pool); err != nil {
 		return fmt.Errorf("serve: %w", err)
-	}
-	if current < target {
-		return fmt.Errorf("serve: the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
 	}
 	if minConns > 0 {
 		// Before listening, so the first requests find the pool open.
