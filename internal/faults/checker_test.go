@@ -121,6 +121,32 @@ func TestCheckerCatchesInvoiceOfFailedKey(t *testing.T) {
 	wantViolation(t, ops, stored, "every attempt failed definitely")
 }
 
+// TestCheckerCatchesInvoiceAfterADefinitiveRefusal: key e had an unknown
+// attempt, then a definitive refusal (422), and its invoice is stored: the
+// client trusted the refusal. A 409 idempotency_key_in_progress is no
+// refusal.
+func TestCheckerCatchesInvoiceAfterADefinitiveRefusal(t *testing.T) {
+	ops, stored := cleanHistory()
+	ops = append(ops,
+		Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+		Op{Type: Unknown, Client: 3, Key: "e", Series: "CH1", Status: 503, Err: "commit_outcome_unknown"},
+		Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+		Op{Type: Fail, Client: 3, Key: "e", Series: "CH1", Status: 422, Err: `{"error":{"code":"invalid_date"}}`})
+	stored = append(stored, Stored{Series: "CH1", FY: 2026, Serial: 4, Number: "CH1/26-27/000004", IssuedAt: stored[2].IssuedAt, Key: "e"})
+	wantViolation(t, ops, stored, `key "e": refused definitively (422`)
+
+	ops, stored = cleanHistory()
+	ops = append(ops,
+		Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+		Op{Type: Fail, Client: 3, Key: "e", Series: "CH1", Status: 409, Err: `{"error":{"code":"idempotency_key_in_progress"}}`},
+		Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+		Op{Type: OK, Client: 3, Key: "e", Series: "CH1", Status: 201, Serial: 4, Number: "CH1/26-27/000004", IssuedAt: stored[2].IssuedAt})
+	stored = append(stored, Stored{Series: "CH1", FY: 2026, Serial: 4, Number: "CH1/26-27/000004", IssuedAt: stored[2].IssuedAt, Key: "e"})
+	if r := Check(ops, stored, CheckOptions{}); !r.OK() {
+		t.Fatalf("a key in progress, then issued: %v", r.Violations)
+	}
+}
+
 func TestCheckerCatchesForeignInvoice(t *testing.T) {
 	ops, stored := cleanHistory()
 	stored = append(stored, Stored{Series: "CH1", FY: 2026, Serial: 4, Number: "CH1/26-27/000004", IssuedAt: stored[2].IssuedAt, Key: "zz"})

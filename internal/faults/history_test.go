@@ -137,7 +137,12 @@ type CheckOptions struct {
 //     acknowledged key, none for a key whose every attempt definitely
 //     failed; no invoice appears that no request asked for;
 //  4. (of docs/counter.md) issue times never go backwards in serial order
-//     within a series-year.
+//     within a series-year;
+//  5. a definitive refusal for a key (any Fail but 409
+//     idempotency_key_in_progress, which says "retry later") is never
+//     followed, or preceded, by an invoice for that key, even when another
+//     attempt of the key had an unknown outcome: a client that trusts the
+//     refusal issues the sale again under a new key.
 func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 	r := Report{Status: map[int]int{}, Stored: len(stored)}
 	bad := func(format string, a ...any) {
@@ -150,6 +155,7 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 		acks                     []Op
 		invokes, fails, unknowns int
 		unknownBeforeAck         bool
+		refusal                  *Op // the first definitive refusal
 	}
 	keys := map[string]*keyState{}
 	var order []string
@@ -186,6 +192,9 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 			r.Status[op.Status]++
 			ks.fails++
 			open[op.Client]--
+			if ks.refusal == nil && definitive(op) {
+				ks.refusal = &op
+			}
 		case Unknown:
 			r.Unknown++
 			r.Status[op.Status]++
@@ -265,6 +274,9 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 			}
 			bad("key %q: %d invoices stored (%s), want at most one", key, len(got), strings.Join(ns, ", "))
 		}
+		if f := ks.refusal; f != nil && len(got) > 0 {
+			bad("key %q: refused definitively (%d %s, entry %d), yet %s is stored", key, f.Status, clip(f.Err), f.Seq, got[0].Number)
+		}
 		if len(ks.acks) > 0 {
 			r.KeysAcked++
 			a := ks.acks[0]
@@ -290,4 +302,18 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 		}
 	}
 	return r
+}
+
+// definitive reports whether a failed attempt tells the client that its
+// request was not issued and never will be: every Fail but 409
+// idempotency_key_in_progress (another attempt with the key is running).
+func definitive(op Op) bool {
+	return op.Type == Fail && !(op.Status == 409 && strings.Contains(op.Err, "idempotency_key_in_progress"))
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
 }
