@@ -36,6 +36,10 @@ func TestServeOnANewerSchema(t *testing.T) {
 	if _, err := pool.Exec(ctx, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, true), ($2, true)`, target+1, target+2); err != nil {
 		t.Fatal(err)
 	}
+	// migrate of this (older) binary applies nothing and does not fail.
+	if out, _, err := cli(ctx, url, "migrate"); err != nil || !strings.Contains(out, "schema version "+strconv.FormatInt(target+2, 10)) {
+		t.Fatalf("migrate of an older binary on a newer schema: %q, %v", out, err)
+	}
 	serve := func() (string, error) {
 		srvCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
