@@ -26,7 +26,10 @@ type Config struct {
 	Pool *pgxpool.Pool
 	// Logger receives internal errors; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock; nil means time.Now.
+	// Now is the clock; nil means time.Now, with the invoice-date window
+	// judged by the database's clock (invoice.DatabaseClock: one "today"
+	// for every replica). A clock given here judges the window too (tests
+	// move it across IST midnight).
 	Now func() time.Time
 	// LockTimeout bounds the wait for a series counter lock; past it the
 	// request gets 503 with Retry-After. 0 means 3s.
@@ -116,8 +119,9 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	dateClock := invoice.ProcessClock
 	if s.now == nil {
-		s.now = time.Now
+		s.now, dateClock = time.Now, invoice.DatabaseClock
 	}
 	if s.opt.LockTimeout <= 0 {
 		s.opt.LockTimeout = DefaultLockTimeout
@@ -129,7 +133,7 @@ func New(cfg Config) *Server {
 		s.timeout = DefaultRequestTimeout
 	}
 	s.committer = &invoice.Committer{
-		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy,
+		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
 	}
 	s.exposeStats = cfg.ExposeStats

@@ -61,6 +61,8 @@ type Committer struct {
 	// midnight): it waits for the attempt, or is told the key is in
 	// progress, or replays it. Nil: the caller judged the dates (Prepare).
 	DateWindow *Policy
+	// DateClock is the clock DateWindow is judged by (default Now).
+	DateClock DateClock
 	// InFlight is how many shared transactions may be open at once
 	// (default 1). With 2, while one holds counter rows the next claims
 	// its keys and then waits for the rows, so their round trips overlap;
@@ -97,6 +99,21 @@ type Committer struct {
 	// only those of Batching off (the classic design).
 	taken map[rowKey]int
 }
+
+// DateClock names the clock a Committer judges DateWindow by.
+type DateClock int
+
+const (
+	// ProcessClock judges by Committer.Now.
+	ProcessClock DateClock = iota
+	// DatabaseClock judges by the database server's clock, read in the
+	// transaction after its idempotency keys are locked: every process on
+	// one database agrees on "today", and an attempt with a key that got
+	// the key's lock after another attempt released it is judged by a
+	// clock that is not behind the other's. A transaction without keys,
+	// which no retry can be matched with, is judged by Now.
+	DatabaseClock
+)
 
 // Stats counts what a Committer has done.
 type Stats struct {
@@ -658,10 +675,14 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	}
 	replays := map[*call]int64{}
 	skip := map[*call]bool{}
+	judgedAt := time.Time{} // when the date window is judged: now, unless the database's clock
 	if len(claims) > 0 {
-		outcomes, err := ClaimKeys(ctx, tx, claims)
+		outcomes, dbNow, err := claimKeys(ctx, tx, claims)
 		if err != nil {
 			return err
+		}
+		if c.DateClock == DatabaseClock {
+			judgedAt = dbNow
 		}
 		issuing := map[string]bool{}
 		for _, cl := range calls {
@@ -690,7 +711,10 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	// date fell out of it is refused, and nothing else with its key can
 	// commit meanwhile.
 	if c.DateWindow != nil {
-		now := c.now()
+		now := judgedAt
+		if now.IsZero() {
+			now = c.now()
+		}
 		for _, cl := range calls {
 			if skip[cl] {
 				continue
@@ -938,7 +962,32 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		return false, nil // enter predicts only on a pool, where there is a pipe
 	}
 	now := c.now()
-	if c.DateWindow != nil {
+	groups := make([]Group, len(parts))
+	var claims []KeyClaim
+	var window *dateWindow // the dates, for the database to judge
+	for g, p := range parts {
+		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]Draft, len(p))}
+		for i, cl := range p {
+			d := cl.req.Draft
+			groups[g].Drafts[i] = d
+			if d.IdempotencyKey != "" {
+				claims = append(claims, KeyClaim{SellerID: cl.req.Seller.ID, Key: d.IdempotencyKey, RequestHash: d.RequestHash})
+			}
+			if window == nil {
+				window = &dateWindow{First: d.InvoiceDate, Last: d.InvoiceDate}
+			}
+			window.First, window.Last = minTime(window.First, d.InvoiceDate), maxTime(window.Last, d.InvoiceDate)
+		}
+	}
+	switch {
+	case c.DateWindow == nil:
+		window = nil
+	case c.DateClock == DatabaseClock && len(claims) > 0:
+		// Judged by the database's clock, after the keys' locks; when it
+		// fails, the ordinary path words the refusal.
+		window.BackdateDays = c.DateWindow.BackdateDays
+	default:
+		window = nil
 		for _, p := range parts {
 			for _, cl := range p {
 				if c.DateWindow.Check(cl.req.Draft.InvoiceDate, now) != nil {
@@ -949,19 +998,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 			}
 		}
 	}
-	groups := make([]Group, len(parts))
-	var claims []KeyClaim
-	for g, p := range parts {
-		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]Draft, len(p))}
-		for i, cl := range p {
-			d := cl.req.Draft
-			groups[g].Drafts[i] = d
-			if d.IdempotencyKey != "" {
-				claims = append(claims, KeyClaim{SellerID: cl.req.Seller.ID, Key: d.IdempotencyKey, RequestHash: d.RequestHash})
-			}
-		}
-	}
-	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, now, opt)
+	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, window, now, opt)
 	switch {
 	case errors.Is(err, errPredictRefused):
 		return false, nil // only the ordinary path words the refusal

@@ -193,7 +193,7 @@ func takeWhatIsLeft(ctx context.Context, tx pgx.Tx, takes []series.Take, blocks 
 // errPredictRefused, before touching tx, when some group's prediction says
 // NextMany would refuse it.
 // tx must be fresh: the round trip ends with COMMIT.
-func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, now time.Time, opt series.Options) (out [][]Invoice, states []*series.State, err error) {
+func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, window *dateWindow, now time.Time, opt series.Options) (out [][]Invoice, states []*series.State, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, err
@@ -209,6 +209,9 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 	batch := &pgx.Batch{}
 	if len(claims) > 0 {
 		queueRequireKeyLocks(batch, claims)
+	}
+	if window != nil {
+		window.queueRequire(batch)
 	}
 	advs := make([]series.Advance, len(groups))
 	for g := range groups {
@@ -226,18 +229,53 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 var errPredictRefused = errors.New("invoice: prediction says the series refuses the group")
 
 // mispredicted reports whether issuePredicted failed because the database
-// refused a prediction (IsMoved), an idempotency key's lock (codeKeyHeld)
-// or a key already used (ErrKeyRace: the unique index refused its row);
-// nothing was taken.
+// refused a prediction (IsMoved), an idempotency key's lock (codeKeyHeld),
+// a key already used (ErrKeyRace: the unique index refused its row) or an
+// invoice date outside the window by the database's clock
+// (codeOutOfWindow); nothing was taken.
 func mispredicted(err error) bool {
 	var pg *pgconn.PgError
 	return series.IsMoved(err) || errors.Is(err, ErrKeyRace) ||
-		errors.As(err, &pg) && pg.Code == codeKeyHeld
+		errors.As(err, &pg) && (pg.Code == codeKeyHeld || pg.Code == codeOutOfWindow)
 }
 
-// codeKeyHeld is the SQLSTATE queueRequireKeyLocks raises
-// (invoiced_require, migration 00002).
-const codeKeyHeld = "IV002"
+// codeKeyHeld is the SQLSTATE queueRequireKeyLocks raises, codeOutOfWindow
+// the one dateWindow.queueRequire raises (invoiced_require, migration
+// 00002).
+const (
+	codeKeyHeld     = "IV002"
+	codeOutOfWindow = "IV004"
+)
+
+// dateWindow is the span of invoice dates of a predicted transaction, for
+// the database to check against Policy{BackdateDays} by its own clock.
+type dateWindow struct {
+	First, Last  time.Time
+	BackdateDays int
+}
+
+// queueRequire queues on b a requirement that every date of w lies in the
+// window on the database's today (IST), read when the statement runs:
+// after the statements queued before it (the keys' locks).
+func (w *dateWindow) queueRequire(b *pgx.Batch) {
+	b.Queue(`SELECT invoiced_require($1::date >= t.today - $3::int AND $2::date <= t.today, $4, 'an invoice date is outside the window')
+		FROM (SELECT (clock_timestamp() AT TIME ZONE 'Asia/Kolkata')::date AS today) t`,
+		w.First, w.Last, w.BackdateDays, codeOutOfWindow)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
 
 // queueRequireKeyLocks queues on b the advisory lock of every key (see
 // ClaimKeys) as a requirement: the transaction aborts unless each is had.
@@ -759,7 +797,15 @@ type KeyOutcome struct {
 // of two statements, whatever their number; see ClaimKey. It returns one
 // outcome per claim, in order, and an error only when the database fails.
 func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome, error) {
+	out, _, err := claimKeys(ctx, tx, claims)
+	return out, err
+}
+
+// claimKeys is ClaimKeys that also returns the database's clock, read
+// after the keys' locks were taken.
+func claimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome, time.Time, error) {
 	out := make([]KeyOutcome, len(claims))
+	var dbNow time.Time
 	lockKeys := lockNames(claims)
 	sellers, keys := make([]int64, len(claims)), make([]string, len(claims))
 	for i, c := range claims {
@@ -802,11 +848,12 @@ func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome,
 			}
 			return rows.Err()
 		})
+	batch.Queue(`SELECT clock_timestamp()`).QueryRow(func(row pgx.Row) error { return row.Scan(&dbNow) })
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, translate(err, "claim idempotency keys")
+		return nil, time.Time{}, translate(err, "claim idempotency keys")
 	}
 	if len(locked) != len(claims) {
-		return nil, fmt.Errorf("invoice: claim idempotency keys: %d locks for %d keys", len(locked), len(claims))
+		return nil, time.Time{}, fmt.Errorf("invoice: claim idempotency keys: %d locks for %d keys", len(locked), len(claims))
 	}
 	for i, c := range claims {
 		st, ok := found[sellerKey{c.SellerID, c.Key}]
@@ -820,5 +867,5 @@ func ClaimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome,
 			out[i].InvoiceID = st.id
 		}
 	}
-	return out, nil
+	return out, dbNow, nil
 }

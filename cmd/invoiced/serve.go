@@ -149,7 +149,6 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	handler := api.New(api.Config{
 		Pool:            pool,
 		Logger:          logger,
-		Now:             time.Now,
 		LockTimeout:     c.lockTimeout,
 		BackdateDays:    c.backdateDays,
 		DisableBatching: !c.batching, DisablePrediction: !c.predict,
