@@ -255,8 +255,9 @@ func (t *countedTx) Rollback(ctx context.Context) error {
 }
 
 // TestOneTransactionPerCounterRow: with two batches in flight, two invoice
-// dates queued for one series (so a drainer per date may run) and members
-// that fail and are retried alone, no two transactions of the Committer on
+// dates queued for one series, a held row that makes shared batches split
+// and the row be batched alone, and members that fail and are retried
+// alone, no two transactions of the Committer on
 // one counter row are ever open at once; so a later date can never commit
 // before an earlier one that arrived first, and no valid date is refused
 // date_out_of_order by the Committer's own reordering.
@@ -268,6 +269,15 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 		Options: series.Options{LockTimeout: 10 * time.Second}}
 	yesterday := series.DateIST(now).AddDate(0, 0, -1)
 	ctx := context.Background()
+	// The counter row exists and is held by another transaction for a
+	// while, so that the first shared batches wait past their 250 ms,
+	// are split and retried in the background, and the row is batched
+	// alone (its own drainer) for the next seconds.
+	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	release := holdRow(t, f, f.s)
+	time.AfterFunc(600*time.Millisecond, release)
 	const clients, each = 16, 12
 	var wg sync.WaitGroup
 	var refused atomic.Int64
@@ -296,6 +306,9 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	wg.Wait()
 	if m := oc.max.Load(); m > 1 {
 		t.Errorf("%d transactions of one counter row were open at once, want 1", m)
+	}
+	if st := c.Stats(); st.Retries == 0 {
+		t.Errorf("no batch was split and retried: %+v", st)
 	}
 	serials := serialsOf(t, f)
 	checkContiguous(t, serials, len(serials))
