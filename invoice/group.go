@@ -481,9 +481,10 @@ func (c *Committer) release(keys []groupKey) {
 		}
 		delete(c.taken, rk)
 	}
+	now := time.Now()
 	for _, k := range keys {
 		rk := k.row()
-		if c.solo[rk] || !time.Now().Before(c.soloUntil[rk]) {
+		if c.solo[rk] || !now.Before(c.soloUntil[rk]) {
 			continue
 		}
 		for qk, g := range c.groups {
