@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -10,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -288,6 +290,38 @@ type statsBody struct {
 	Mispredicted int64 `json:"mispredicted"`
 }
 
+// openAPI serves the OpenAPI document with its server URL set to the
+// address the request reached (scheme and Host), so that a client
+// generated from it, or "try it out", talks to this server. A Host that is
+// not a plain host[:port] leaves the document's default.
 func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", openAPISpec)
+	return c.Blob(http.StatusOK, "application/yaml", specFor(c.Scheme(), c.Request().Host))
+}
+
+// specServerLine is the server URL line of api/openapi.yaml that specFor
+// replaces.
+const specServerLine = "\n  - url: http://127.0.0.1:8080\n"
+
+// specFor returns the OpenAPI document naming scheme://host as its server.
+func specFor(scheme, host string) []byte {
+	if (scheme != "http" && scheme != "https") || !plainHost(host) {
+		return openAPISpec
+	}
+	return bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+scheme+"://"+host+"\n"), 1)
+}
+
+// plainHost reports whether h is 1 to 255 bytes of letters, digits and
+// ".-:[]" (a host name or IP address with an optional port): nothing that
+// could break out of a YAML scalar.
+func plainHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "-version", "-v":
+		return runVersion(ctx, e, rest)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			// `invoiced help serve` is `invoiced serve -h`.
@@ -134,6 +136,8 @@ func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 		var hasFlags bool
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
+			unwrap := unwrapDurations(fs)
+			defer unwrap()
 			fmt.Fprintln(fs.Output(), "\nFlags:")
 			fs.PrintDefaults()
 		}
@@ -147,7 +151,10 @@ func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 // turns it into success), and a *usageError otherwise on failure.
 func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
 	name := strings.TrimPrefix(fs.Name(), "invoiced ")
-	if err := fs.Parse(args); err != nil {
+	unwrap := wrapDurations(fs)
+	err := fs.Parse(args)
+	unwrap()
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return flag.ErrHelp
 		}

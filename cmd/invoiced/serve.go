@@ -15,7 +15,6 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -63,7 +62,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
+	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
 		return err
 	}
 	switch {
@@ -111,15 +114,6 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return err
 	}
 	defer pool.Close()
-	// Serving a schema this binary has not migrated fails requests in
-	// ways the code does not expect; refuse to start instead.
-	current, target, err := migrations.Versions(ctx, pool)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if current < target {
-		return fmt.Errorf("serve: the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
-	}
 	if minConns > 0 {
 		// Before listening, so the first requests find the pool open.
 		t0 := time.Now()
