@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -60,6 +61,16 @@ type Config struct {
 	// ExposeStats serves GET /debug/stats (group-commit counters, no
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
+	// Metrics receives the server's metrics; nil gives the server a set of
+	// its own. Its Handler is served at GET /metrics when ExposeMetrics
+	// is set (otherwise that route answers 404 and the caller serves it
+	// elsewhere).
+	Metrics       *metrics.Metrics
+	ExposeMetrics bool
+	// LogRequests writes one Info line per request to Logger (request
+	// id, route, status, duration, seller GSTIN, series code; never a
+	// body, a query or buyer data).
+	LogRequests bool
 }
 
 // Defaults of Config.
@@ -92,6 +103,9 @@ type Server struct {
 
 	committer   *invoice.Committer
 	exposeStats bool
+	metrics     *metrics.Metrics
+	metricsHTTP http.Handler // nil: GET /metrics answers 404
+	logRequests bool
 	keyTTL      time.Duration
 	keys        keyCache
 	series      seriesCache
@@ -130,9 +144,18 @@ func New(cfg Config) *Server {
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
 	}
+	s.metrics = cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = metrics.New()
+	}
+	if cfg.ExposeMetrics {
+		s.metricsHTTP = s.metrics.Handler()
+	}
+	s.logRequests = cfg.LogRequests
+	s.opt.LockWaited = s.metrics.LockWaited
 	s.committer = &invoice.Committer{
 		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now,
-		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
+		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.keyTTL = cfg.KeyCacheTTL
@@ -146,7 +169,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.base)
+	e.Use(s.observe, s.base)
 	s.routes(e)
 	s.e = e
 	return s
@@ -159,6 +182,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.yaml", s.openAPI)
 	e.GET("/debug/stats", s.stats)
+	e.GET("/metrics", s.serveMetrics)
 
 	e.POST("/v1/series", s.createSeries)
 	e.GET("/v1/series", s.listSeries)
@@ -230,6 +254,7 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 	if err != nil {
 		return principal{}, err
 	}
+	c.Set(ctxSeller, string(p.seller.GSTIN))
 	if !p.scopes.has(need) {
 		return principal{}, ErrForbidden
 	}
@@ -294,6 +319,16 @@ type statsBody struct {
 // address the request reached (scheme and Host), so that a client
 // generated from it, or "try it out", talks to this server. A Host that is
 // not a plain host[:port] leaves the document's default.
+// serveMetrics serves GET /metrics in Prometheus' text format when
+// Config.ExposeMetrics is set (404 otherwise).
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.metricsHTTP == nil {
+		return echo.ErrNotFound
+	}
+	s.metricsHTTP.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
 func (s *Server) openAPI(c echo.Context) error {
 	return c.Blob(http.StatusOK, "application/yaml", specFor(c.Scheme(), c.Request().Host))
 }
