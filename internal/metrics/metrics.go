@@ -258,8 +258,12 @@ func (poolCollector) Describe(ch chan<- *prometheus.Desc) {
 func (p poolCollector) Collect(ch chan<- prometheus.Metric) {
 	st := p.pool.Stat()
 	d := poolDescs
-	g := func(dd *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(dd, prometheus.GaugeValue, v) }
-	c := func(dd *prometheus.Desc, v float64) { ch <- prometheus.MustNewConstMetric(dd, prometheus.CounterValue, v) }
+	g := func(dd *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(dd, prometheus.GaugeValue, v)
+	}
+	c := func(dd *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(dd, prometheus.CounterValue, v)
+	}
 	g(d.max, float64(st.MaxConns()))
 	g(d.total, float64(st.TotalConns()))
 	g(d.idle, float64(st.IdleConns()))
