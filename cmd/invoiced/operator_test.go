@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -306,5 +307,26 @@ func TestChainCheckReportsABreak(t *testing.T) {
 	got, _ := m.Gather()
 	if got["invoiced_chain_broken_series_years"] != 1 || got["invoiced_chain_verify_runs_total"] != 2 || got["invoiced_chain_verify_last_completed_timestamp_seconds"] == 0 {
 		t.Fatalf("chain metrics after one intact and one broken run: %v", got)
+	}
+}
+
+// TestREADMEListsEveryServeVariable: the README's table names the
+// environment variable of every serve flag.
+func TestREADMEListsEveryServeVariable(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	run(t.Context(), []string{"serve", "-h"}, func(string) string { return "" }, io.Discard, &stderr)
+	names := regexp.MustCompile(`\[env (INVOICED_[A-Z_]+)\]`).FindAllStringSubmatch(stderr.String(), -1)
+	if len(names) < 10 {
+		t.Fatalf("serve -h names %d variables:\n%s", len(names), stderr.String())
+	}
+	for _, n := range names {
+		if !strings.Contains(string(readme), "`"+n[1]+"`") {
+			t.Errorf("README does not list %s", n[1])
+		}
 	}
 }
