@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +30,25 @@ func build(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestVersionNamesTheRevision: a binary built as make build builds it
+// (the revision passed with -X, as Go stamps none in a worktree or a
+// source copy) prints the revision with --version.
+func TestVersionNamesTheRevision(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "invoiced")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-ldflags", "-X main.revision=0123456789abcdef0123+modified", "-o", bin, "../cmd/invoiced").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^invoiced \S+ \(.*rev 0123456789ab\+modified, go1\.[0-9.]+\)\n$`).Match(out) {
+		t.Fatalf("--version printed %q", out)
+	}
 }
 
 // runDemo starts scripts/run-demo on the database url with ADDR=addr and
@@ -151,6 +171,7 @@ func TestPgSurvivesAReclone(t *testing.T) {
 	t.Cleanup(func() {
 		pg("stop")
 		if dir, err := os.Readlink(link); err == nil {
+			stopPostmaster(dir)
 			os.RemoveAll(dir)
 		}
 	})
@@ -170,7 +191,7 @@ func TestPgSurvivesAReclone(t *testing.T) {
 		}
 		return
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { stopPostmaster(dir); os.RemoveAll(dir) })
 	second, err := pg("url")
 	if err != nil {
 		t.Fatalf("scripts/pg url after a re-clone (running cluster): %v", err)
@@ -194,6 +215,19 @@ func TestPgSurvivesAReclone(t *testing.T) {
 	}
 	if third == "" {
 		t.Fatal("no URL")
+	}
+}
+
+// stopPostmaster ends the postmaster of the cluster in dir if one still
+// runs after scripts/pg stop failed (its pid is the first line of
+// data/postmaster.pid), so that a failing test leaves no server behind.
+func stopPostmaster(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil && pid > 0 {
+		syscall.Kill(pid, syscall.SIGQUIT)
 	}
 }
 
