@@ -63,7 +63,7 @@ func commands() []command {
 		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
-		{"version", "print the version", runVersion},
+		{"version", "print the module version, VCS revision and Go version (also --version)", runVersion},
 	}
 }
 
@@ -113,6 +113,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "  help      print this help; `invoiced help COMMAND` for a command's flags")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command reads DATABASE_URL (e.g. postgres://user@host:5432/invoiced).")
+	fmt.Fprintln(w, "serve also takes each flag from INVOICED_<FLAG> (e.g. INVOICED_ADDR); a flag given wins.")
 }
 
 // usageError is a mistake in the command line: main exits 2 for it.
