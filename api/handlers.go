@@ -136,7 +136,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 			if inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, key, hash); rerr != nil {
 				return rerr
 			} else if ok {
-				return replay(c, inv)
+				return s.replay(c, inv)
 			}
 		}
 		return err
@@ -147,12 +147,15 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	case r.Err != nil:
 		return r.Err
 	case r.Replayed:
-		return replay(c, r.Invoice)
+		return s.replay(c, r.Invoice)
 	}
+	s.metrics.Issued(string(r.Invoice.DocType))
 	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
 }
 
-func replay(c echo.Context, inv invoice.Invoice) error {
+// replay answers with inv, issued earlier for the same Idempotency-Key.
+func (s *Server) replay(c echo.Context, inv invoice.Invoice) error {
+	s.metrics.Replayed()
 	c.Response().Header().Set(headerReplayed, "true")
 	return writeJSON(c, http.StatusCreated, renderInvoice(asIssued(inv)))
 }
@@ -304,6 +307,8 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	}
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")
+	} else {
+		s.metrics.Cancelled(string(inv.DocType))
 	}
 	return writeJSON(c, http.StatusOK, renderInvoice(inv))
 }

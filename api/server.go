@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	_ "embed"
@@ -10,10 +11,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -61,6 +64,16 @@ type Config struct {
 	// ExposeStats serves GET /debug/stats (group-commit counters, no
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
+	// Metrics receives the server's metrics; nil gives the server a set of
+	// its own. Its Handler is served at GET /metrics when ExposeMetrics
+	// is set (otherwise that route answers 404 and the caller serves it
+	// elsewhere).
+	Metrics       *metrics.Metrics
+	ExposeMetrics bool
+	// LogRequests writes one Info line per request to Logger (request
+	// id, route, status, duration, seller GSTIN, series code; never a
+	// body, a query or buyer data).
+	LogRequests bool
 }
 
 // Defaults of Config.
@@ -93,6 +106,9 @@ type Server struct {
 
 	committer   *invoice.Committer
 	exposeStats bool
+	metrics     *metrics.Metrics
+	metricsHTTP http.Handler // nil: GET /metrics answers 404
+	logRequests bool
 	keyTTL      time.Duration
 	keys        keyCache
 	series      seriesCache
@@ -132,9 +148,18 @@ func New(cfg Config) *Server {
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
 	}
+	s.metrics = cfg.Metrics
+	if s.metrics == nil {
+		s.metrics = metrics.New()
+	}
+	if cfg.ExposeMetrics {
+		s.metricsHTTP = s.metrics.Handler()
+	}
+	s.logRequests = cfg.LogRequests
+	s.opt.LockWaited = s.metrics.LockWaited
 	s.committer = &invoice.Committer{
 		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
-		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
+		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.keyTTL = cfg.KeyCacheTTL
@@ -148,7 +173,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.base)
+	e.Use(s.observe, s.base)
 	s.routes(e)
 	s.e = e
 	return s
@@ -161,6 +186,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.yaml", s.openAPI)
 	e.GET("/debug/stats", s.stats)
+	e.GET("/metrics", s.serveMetrics)
 
 	e.POST("/v1/series", s.createSeries)
 	e.GET("/v1/series", s.listSeries)
@@ -232,6 +258,7 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 	if err != nil {
 		return principal{}, err
 	}
+	c.Set(ctxSeller, string(p.seller.GSTIN))
 	if !p.scopes.has(need) {
 		return principal{}, ErrForbidden
 	}
@@ -292,6 +319,48 @@ type statsBody struct {
 	Mispredicted int64 `json:"mispredicted"`
 }
 
+// openAPI serves the OpenAPI document with its server URL set to the
+// address the request reached (scheme and Host), so that a client
+// generated from it, or "try it out", talks to this server. A Host that is
+// not a plain host[:port] leaves the document's default.
+// serveMetrics serves GET /metrics in Prometheus' text format when
+// Config.ExposeMetrics is set (404 otherwise).
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.metricsHTTP == nil {
+		return echo.ErrNotFound
+	}
+	s.metricsHTTP.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
 func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", openAPISpec)
+	return c.Blob(http.StatusOK, "application/yaml", specFor(c.Scheme(), c.Request().Host))
+}
+
+// specServerLine is the server URL line of api/openapi.yaml that specFor
+// replaces.
+const specServerLine = "\n  - url: http://127.0.0.1:8080\n"
+
+// specFor returns the OpenAPI document naming scheme://host as its server.
+func specFor(scheme, host string) []byte {
+	if (scheme != "http" && scheme != "https") || !plainHost(host) {
+		return openAPISpec
+	}
+	return bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+scheme+"://"+host+"\n"), 1)
+}
+
+// plainHost reports whether h is 1 to 255 bytes of letters, digits and
+// ".-:[]" (a host name or IP address with an optional port): nothing that
+// could break out of a YAML scalar.
+func plainHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -75,6 +75,8 @@ type Committer struct {
 	// A batch whose prediction fails took nothing and is issued the
 	// ordinary way; its series are not predicted for a few seconds.
 	Predict bool
+	// Observer, when set, is told about each transaction (metrics).
+	Observer Observer
 
 	mu        sync.Mutex
 	groups    map[groupKey]*group
@@ -625,6 +627,7 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 	for _, p := range parts {
 		calls = append(calls, p...)
 	}
+	defer c.observeRun(time.Now(), calls, &err)
 	answer := func(cl *call, r Result) {
 		cl.res = r
 		cl.answered = true
@@ -1013,6 +1016,7 @@ func (c *Committer) runPredicted(ctx context.Context, parts [][]*call, rows []ro
 		c.mu.Lock()
 		c.stats.Mispredicted++
 		c.mu.Unlock()
+		c.observeMispredicted()
 		if moved := series.IsMoved(err); moved || !mispredicted(err) {
 			c.forget(rows, time.Now().Add(unstableFor))
 			if !moved && c.Logger != nil {

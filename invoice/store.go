@@ -573,14 +573,28 @@ func ClaimKey(ctx context.Context, tx pgx.Tx, sellerID int64, key string, reques
 	return out[0].InvoiceID, out[0].Err
 }
 
-// PurgeKeys deletes idempotency keys recorded before cutoff and returns how
-// many it deleted.
-func PurgeKeys(ctx context.Context, db series.DB, cutoff time.Time) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at < $1`, cutoff)
-	if err != nil {
-		return 0, translate(err, "purge idempotency keys")
+// PurgeKeys deletes idempotency keys recorded before cutoff, at most batch
+// of them per statement (each statement its own short transaction, so a
+// large backlog never holds many row locks, a long snapshot or a big WAL
+// burst at once), until none is left; batch below 1 means 1000. It
+// returns how many it deleted, also when it fails part way (ctx ended or
+// the database failed).
+func PurgeKeys(ctx context.Context, db series.DB, cutoff time.Time, batch int) (int64, error) {
+	if batch < 1 {
+		batch = 1000
 	}
-	return tag.RowsAffected(), nil
+	var total int64
+	for {
+		tag, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE (seller_id, key) IN (
+			SELECT seller_id, key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, batch)
+		if err != nil {
+			return total, translate(err, "purge idempotency keys")
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_type, i.fy, i.serial, i.number,

@@ -185,7 +185,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, series.Options{}); !errors.Is(err, invoice.ErrKeyRace) {
 		t.Fatalf("duplicate key record: %v", err)
 	}
-	if n, err := invoice.PurgeKeys(ctx, f.pool, time.Now().Add(time.Hour)); err != nil || n != 1 {
+	if n, err := invoice.PurgeKeys(ctx, f.pool, time.Now().Add(time.Hour), 0); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v", n, err)
 	}
 	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})

@@ -269,6 +269,11 @@ type Options struct {
 	// LockTimeout bounds the wait for the counter row's lock; 0 waits as long
 	// as the transaction's own lock_timeout allows.
 	LockTimeout time.Duration
+	// LockWaited, when set, is told how long each round trip that locks
+	// counter rows took (NextMany's: the lock wait plus one round trip),
+	// also when it gave up at LockTimeout. For metrics; it must return at
+	// once.
+	LockWaited func(time.Duration)
 }
 
 // Next takes the next number of s for an invoice dated date (a civil date in
@@ -394,7 +399,12 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		return rows.Err()
 	})
 	QueueLockTimeoutRestore(batch, opt)
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	began := time.Now()
+	err := tx.SendBatch(ctx, batch).Close()
+	if opt.LockWaited != nil {
+		opt.LockWaited(time.Since(began))
+	}
+	if err != nil {
 		return nil, nil, translate(err, "take numbers")
 	}
 	for k, i := range index {

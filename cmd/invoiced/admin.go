@@ -50,7 +50,7 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, e.getenv)
+	pool, err := connect(ctx, e.getenv, 0, 0)
 	if err != nil {
 		return err
 	}
@@ -318,8 +318,16 @@ func runVersion(_ context.Context, e env, args []string) error {
 	return nil
 }
 
-// versionString returns "invoiced VERSION (rev REV[, modified], built TIME,
-// GOVERSION)" from the build information embedded by the Go toolchain.
+// revision is the VCS revision when the linker sets it (make build does:
+// -X main.revision=...). The Go toolchain stamps the revision itself only
+// in a checkout whose .git is a folder, not in a git worktree or a source
+// tree copied without .git (a Docker build context); the Makefile and
+// deploy/Dockerfile pass it here instead.
+var revision string
+
+// versionString returns "invoiced VERSION (rev REV[+modified], committed
+// DATE, GOVERSION)" from the build information embedded by the Go
+// toolchain, or from revision when the toolchain recorded none.
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -341,6 +349,9 @@ func versionString() string {
 		case "vcs.modified":
 			dirty = s.Value == "true"
 		}
+	}
+	if rev == "" {
+		rev, dirty = strings.CutSuffix(revision, "+modified")
 	}
 	if rev != "" {
 		if len(rev) > 12 {

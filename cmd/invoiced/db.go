@@ -4,29 +4,74 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// openPool connects to DATABASE_URL with pgx's default pool size and checks
-// the connection. It fails when the variable is unset, malformed or the
-// database does not answer within ten seconds.
+// openPool connects to DATABASE_URL with pgx's default pool size, checks
+// the connection and that the schema is migrated. It fails when the variable
+// is unset or malformed, when no database answers within ten seconds
+// (naming the hosts tried and how long it waited), and when the schema is
+// older than this binary (asking for `invoiced migrate`).
 func openPool(ctx context.Context, getenv func(string) string) (*pgxpool.Pool, error) {
 	return openPoolSized(ctx, getenv, 0, 0)
 }
 
-// openPoolSized is openPool with at most maxConns connections (0 keeps the
-// URL's pool_max_conns or pgx's default) and, when minConns is positive,
-// at least minConns kept open (the pool opens them in the background; see
-// warmPool; 0 keeps the URL's pool_min_conns). Connections are replaced
-// after pgx's lifetime (an hour, or the URL's pool_max_conn_lifetime); unless
-// the URL says otherwise they expire spread over a quarter of it, not all
-// at once, so a pool opened in one moment is not reopened in one moment
-// under load. It fails like openPool.
+// openPoolSized is openPool with at most maxConns connections and, when
+// minConns is positive, at least minConns kept open; see connect.
 func openPoolSized(ctx context.Context, getenv func(string) string, maxConns, minConns int32) (*pgxpool.Pool, error) {
+	pool, err := connect(ctx, getenv, maxConns, minConns)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireMigrated(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+// requireMigrated fails when the schema behind pool is older than the
+// migrations this binary carries: every command but migrate would
+// otherwise fail on a missing table or column with a message that does not
+// say what to do.
+func requireMigrated(ctx context.Context, pool *pgxpool.Pool) error {
+	current, target, err := migrations.Versions(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if current < target {
+		if current == 0 {
+			return fmt.Errorf("the database has no invoiced schema yet: run `invoiced migrate` first (with the same DATABASE_URL)")
+		}
+		return fmt.Errorf("the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
+	}
+	return nil
+}
+
+// connectTimeout bounds the first ping of a command's pool.
+const connectTimeout = 10 * time.Second
+
+// connect opens a pool on DATABASE_URL without looking at the schema (for
+// migrate), with at most maxConns connections (0 keeps the URL's
+// pool_max_conns or pgx's default) and, when minConns is positive, at
+// least minConns kept open (the pool opens them in the background; see
+// warmPool; 0 keeps the URL's pool_min_conns). Connections are replaced
+// after pgx's lifetime (an hour, or the URL's pool_max_conn_lifetime);
+// unless the URL says otherwise they expire spread over a quarter of it,
+// not all at once, so a pool opened in one moment is not reopened in one
+// moment under load. It fails when the variable is unset or malformed, or
+// when no database answers within connectTimeout; that error names every
+// host of the URL and how long it waited.
+func connect(ctx context.Context, getenv func(string) string, maxConns, minConns int32) (*pgxpool.Pool, error) {
 	url := getenv("DATABASE_URL")
 	if url == "" {
 		return nil, errors.New("DATABASE_URL is not set (make run sets it to a local cluster; or export postgres://user@host:port/db)")
@@ -52,13 +97,28 @@ func openPoolSized(ctx context.Context, getenv func(string) string, maxConns, mi
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	began := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to %s:%d/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+		return nil, unanswered(cfg, time.Since(began), err)
 	}
 	return pool, nil
+}
+
+// unanswered describes a database that did not answer: the hosts tried
+// (every host of a multi-host URL), the database, how long the attempt
+// took and pgx's reason, and what to check.
+func unanswered(cfg *pgxpool.Config, took time.Duration, err error) error {
+	cc := cfg.ConnConfig
+	hosts := []string{net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))}
+	for _, f := range cc.Fallbacks {
+		hosts = append(hosts, net.JoinHostPort(f.Host, strconv.Itoa(int(f.Port))))
+	}
+	hosts = slices.Compact(hosts)
+	return fmt.Errorf("the database %q at %s did not answer (gave up after %s): %w; check that PostgreSQL runs there and DATABASE_URL names it",
+		cc.Database, strings.Join(hosts, ", "), took.Round(time.Millisecond), err)
 }
 
 // openSeller connects to DATABASE_URL and returns the pool (the caller

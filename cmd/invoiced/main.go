@@ -63,7 +63,7 @@ func commands() []command {
 		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
-		{"version", "print the version", runVersion},
+		{"version", "print the module version, VCS revision and Go version (also --version)", runVersion},
 	}
 }
 
@@ -79,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "--version", "-version", "-v":
+		return runVersion(ctx, e, rest)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			// `invoiced help serve` is `invoiced serve -h`.
@@ -111,6 +113,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "  help      print this help; `invoiced help COMMAND` for a command's flags")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Every command reads DATABASE_URL (e.g. postgres://user@host:5432/invoiced).")
+	fmt.Fprintln(w, "serve also takes each flag from INVOICED_<FLAG> (e.g. INVOICED_ADDR); a flag given wins.")
 }
 
 // usageError is a mistake in the command line: main exits 2 for it.
@@ -134,6 +137,8 @@ func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 		var hasFlags bool
 		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
 		if hasFlags {
+			unwrap := unwrapDurations(fs)
+			defer unwrap()
 			fmt.Fprintln(fs.Output(), "\nFlags:")
 			fs.PrintDefaults()
 		}
@@ -147,7 +152,10 @@ func newFlagSet(e env, name, synopsis string) *flag.FlagSet {
 // turns it into success), and a *usageError otherwise on failure.
 func parseFlags(fs *flag.FlagSet, args []string, required ...string) error {
 	name := strings.TrimPrefix(fs.Name(), "invoiced ")
-	if err := fs.Parse(args); err != nil {
+	unwrap := wrapDurations(fs)
+	err := fs.Parse(args)
+	unwrap()
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return flag.ErrHelp
 		}

@@ -547,14 +547,14 @@ func TestServeRefusesAnUnmigratedDatabase(t *testing.T) {
 
 // TestWarmPoolOpensConnectionsUpFront checks that warmPool leaves the
 // pool holding the connections it opened, idle and seen by PostgreSQL;
-// that openPoolSized sets the pool's bounds; and that warmPool reports a
+// that connect sets the pool's bounds; and that warmPool reports a
 // database that refuses or never answers within its timeout.
 func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 	t.Parallel()
 	getenv := dbEnv(dbtest.NewEmptyURL(t))
 	// No minimum, so nothing opens connections in the background: the six
 	// are warmPool's.
-	pool, err := openPoolSized(t.Context(), getenv, 8, 0)
+	pool, err := connect(t.Context(), getenv, 8, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,16 +575,16 @@ func TestWarmPoolOpensConnectionsUpFront(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ max, min, want int32 }{{8, 6, 6}, {4, 6, 4}, {8, 0, 0}} {
-		p, err := openPoolSized(t.Context(), getenv, tc.max, tc.min)
+		p, err := connect(t.Context(), getenv, tc.max, tc.min)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg := p.Config()
 		if cfg.MinConns != tc.want || cfg.MaxConns != tc.max {
-			t.Errorf("openPoolSized(max %d, min %d): pool min %d max %d, want min %d", tc.max, tc.min, cfg.MinConns, cfg.MaxConns, tc.want)
+			t.Errorf("connect(max %d, min %d): pool min %d max %d, want min %d", tc.max, tc.min, cfg.MinConns, cfg.MaxConns, tc.want)
 		}
 		if cfg.MaxConnLifetimeJitter <= 0 {
-			t.Errorf("openPoolSized: connections all expire at once (no lifetime jitter)")
+			t.Errorf("connect: connections all expire at once (no lifetime jitter)")
 		}
 		p.Close()
 	}

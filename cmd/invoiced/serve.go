@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,16 +15,20 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Idempotency keys must be kept at least 24 hours (issue 3); the purge keeps
-// them twice that and runs hourly.
+// Idempotency keys are kept at least a week: a client may retry a request
+// whose answer it lost for that long and still get its invoice instead of a
+// second one. The purge runs hourly, deleting keyPurgeBatch keys per
+// statement.
 const (
-	keyRetention     = 48 * time.Hour
+	minKeyRetention  = 7 * 24 * time.Hour
 	keyPurgeInterval = time.Hour
+	keyPurgeBatch    = 1000
 )
 
 // serveConfig is what `invoiced serve` is asked to do.
@@ -41,6 +46,10 @@ type serveConfig struct {
 	debugAddr    string
 	keyCacheTTL  time.Duration
 	inFlight     int
+	metricsAddr  string
+	logRequests  bool
+	keyRetention time.Duration
+	verifyEvery  time.Duration
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -63,7 +72,15 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics on this address instead of the API's (e.g. 127.0.0.1:9464); empty: on the API's address")
+	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (request id, route, status, duration, seller GSTIN, series code; never buyer data)")
+	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
+	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
+	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
 		return err
 	}
 	switch {
@@ -83,6 +100,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to 8")
 	case c.keyCacheTTL < 0:
 		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
+	case c.verifyEvery < 0:
+		return usageErrorf("serve: --verify-interval must be 0 (off) or more")
+	case c.keyRetention < minKeyRetention:
+		return usageErrorf("serve: --idempotency-retention must be at least %s (7 days): a client retrying a lost answer must find its invoice", minKeyRetention)
 	}
 	return serve(ctx, e, c)
 }
@@ -146,6 +167,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
 	}
+	m := metrics.New()
+	m.WatchPool(pool)
 	handler := api.New(api.Config{
 		Pool:            pool,
 		Logger:          logger,
@@ -155,6 +178,9 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 		BatchesInFlight: inFlight,
+		Metrics:         m,
+		ExposeMetrics:   c.metricsAddr == "",
+		LogRequests:     c.logRequests,
 	}).Handler()
 	srv := &http.Server{
 		Handler: handler,
@@ -171,12 +197,17 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
 	}
 
-	purgeCtx, stopPurge := context.WithCancel(context.WithoutCancel(ctx))
-	var purgeDone sync.WaitGroup
-	purgeDone.Go(func() { purgeKeysLoop(purgeCtx, pool, logger, time.Now, keyPurgeInterval) })
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var background sync.WaitGroup // the key purge and the chain check
+	purge := keyPurge{pool: pool, logger: logger, metrics: m, now: time.Now, retention: c.keyRetention, batch: keyPurgeBatch}
+	background.Go(func() { purge.loop(bgCtx, keyPurgeInterval) })
+	if c.verifyEvery > 0 {
+		check := chainCheck{pool: pool, logger: logger, metrics: m, now: time.Now}
+		background.Go(func() { check.loop(bgCtx, chainCheckFirst, c.verifyEvery) })
+	}
 	defer func() {
-		stopPurge()
-		purgeDone.Wait() // before the deferred pool.Close
+		stopBackground()
+		background.Wait() // before the deferred pool.Close
 	}()
 
 	if c.debugAddr != "" {
@@ -186,6 +217,15 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		defer stop()
 	}
+	metricsAt := "" // the address serving /metrics; the API's when empty
+	if c.metricsAddr != "" {
+		at, stop, err := serveMetrics(c.metricsAddr, m, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		metricsAt = at
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -194,6 +234,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
+	fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", cmp.Or(metricsAt, addr))
 
 	select {
 	case err := <-serveErr:
@@ -217,28 +258,63 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	return nil
 }
 
-// purgeKeysLoop deletes idempotency keys older than keyRetention right away
-// and then every interval, until ctx is cancelled. Failures are logged and
-// retried at the next tick; it returns only when ctx is done.
-func purgeKeysLoop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, now func() time.Time, interval time.Duration) {
+// keyPurge deletes idempotency keys older than retention, batch keys per
+// statement, counting them in metrics.
+type keyPurge struct {
+	pool      *pgxpool.Pool
+	logger    *slog.Logger
+	metrics   *metrics.Metrics
+	now       func() time.Time
+	retention time.Duration
+	batch     int
+}
+
+// loop purges right away and then every interval, until ctx is cancelled.
+// Failures are logged and counted and retried at the next tick; it returns
+// only when ctx is done.
+func (p keyPurge) loop(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		n, err := invoice.PurgeKeys(ctx, pool, now().Add(-keyRetention))
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			logger.Warn("purge idempotency keys", "err", err)
-		case n > 0:
-			logger.Info("purged idempotency keys", "deleted", n, "older_than", keyRetention.String())
-		}
+		p.once(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// once deletes every key older than the retention and returns how many it
+// deleted (also after a failure, which it logs and counts).
+func (p keyPurge) once(ctx context.Context) int64 {
+	n, err := invoice.PurgeKeys(ctx, p.pool, p.now().Add(-p.retention), p.batch)
+	p.metrics.KeysPurged(n)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		p.metrics.KeyPurgeFailed()
+		p.logger.Warn("purge idempotency keys", "err", err, "deleted", n)
+	case n > 0:
+		p.logger.Info("purged idempotency keys", "deleted", n, "older_than", p.retention.String())
+	}
+	return n
+}
+
+// serveMetrics serves m's metrics at GET /metrics on addr, on a listener
+// of its own (--metrics-addr). It returns the address bound and a function
+// that stops it, and fails when addr cannot be bound.
+func serveMetrics(addr string, m *metrics.Metrics, logger *slog.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("serve: --metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	logger.Info("metrics", "addr", ln.Addr().String())
+	return ln.Addr().String(), func() { srv.Close() }, nil
 }
 
 // servePprof serves net/http/pprof on addr, on a listener and mux of its

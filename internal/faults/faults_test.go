@@ -140,10 +140,12 @@ func TestPostgresImmediateStop(t *testing.T) {
 	t.Logf("FAULTS pg-immediate-stop slowest-answer-while-down=%v first-ack-after-restart=%v", slowest.Round(time.Millisecond), rec.Round(time.Millisecond))
 }
 
-// TestFailoverToSyncStandby runs the server on a multi-host URL over a
-// primary and a synchronous standby, kills the primary with SIGKILL
-// mid-load, promotes the standby, and checks that the server carries on
-// and that nothing acknowledged was lost.
+// TestFailoverToSyncStandby runs the server on a multi-host URL
+// (target_session_attrs=read-write) over a primary and a synchronous
+// standby, kills the primary with SIGKILL mid-load, promotes the standby,
+// and checks that the same server process carries on against the new
+// primary without a restart or a new URL, that nothing acknowledged was
+// lost, and that `invoiced verify` finds the chains intact there.
 func TestFailoverToSyncStandby(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -172,6 +174,7 @@ func TestFailoverToSyncStandby(t *testing.T) {
 	if !l.waitIssued(40, 20*time.Second) {
 		t.Fatal("load did not start")
 	}
+	pid := srv.cmd.Process.Pid
 	h.Mark("kill -9 primary")
 	primary.kill9()
 	time.Sleep(500 * time.Millisecond)
@@ -180,7 +183,29 @@ func TestFailoverToSyncStandby(t *testing.T) {
 	rec := recoveredWithin(t, h, l, 40, 30*time.Second)
 	l.end(t, retryWindow)
 	defer logInternalErrors(t, srv)
+
+	// The same process, never restarted and given no new URL, now writes
+	// to the promoted standby: target_session_attrs=read-write made its
+	// pool skip the old primary's address and the read-only standby
+	// before promotion.
+	select {
+	case <-srv.done:
+		t.Fatalf("the server exited during the failover: %v", srv.err)
+	default:
+	}
+	if srv.cmd.Process.Pid != pid {
+		t.Fatal("the server was restarted")
+	}
+	if n, err := standby.queryString("postgres", `SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'invoiced'`); err != nil || n == "0" {
+		t.Fatalf("the promoted standby has %s sessions of the server (%v), want its pool there", n, err)
+	}
+	if rs, _, _ := get("http://"+srv.addr, "/readyz"); rs != http.StatusOK {
+		t.Errorf("/readyz after the failover: %d, want 200", rs)
+	}
 	verdict(t, "failover", h, standby.url("postgres"), CheckOptions{RequireAllAcked: true})
+	// The chains of what survived the failover are intact on the new
+	// primary, and its counters go on from there.
+	cli(t, standby.url("postgres"), "verify", "--gstin", sellerGSTIN)
 	t.Logf("FAULTS failover first-ack-after-promote=%v", rec.Round(time.Millisecond))
 }
 

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TestEveryCommandAsksForMigrate: each command that uses the database,
+// given one without the schema, says to run `invoiced migrate` instead of
+// failing on a missing table.
+func TestEveryCommandAsksForMigrate(t *testing.T) {
+	t.Parallel()
+	getenv := dbEnv(dbtest.NewEmptyURL(t))
+	for _, args := range [][]string{
+		{"sellers", "list"},
+		{"sellers", "add", "--gstin", demoGSTIN, "--name", "Chai"},
+		{"series", "list", "--gstin", demoGSTIN},
+		{"series", "add", "--gstin", demoGSTIN, "--code", "CH1", "--doc-type", "invoice", "--format", "CH1/{FY}/{SEQ:5}"},
+		{"keys", "list", "--gstin", demoGSTIN},
+		{"keys", "add", "--gstin", demoGSTIN, "--scopes", "issue"},
+		{"keys", "revoke", "--prefix", "abcdef01"},
+		{"verify", "--gstin", demoGSTIN},
+		{"report", "gstr1-docs", "--gstin", demoGSTIN, "--fp", "112026"},
+		{"report", "audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "csv"},
+		{"serve", "--addr", "127.0.0.1:0"},
+	} {
+		err := run(t.Context(), args, getenv, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "run `invoiced migrate` first") {
+			t.Errorf("invoiced %s on an empty database: err = %v, want it to ask for invoiced migrate", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestDurationsNeedAUnit: a duration flag (or its environment variable)
+// given a bare number says what is missing; 0 and proper durations pass.
+func TestDurationsNeedAUnit(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{args: []string{"serve", "--lock-timeout", "3"}},
+		{args: []string{"serve", "--drain-timeout=1.5"}},
+		{args: []string{"serve"}, env: map[string]string{"INVOICED_LOCK_TIMEOUT": "3"}},
+	} {
+		var stderr bytes.Buffer
+		getenv := func(k string) string { return tc.env[k] }
+		err := run(t.Context(), tc.args, getenv, io.Discard, &stderr)
+		var ue *usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "durations need a unit, e.g. 3s") {
+			t.Errorf("invoiced %v with %v: err = %v, want a usage error naming the unit", tc.args, tc.env, err)
+		}
+	}
+	// The usage still names the type of a duration flag.
+	var stderr bytes.Buffer
+	run(t.Context(), []string{"serve", "--lock-timeout", "3"}, func(string) string { return "" }, io.Discard, &stderr)
+	if !strings.Contains(stderr.String(), "-lock-timeout duration") {
+		t.Errorf("serve usage lost the duration type:\n%s", stderr.String())
+	}
+	for _, ok := range []string{"0", "3s", "250ms", "1m30s"} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		d := fs.Duration("d", time.Second, "")
+		if err := parseFlags(fs, []string{"-d", ok}); err != nil {
+			t.Errorf("-d %s: %v", ok, err)
+		}
+		if want, _ := time.ParseDuration(ok); *d != want {
+			t.Errorf("-d %s = %v", ok, *d)
+		}
+	}
+}
+
+// TestApplyEnv: every flag not on the command line comes from its
+// INVOICED_ variable; a flag given wins; a bad value names the variable.
+func TestApplyEnv(t *testing.T) {
+	t.Parallel()
+	newFS := func() (*flag.FlagSet, *string, *int, *time.Duration, *bool) {
+		fs := flag.NewFlagSet("invoiced serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return fs, fs.String("addr", "a", ""), fs.Int("max-conns", 1, ""), fs.Duration("lock-timeout", time.Second, ""), fs.Bool("batching", true, "")
+	}
+	env := map[string]string{"INVOICED_ADDR": "env-addr", "INVOICED_MAX_CONNS": "7", "INVOICED_LOCK_TIMEOUT": "5s", "INVOICED_BATCHING": "false"}
+	getenv := func(k string) string { return env[k] }
+
+	fs, addr, conns, lock, batching := newFS()
+	if err := parseFlags(fs, []string{"--max-conns", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := applyEnv(fs, getenv); err != nil {
+		t.Fatal(err)
+	}
+	if *addr != "env-addr" || *conns != 9 || *lock != 5*time.Second || *batching {
+		t.Fatalf("after env: addr %q conns %d lock %v batching %v; want env-addr, 9 (flag wins), 5s, false", *addr, *conns, *lock, *batching)
+	}
+
+	fs, _, _, _, _ = newFS()
+	parseFlags(fs, nil)
+	err := applyEnv(fs, func(k string) string {
+		if k == "INVOICED_MAX_CONNS" {
+			return "many"
+		}
+		return ""
+	})
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "INVOICED_MAX_CONNS") {
+		t.Fatalf("bad INVOICED_MAX_CONNS: err = %v, want a usage error naming it", err)
+	}
+	if envName("key-cache-ttl") != "INVOICED_KEY_CACHE_TTL" {
+		t.Fatalf("envName(key-cache-ttl) = %s", envName("key-cache-ttl"))
+	}
+}
+
+// TestUnansweredDatabaseNamesHostsAndWait: a database that does not answer
+// is reported with every host of the URL and how long the attempt took.
+func TestUnansweredDatabaseNamesHostsAndWait(t *testing.T) {
+	t.Parallel()
+	// Two ports nobody listens on.
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		ln.Close()
+	}
+	url := "postgres://nobody@" + addrs[0] + "," + addrs[1] + "/books?sslmode=disable&connect_timeout=2"
+	err := run(t.Context(), []string{"sellers", "list"}, dbEnv(url), io.Discard, io.Discard)
+	if err == nil {
+		t.Fatal("sellers list against closed ports succeeded")
+	}
+	for _, want := range []string{addrs[0], addrs[1], `"books"`, "gave up after"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+}
+
+// TestVersionFlag: --version prints what `version` prints.
+func TestVersionFlag(t *testing.T) {
+	t.Parallel()
+	var a, b bytes.Buffer
+	noEnv := func(string) string { return "" }
+	if err := run(t.Context(), []string{"--version"}, noEnv, &a, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	run(t.Context(), []string{"version"}, noEnv, &b, io.Discard)
+	if a.String() != b.String() || !strings.HasPrefix(a.String(), "invoiced ") {
+		t.Fatalf("--version printed %q, version %q", a.String(), b.String())
+	}
+}
+
+// TestServeMetricsAddrAndEnv runs serve with its address from
+// INVOICED_ADDR and --metrics-addr: the API's /metrics answers 404, the
+// metrics address serves the pool's gauges, and the invoice issued through
+// the API is counted there.
+func TestServeMetricsAddrAndEnv(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	getenv := func(k string) string {
+		switch k {
+		case "INVOICED_ADDR":
+			return "127.0.0.1:0"
+		case "INVOICED_MAX_CONNS":
+			return "4"
+		}
+		return f.getenv(k)
+	}
+	var out, errOut syncBuffer
+	done := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(done)
+		runErr = run(ctx, []string{"serve", "--metrics-addr", "127.0.0.1:0"}, getenv, &out, &errOut)
+	}()
+	base := waitListening(t, &out, &errOut, done, 15*time.Second)
+	re := regexp.MustCompile(`(?m)^metrics on (http://\S+)$`)
+	m := re.FindStringSubmatch(out.String())
+	if m == nil || strings.HasPrefix(m[1], base) {
+		t.Fatalf("serve --metrics-addr printed %q", out.String())
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	if status, body, err := issue(ctx, c, base, f.key, "metrics-1"); err != nil || status != http.StatusCreated {
+		t.Fatalf("issue: %d %s %v", status, body, err)
+	}
+	get := func(url string) (int, string) {
+		res, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if status, _ := get(base + "/metrics"); status != http.StatusNotFound {
+		t.Errorf("GET /metrics on the API address with --metrics-addr: %d, want 404", status)
+	}
+	status, text := get(m[1])
+	for _, want := range []string{"invoiced_db_pool_max_conns 4", `invoiced_invoices_issued_total{doc_type="invoice"} 1`, "invoiced_chain_verify_runs_total"} {
+		if status != http.StatusOK || !strings.Contains(text, want) {
+			t.Errorf("metrics address (%d) lacks %q", status, want)
+		}
+	}
+	cancel()
+	<-done
+	if runErr != nil {
+		t.Fatalf("serve: %v\n%s", runErr, errOut.String())
+	}
+}
+
+// TestKeyPurgeKeepsTheRetention: keys older than the retention go, in
+// batches, every one of them and no younger one, and the metric counts
+// them; a retention under 7 days is refused.
+func TestKeyPurgeKeepsTheRetention(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	// 2,500 keys 8 days old, 30 keys 6 days old, all of seller 1.
+	_, err = pool.Exec(ctx, `INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id, created_at)
+		SELECT (SELECT id FROM sellers LIMIT 1), 'k' || g, '\x00', g, $1::timestamptz - CASE WHEN g <= 2500 THEN interval '8 days' ELSE interval '6 days' END
+		FROM generate_series(1, 2530) g`, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	p := keyPurge{pool: pool, logger: slog.New(slog.DiscardHandler), metrics: m, now: func() time.Time { return now }, retention: minKeyRetention, batch: 1000}
+	if n := p.once(ctx); n != 2500 {
+		t.Fatalf("purge deleted %d keys, want the 2500 older than 7 days", n)
+	}
+	var left, old int
+	pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE created_at < $1) FROM idempotency_keys`, now.Add(-minKeyRetention)).Scan(&left, &old)
+	if left != 30 || old != 0 {
+		t.Fatalf("after the purge: %d keys, %d of them old; want the 30 young ones", left, old)
+	}
+	got, err := m.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["invoiced_idempotency_keys_purged_total"] != 2500 {
+		t.Fatalf("invoiced_idempotency_keys_purged_total = %v, want 2500", got["invoiced_idempotency_keys_purged_total"])
+	}
+	if n := p.once(ctx); n != 0 {
+		t.Fatalf("a second purge deleted %d", n)
+	}
+	err = run(ctx, []string{"serve", "--idempotency-retention", "48h"}, f.getenv, io.Discard, io.Discard)
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "at least") {
+		t.Fatalf("--idempotency-retention 48h: %v, want a usage error", err)
+	}
+}
+
+// TestChainCheckReportsABreak: the background verification counts an
+// intact database as intact and, after an invoice's amount is edited in
+// the database, one broken series-year.
+func TestChainCheckReportsABreak(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := t.Context()
+	pool, err := pgxpool.New(ctx, f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	srv := httptest.NewServer(api.New(api.Config{Pool: pool}).Handler())
+	defer srv.Close()
+	for i := range 3 {
+		if status, body, err := issue(ctx, srv.Client(), srv.URL, f.key, fmt.Sprintf("cc-%d", i)); err != nil || status != http.StatusCreated {
+			t.Fatalf("issue: %d %s %v", status, body, err)
+		}
+	}
+	m := metrics.New()
+	v := chainCheck{pool: pool, logger: slog.New(slog.DiscardHandler), metrics: m, now: time.Now}
+	if broken, err := v.once(ctx); err != nil || broken != 0 {
+		t.Fatalf("intact database: %d broken, %v", broken, err)
+	}
+	if _, err := pool.Exec(ctx, `UPDATE invoices SET total = total + 1000 WHERE serial = 2`); err != nil {
+		t.Fatal(err)
+	}
+	if broken, err := v.once(ctx); err != nil || broken != 1 {
+		t.Fatalf("after editing an amount: %d broken, %v; want 1", broken, err)
+	}
+	got, _ := m.Gather()
+	if got["invoiced_chain_broken_series_years"] != 1 || got["invoiced_chain_verify_runs_total"] != 2 || got["invoiced_chain_verify_last_completed_timestamp_seconds"] == 0 {
+		t.Fatalf("chain metrics after one intact and one broken run: %v", got)
+	}
+}
+
+// TestREADMEListsEveryServeVariable: the README's table names the
+// environment variable of every serve flag.
+func TestREADMEListsEveryServeVariable(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	run(t.Context(), []string{"serve", "-h"}, func(string) string { return "" }, io.Discard, &stderr)
+	names := regexp.MustCompile(`\[env (INVOICED_[A-Z_]+)\]`).FindAllStringSubmatch(stderr.String(), -1)
+	if len(names) < 10 {
+		t.Fatalf("serve -h names %d variables:\n%s", len(names), stderr.String())
+	}
+	for _, n := range names {
+		if !strings.Contains(string(readme), "`"+n[1]+"`") {
+			t.Errorf("README does not list %s", n[1])
+		}
+	}
+}

@@ -1,0 +1,249 @@
+// Package scripts_test runs the shell scripts a new operator meets first
+// (scripts/run-demo, scripts/pg) the way they would.
+package scripts_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+)
+
+// build compiles cmd/invoiced into a temporary folder and returns its path.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "invoiced")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../cmd/invoiced").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestVersionNamesTheRevision: a binary built as make build builds it
+// (the revision passed with -X, as Go stamps none in a worktree or a
+// source copy) prints the revision with --version.
+func TestVersionNamesTheRevision(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "invoiced")
+	out, err := exec.CommandContext(t.Context(), "go", "build", "-ldflags", "-X main.revision=0123456789abcdef0123+modified", "-o", bin, "../cmd/invoiced").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^invoiced \S+ \(.*rev 0123456789ab\+modified, go1\.[0-9.]+\)\n$`).Match(out) {
+		t.Fatalf("--version printed %q", out)
+	}
+}
+
+// runDemo starts scripts/run-demo on the database url with ADDR=addr and
+// returns the command (started) and its stdout.
+func runDemo(t *testing.T, bin, url, addr string) (*exec.Cmd, io.Reader) {
+	t.Helper()
+	cmd := exec.Command("./run-demo")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "ADDR="+addr, "INVOICED="+bin,
+		"DEMO_KEYFILE="+filepath.Join(t.TempDir(), "demo-key"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &testWriter{t: t}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, stdout
+}
+
+// testWriter logs what a script prints on stderr.
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestRunDemoBindsBeforeTheBanner: with ADDR taken, run-demo fails without
+// printing the key or a curl (a pasted curl would send the key to whoever
+// owns the port); with a free port, the URL the banner names is the one
+// the server answers on, and SIGTERM stops both with status 0.
+func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	url := dbtest.NewEmptyURL(t)
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cmd, stdout := runDemo(t, bin, url, taken.Addr().String())
+	out, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err == nil {
+		t.Fatalf("run-demo on a taken port exited 0; stdout:\n%s", out)
+	}
+	if strings.Contains(string(out), "Bearer") || strings.Contains(string(out), "ik_") {
+		t.Fatalf("run-demo printed the key although the port was taken:\n%s", out)
+	}
+
+	cmd, stdout = runDemo(t, bin, url, "127.0.0.1:0")
+	lines := bufio.NewScanner(stdout)
+	urlLine := regexp.MustCompile(`^  URL +(http://127\.0\.0\.1:[0-9]+) `)
+	var base string
+	for lines.Scan() {
+		if m := urlLine.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" || strings.HasSuffix(base, ":0") {
+		t.Fatalf("no bound URL in the banner (got %q)", base)
+	}
+	go io.Copy(io.Discard, stdout)
+	resp, err := http.Get(base + "/healthz")
+	if err != nil {
+		t.Fatalf("the banner's URL does not answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s/healthz: %d", base, resp.StatusCode)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run-demo after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("run-demo did not stop within 60s of SIGTERM")
+	}
+}
+
+// TestPgSurvivesAReclone: scripts/pg in a checkout whose .data/ is gone
+// (removed and cloned again into the same path) finds the checkout's
+// cluster again instead of refusing ("exists but holds no cluster"), and
+// gives the same URL.
+func TestPgSurvivesAReclone(t *testing.T) {
+	t.Parallel()
+	repo := filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(repo, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "scripts", "pg"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pg := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, filepath.Join(repo, "scripts", "pg"), args...)
+		cmd.Env = envWithout("DATABASE_URL", "TEST_DATABASE_URL")
+		cmd.Stderr = &testWriter{t: t}
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	link := filepath.Join(repo, ".data", "pg")
+	t.Cleanup(func() {
+		pg("stop")
+		if dir, err := os.Readlink(link); err == nil {
+			stopPostmaster(dir)
+			os.RemoveAll(dir)
+		}
+	})
+	first, err := pg("url")
+	if err != nil {
+		t.Fatalf("scripts/pg url: %v", err)
+	}
+	dir, linkErr := os.Readlink(link)
+	if err := os.RemoveAll(filepath.Join(repo, ".data")); err != nil {
+		t.Fatal(err)
+	}
+	if linkErr != nil {
+		// Not root: the cluster was in .data/ and is gone with it; a new one
+		// must start.
+		if _, err := pg("url"); err != nil {
+			t.Fatalf("scripts/pg url after removing .data/: %v", err)
+		}
+		return
+	}
+	t.Cleanup(func() { stopPostmaster(dir); os.RemoveAll(dir) })
+	second, err := pg("url")
+	if err != nil {
+		t.Fatalf("scripts/pg url after a re-clone (running cluster): %v", err)
+	}
+	if second != first {
+		t.Fatalf("after a re-clone: %s, want the same cluster %s", second, first)
+	}
+	// And with the cluster stopped before the re-clone.
+	if _, err := pg("stop"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(repo, ".data")); err != nil {
+		t.Fatal(err)
+	}
+	third, err := pg("url")
+	if err != nil {
+		t.Fatalf("scripts/pg url after a re-clone (stopped cluster): %v", err)
+	}
+	if got, _ := os.Readlink(link); got != dir {
+		t.Fatalf("after a re-clone .data/pg points at %q, want %q", got, dir)
+	}
+	if third == "" {
+		t.Fatal("no URL")
+	}
+}
+
+// stopPostmaster ends the postmaster of the cluster in dir if one still
+// runs after scripts/pg stop failed (its pid is the first line of
+// data/postmaster.pid), so that a failing test leaves no server behind.
+func stopPostmaster(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid"))
+	if err != nil {
+		return
+	}
+	if pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])); err == nil && pid > 0 {
+		syscall.Kill(pid, syscall.SIGQUIT)
+	}
+}
+
+// envWithout returns the environment without the named variables.
+func envWithout(names ...string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		keep := true
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
