@@ -24,10 +24,15 @@ var statusOf = [...]int{
 	apperr.Forbidden:    http.StatusForbidden,
 	apperr.TooLarge:     http.StatusRequestEntityTooLarge,
 	apperr.Unsupported:  http.StatusUnsupportedMediaType,
+	apperr.TooMany:      http.StatusTooManyRequests,
 }
 
-// retryAfterSeconds is the Retry-After value of every 503.
-const retryAfterSeconds = "1"
+// Retry-After values: of every 503 (a lock wait or a database blip is
+// short) and of every 429 (an export or a rate limit frees up in seconds).
+const (
+	retryAfterSeconds        = "1"
+	retryAfterTooManySeconds = "5"
+)
 
 // Errors of the HTTP layer itself.
 var (
@@ -105,6 +110,8 @@ func writeProblem(c echo.Context, p problem) {
 	switch p.status {
 	case http.StatusServiceUnavailable:
 		h.Set("Retry-After", retryAfterSeconds)
+	case http.StatusTooManyRequests:
+		h.Set("Retry-After", retryAfterTooManySeconds)
 	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 	}

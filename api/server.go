@@ -58,6 +58,18 @@ type Config struct {
 	// ExposeStats serves GET /debug/stats (group-commit counters, no
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
+
+	// MaxExports bounds the audit exports in progress at once over all
+	// sellers, MaxExportsPerSeller those of one seller; past either the
+	// request gets 429 too_many_exports. 0 means the default.
+	MaxExports          int
+	MaxExportsPerSeller int
+	// ExportStallTimeout is how long a client may stop reading an export
+	// before its connection is cut; 0 means 30s.
+	ExportStallTimeout time.Duration
+	// SpoolDir is where exports are written before they are sent; ""
+	// means os.TempDir().
+	SpoolDir string
 }
 
 // Defaults of Config.
@@ -87,6 +99,10 @@ type Server struct {
 	maxBody int64
 	timeout time.Duration
 	e       *echo.Echo
+
+	exports     *exportSlots
+	exportStall time.Duration
+	spoolDir    string
 
 	committer   *invoice.Committer
 	exposeStats bool
@@ -133,6 +149,11 @@ func New(cfg Config) *Server {
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
+	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
+	if s.exportStall <= 0 {
+		s.exportStall = DefaultExportStallTimeout
+	}
 	s.keyTTL = cfg.KeyCacheTTL
 	if s.keyTTL == 0 {
 		s.keyTTL = DefaultKeyCacheTTL
