@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
@@ -29,6 +30,20 @@ var (
 // deepest valid body (an item inside items) nests three levels.
 const maxDepth = 8
 
+// maxKeys bounds the keys of one JSON object: no request object has more
+// than 5 known fields, and unknown ones are refused anyway.
+const maxKeys = 16
+
+// Body limits per route, sized to the largest valid request: an issue
+// request of invoice.MaxItems items, each at most 2 KiB even with every
+// character of a 300-byte description written as a \u escape, plus room
+// for buyer, dates and white space; the small bodies (a series, a cancel
+// reason) in 8 KiB.
+const (
+	issueBodyMax = invoice.MaxItems*(2<<10) + 16<<10
+	smallBodyMax = 8 << 10
+)
+
 // readJSON checks the Content-Type (415 unless application/json) and reads
 // the body, at most max bytes (413 beyond).
 func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
@@ -38,12 +53,18 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 		return nil, errNotJSON
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return nil, apperr.Errorf(errNotJSON, "the request body must be UTF-8 JSON, not charset %q", cs)
+		return nil, apperr.Errorf(errNotJSON, "the request body must be UTF-8 JSON, not charset %q", clip(cs))
 	}
 	if r.ContentLength > max {
 		return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	// Sized from Content-Length when there is one, so that reading does
+	// not grow (and copy) the buffer several times.
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
@@ -51,15 +72,21 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 	if err != nil {
 		return nil, apperr.WithCause(errMalformed, err)
 	}
-	return body, nil
+	return buf.Bytes(), nil
 }
 
-// decodeStrict decodes exactly one JSON value from body into v: unknown
-// fields, trailing data, nesting beyond maxDepth and malformed JSON are
-// errMalformed-kind errors (400); a value of the wrong type is a 422 of
-// invalid (naming the field).
-func decodeStrict(body []byte, v any, invalid *apperr.Error) error {
-	if err := checkDepth(body); err != nil {
+// errTooManyElements is what scanJSON returns for an array longer than
+// allowed; decoders turn it into their own 422.
+var errTooManyElements = errors.New("api: too many array elements")
+
+// decodeStrict decodes exactly one JSON value from body into v: invalid
+// UTF-8, repeated keys, unknown fields, trailing data, nesting beyond
+// maxDepth and malformed JSON are errMalformed-kind errors (400); a value
+// of the wrong type is a 422 of invalid (naming the field). An array of
+// more than maxElems elements stops the scan at the first element past
+// the limit and returns errTooManyElements, before anything is decoded.
+func decodeStrict(body []byte, v any, invalid *apperr.Error, maxElems int) error {
+	if err := scanJSON(body, invalid, maxElems); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -71,6 +98,76 @@ func decodeStrict(body []byte, v any, invalid *apperr.Error) error {
 		return apperr.Errorf(errBadJSON, "the request body must hold one JSON value and nothing after it")
 	}
 	return nil
+}
+
+// scanFrame is an object or array scanJSON is inside of.
+type scanFrame struct {
+	object    bool
+	expectKey bool     // object: the next token is a key or the end
+	keys      []string // object: the keys seen
+	elems     int      // array: the elements seen
+}
+
+// scanJSON reads the first JSON value of body token by token, without
+// building it, and fails with errBadJSON for invalid UTF-8 or syntax, with
+// errTooDeep past maxDepth, with errBadJSON for a key repeated in an object
+// (compared as encoding/json matches fields: case-insensitively) or an
+// object of more than maxKeys keys, and with errTooManyElements for an
+// array of more than maxElems elements. What follows the first value is
+// left to the decoder.
+func scanJSON(body []byte, invalid *apperr.Error, maxElems int) error {
+	if !utf8.Valid(body) {
+		return apperr.Errorf(errBadJSON, "the request body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var stack []scanFrame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return jsonError(err, invalid)
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return nil
+			}
+			continue
+		}
+		if n := len(stack); n > 0 {
+			top := &stack[n-1]
+			switch {
+			case top.object && top.expectKey:
+				key, _ := tok.(string)
+				for _, k := range top.keys {
+					if strings.EqualFold(k, key) {
+						return apperr.Errorf(errBadJSON, "the request body repeats the key %q in one object", clip(key))
+					}
+				}
+				if len(top.keys) == maxKeys {
+					return apperr.Errorf(errBadJSON, "a JSON object in the request body has more than %d keys", maxKeys)
+				}
+				top.keys = append(top.keys, key)
+				top.expectKey = false
+				continue
+			case top.object:
+				top.expectKey = true
+			default:
+				if top.elems++; top.elems > maxElems {
+					return errTooManyElements
+				}
+			}
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if len(stack) == maxDepth {
+				return errTooDeep
+			}
+			stack = append(stack, scanFrame{object: d == '{', expectKey: d == '{'})
+			continue
+		}
+		if len(stack) == 0 {
+			return nil // a scalar at the top
+		}
+	}
 }
 
 func jsonError(err error, invalid *apperr.Error) error {
@@ -108,35 +205,6 @@ func jsonKind(k string) string {
 		return "an object"
 	}
 	return "a " + k
-}
-
-// checkDepth fails with errTooDeep when body nests objects and arrays
-// deeper than maxDepth. It skips strings; syntax is left to the decoder.
-func checkDepth(body []byte) error {
-	depth, inString := 0, false
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			if depth++; depth > maxDepth {
-				return errTooDeep
-			}
-		case '}', ']':
-			depth--
-		}
-	}
-	return nil
 }
 
 // jsonDecimal is an amount, quantity or rate: it must be sent as a JSON
@@ -196,7 +264,10 @@ type itemBody struct {
 // a date not written YYYY-MM-DD.
 func decodeIssueRequest(body []byte) (invoice.Request, error) {
 	var b issueBody
-	if err := decodeStrict(body, &b, invoice.ErrInvalid); err != nil {
+	if err := decodeStrict(body, &b, invoice.ErrInvalid, invoice.MaxItems); err != nil {
+		if errors.Is(err, errTooManyElements) {
+			err = apperr.Errorf(invoice.ErrInvalid, "items holds more than %d items, the most allowed", invoice.MaxItems)
+		}
 		return invoice.Request{}, err
 	}
 	var req invoice.Request
@@ -250,7 +321,10 @@ type seriesBody struct {
 
 func decodeSeriesRequest(body []byte) (seriesBody, error) {
 	var b seriesBody
-	err := decodeStrict(body, &b, series.ErrInvalidSeries)
+	err := decodeStrict(body, &b, series.ErrInvalidSeries, 0)
+	if errors.Is(err, errTooManyElements) {
+		err = apperr.Errorf(series.ErrInvalidSeries, "a series request holds no arrays")
+	}
 	return b, err
 }
 
@@ -261,6 +335,9 @@ type cancelBody struct {
 
 func decodeCancelRequest(body []byte) (cancelBody, error) {
 	var b cancelBody
-	err := decodeStrict(body, &b, invoice.ErrInvalid)
+	err := decodeStrict(body, &b, invoice.ErrInvalid, 0)
+	if errors.Is(err, errTooManyElements) {
+		err = apperr.Errorf(invoice.ErrInvalid, "reason must be a string")
+	}
 	return b, err
 }

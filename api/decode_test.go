@@ -42,6 +42,10 @@ func TestDecodeIssueRequest(t *testing.T) {
 		`"str"`:                                    400,
 		`{"items":[{"description":"\ud800"}]}`:     200,
 		`{"a":` + strings.Repeat(`{"a":`, 9) + `1` + strings.Repeat(`}`, 10) + `}`: 400,
+		`{"items":[],"items":[]}`:                           400, // a repeated key
+		`{"items":[{"hsn":"0902","HSN":"0903"}]}`:           400, // repeated as encoding/json matches
+		"{\"items\":[{\"description\":\"\xff\"}]}":          400, // invalid UTF-8
+		`{"items":[` + strings.Repeat(`{},`, 5000) + `{}]}`: 422,
 	} {
 		_, err := decodeIssueRequest([]byte(body))
 		got := 200

@@ -35,7 +35,7 @@ func (s *Server) createSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(issueBodyMax))
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
 	if err != nil {
 		return err
 	}

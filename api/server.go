@@ -34,7 +34,9 @@ type Config struct {
 	// BackdateDays is how many days before today (IST) an invoice date may
 	// lie; 0 allows only today.
 	BackdateDays int
-	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 1 MiB.
+	// MaxBodyBytes, when positive, lowers the body limit of every route
+	// (413 beyond); 0 keeps each route's own limit (an issue request
+	// 516 KiB, a series or a cancel 8 KiB).
 	MaxBodyBytes int64
 	// RequestTimeout bounds the database work of one request (503 past it);
 	// 0 means 30s.
@@ -75,10 +77,18 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultLockTimeout    = 3 * time.Second
-	DefaultMaxBodyBytes   = 1 << 20
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultKeyCacheTTL    = 5 * time.Second
 )
+
+// bodyLimit returns the body limit of a route whose own limit is
+// routeMax: routeMax, or Config.MaxBodyBytes when that is lower.
+func (s *Server) bodyLimit(routeMax int64) int64 {
+	if s.maxBody > 0 {
+		return min(s.maxBody, routeMax)
+	}
+	return routeMax
+}
 
 // lookupKey finds an API key by prefix, through the key cache unless it is
 // disabled.
@@ -137,9 +147,6 @@ func New(cfg Config) *Server {
 	}
 	if s.opt.LockTimeout <= 0 {
 		s.opt.LockTimeout = DefaultLockTimeout
-	}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBodyBytes
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
