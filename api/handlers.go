@@ -288,7 +288,19 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, renderInvoice(inv))
+	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv))
+}
+
+// cancelAnswer is the body of a cancel's answer: the whole invoice for a
+// key that may read it, otherwise only what confirms the cancellation
+// (id, number, status, cancelled_at), so that an issue-only key cannot
+// read invoices by cancelling them.
+func cancelAnswer(p principal, inv invoice.Invoice) any {
+	full := renderInvoice(inv)
+	if p.scopes.has(scopeReadBit) {
+		return full
+	}
+	return cancelledJSON{ID: full.ID, Number: full.Number, Status: full.Status, CancelledAt: full.CancelledAt}
 }
 
 func clip(s string) string {

@@ -34,6 +34,14 @@ type invoiceJSON struct {
 	CancelReason  string        `json:"cancel_reason,omitempty"`
 }
 
+// cancelledJSON is what a cancel answers a key without the read scope.
+type cancelledJSON struct {
+	ID          string `json:"id"`
+	Number      string `json:"number"`
+	Status      string `json:"status"`
+	CancelledAt string `json:"cancelled_at"`
+}
+
 type buyerJSON struct {
 	GSTIN string `json:"gstin,omitempty"`
 	Name  string `json:"name,omitempty"`
