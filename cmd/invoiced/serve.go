@@ -41,6 +41,7 @@ type serveConfig struct {
 	debugAddr    string
 	keyCacheTTL  time.Duration
 	inFlight     int
+	limits       limits
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -63,6 +64,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
+	addLimitFlags(fs, &c.limits)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -83,6 +85,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to 8")
 	case c.keyCacheTTL < 0:
 		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
+	}
+	if err := c.limits.resolve(c.maxConns); err != nil {
+		return err
 	}
 	return serve(ctx, e, c)
 }
@@ -139,6 +144,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer ln.Close() // Shutdown closes it too; a second Close is harmless.
+	maxConnections := c.limits.connectionLimit(c.maxConns)
+	ln = limitListener(ln, maxConnections)
 
 	inFlight := c.inFlight
 	if inFlight == 0 {
@@ -149,7 +156,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
 	}
-	handler := api.New(api.Config{
+	apiConfig := api.Config{
 		Pool:            pool,
 		Logger:          logger,
 		Now:             time.Now,
@@ -159,18 +166,20 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 		BatchesInFlight: inFlight,
-	}).Handler()
+	}
+	c.limits.apiLimits(&apiConfig)
+	handler := api.New(apiConfig).Handler()
 	srv := &http.Server{
 		Handler: handler,
 		// Request contexts must not derive from ctx: a signal would cancel
 		// the in-flight requests the drain is meant to finish.
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second, // bodies are at most 1 MiB
+		ReadTimeout:       15 * time.Second, // bodies are at most 516 KiB
 		// Longer than the api's own bound on a request's database work
 		// (which includes the lock wait), so a committed invoice is never
 		// answered with a cut connection.
 		WriteTimeout:   max(api.DefaultRequestTimeout, c.lockTimeout) + 15*time.Second,
-		IdleTimeout:    2 * time.Minute,
+		IdleTimeout:    c.limits.idleTimeout,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
 	}
@@ -196,7 +205,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 
 	addr := ln.Addr().String()
 	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
-		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns)
+		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
 
 	select {
