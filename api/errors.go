@@ -98,9 +98,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	p, internal := classify(err)
 	if internal {
-		s.log.ErrorContext(c.Request().Context(), "internal error",
-			"request_id", c.Response().Header().Get(headerRequestID),
-			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.log.ErrorContext(c.Request().Context(), "internal error", append(requestIDs(c),
+			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)...)
 	}
 	writeProblem(c, p)
 }

@@ -73,8 +73,7 @@ func (s *Server) audit(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	if err := sendStalling(w, sp.f, s.exportStall); err != nil {
 		// The client stopped reading or went away: drop the connection.
-		s.log.Info("audit export cut off", "err", err, "series", sr.Code, "fy", fy.String(),
-			"request_id", w.Header().Get(headerRequestID))
+		s.log.Info("audit export cut off", append(requestIDs(c), "err", err, "series", sr.Code, "fy", fy.String())...)
 		panic(http.ErrAbortHandler)
 	}
 	return nil

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -119,9 +117,6 @@ type Server struct {
 	keyTTL      time.Duration
 	keys        keyCache
 	series      seriesCache
-
-	reqPrefix string
-	reqSeq    atomic.Uint64
 }
 
 //go:embed openapi.yaml
@@ -165,9 +160,6 @@ func New(cfg Config) *Server {
 	if s.keyTTL == 0 {
 		s.keyTTL = DefaultKeyCacheTTL
 	}
-	var p [4]byte
-	rand.Read(p[:])
-	s.reqPrefix = hex.EncodeToString(p[:]) + "-"
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -204,18 +196,16 @@ func (s *Server) Handler() http.Handler { return s.e }
 
 const headerRequestID = "X-Request-Id"
 
-// base runs around every request: it sets the request id (the client's
-// X-Request-Id when it is short and printable, otherwise a fresh one),
+// base runs around every request: it gives the request a fresh random id
+// (X-Request-Id; a client's own is only logged beside it), says nosniff,
 // bounds the request's database work with the request timeout, and turns
 // a panic into a logged 500.
 func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		r := c.Request()
-		id := r.Header.Get(headerRequestID)
-		if !printableASCII(id, 64) {
-			id = s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 10)
-		}
-		c.Response().Header().Set(headerRequestID, id)
+		h := c.Response().Header()
+		h.Set(headerRequestID, newRequestID())
+		h.Set("X-Content-Type-Options", "nosniff")
 		timeout := s.timeout
 		if isExport(c.Path()) {
 			timeout = exportTimeout
@@ -233,6 +223,25 @@ func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		return next(c)
 	}
+}
+
+// newRequestID returns 128 random bits in hex: unlike a counter, it tells
+// nobody how many requests the server has seen.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}
+
+// requestIDs returns the log attributes that identify c's request: the
+// server's id, and the client's X-Request-Id when it sent a short,
+// printable one.
+func requestIDs(c echo.Context) []any {
+	ids := []any{"request_id", c.Response().Header().Get(headerRequestID)}
+	if v := c.Request().Header.Get(headerRequestID); printableASCII(v, 64) {
+		ids = append(ids, "client_request_id", v)
+	}
+	return ids
 }
 
 // printableASCII reports whether s is 1 to max bytes of printable ASCII
