@@ -684,7 +684,7 @@ func TestReceipt(t *testing.T) {
 	}
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":"typo <i>"}`), 200)
 	page = e.do("GET", "/r/"+inv.PublicID, "", "")
-	if !strings.Contains(string(page.body), "CANCELLED: typo &lt;i&gt;") {
+	if !strings.Contains(string(page.body), "CANCELLED: <bdi>typo &lt;i&gt;</bdi>") {
 		t.Fatalf("cancelled receipt lacks banner:\n%s", page.body)
 	}
 	for _, id := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaa", "nope", inv.ID} {

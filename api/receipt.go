@@ -13,7 +13,10 @@ import (
 const mimeHTML = "text/html; charset=utf-8"
 
 // The printable receipt page, GET /r/{public_id}: no key needed, the
-// unguessable public id is the capability.
+// unguessable public id is the capability. Free text is refused on input
+// when it holds bidi controls (internal/freetext); each piece is also set
+// in its own <bdi>, so that text stored before that rule cannot reorder
+// what follows it on the page.
 
 var receiptTmpl = template.Must(template.New("receipt").Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -30,16 +33,16 @@ td.n,th.n{text-align:right}.cancelled{border:3px solid #b00;color:#b00;font-weig
 </style>
 </head>
 <body>
-{{if .Cancelled}}<div class="cancelled">CANCELLED{{with .Inv.CancelReason}}: {{.}}{{end}}</div>{{end}}
+{{if .Cancelled}}<div class="cancelled">CANCELLED{{with .Inv.CancelReason}}: <bdi>{{.}}</bdi>{{end}}</div>{{end}}
 <h1>{{.Title}}</h1>
-<p><strong>{{.Seller.Name}}</strong><br>GSTIN {{.Seller.GSTIN}}</p>
+<p><strong><bdi>{{.Seller.Name}}</bdi></strong><br>GSTIN {{.Seller.GSTIN}}</p>
 <p>Number <strong>{{.Inv.Number}}</strong><br>Date {{.Inv.InvoiceDate}}<br>Place of supply {{.Inv.PlaceOfSupply}}</p>
-{{with .Inv.Buyer}}<p>Buyer: {{.Name}}{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</p>{{end}}
+{{with .Inv.Buyer}}<p>Buyer: <bdi>{{.Name}}</bdi>{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</p>{{end}}
 {{with .Inv.Original}}<p>Against {{.Number}} dated {{.InvoiceDate}}</p>{{end}}
 <table>
 <thead><tr><th>Item</th><th>HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n">GST %</th><th class="n">Taxable</th><th class="n">Total</th></tr></thead>
 <tbody>
-{{range .Inv.Items}}<tr><td>{{.Description}}</td><td>{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td><td class="n">{{.Total}}</td></tr>
+{{range .Inv.Items}}<tr><td><bdi>{{.Description}}</bdi></td><td>{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td><td class="n">{{.Total}}</td></tr>
 {{end}}</tbody>
 </table>
 <table>
