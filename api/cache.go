@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -102,8 +103,15 @@ type seriesKey struct {
 	code   string
 }
 
-// get returns the seller's series code, or series.ErrNotFound.
-func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, code string) (series.Series, error) {
+// get returns the seller's series code, or series.ErrNotFound. The code is
+// normalised (series.ParseCode) before the cache is consulted, so that
+// spellings of one code share an entry and a path segment that cannot be
+// a code never reaches the database.
+func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (series.Series, error) {
+	code, err := series.ParseCode(raw)
+	if err != nil {
+		return series.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
+	}
 	k := seriesKey{sellerID, code}
 	c.mu.Lock()
 	s, ok := c.m[k]
