@@ -181,12 +181,12 @@ func jsonError(err error, invalid *apperr.Error) error {
 		if field == "" {
 			return apperr.Errorf(errBadJSON, "the request body must be a JSON object")
 		}
-		return apperr.Errorf(invalid, "%s must be %s, not a JSON %s", field, jsonKind(typ.Type.Kind().String()), typ.Value)
+		return apperr.Errorf(invalid, "%s must be %s, not a JSON %s", clip(field), jsonKind(typ.Type.Kind().String()), typ.Value)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return apperr.Errorf(errBadJSON, "the request body is empty or cut short")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for DisallowUnknownFields.
-		return apperr.Errorf(errUnknownField, "unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		return apperr.Errorf(errUnknownField, "unknown field %s", clip(strings.TrimPrefix(err.Error(), "json: unknown field ")))
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) {

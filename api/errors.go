@@ -44,6 +44,11 @@ var (
 	errMalformed        = apperr.New(apperr.Malformed, "malformed_request", "the request cannot be parsed")
 )
 
+// maxMessageBytes bounds an error message. Messages quote what the client
+// sent (a GSTIN, a format, a field name) so that it can see what was
+// wrong; whatever the length of what it sent, the answer stays short.
+const maxMessageBytes = 300
+
 // problem is an error resolved for the client.
 type problem struct {
 	status  int
@@ -60,7 +65,7 @@ func classify(err error) (problem, bool) {
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
-		return problem{statusOf[ae.Kind], ae.Code, ae.Message}, false
+		return problem{statusOf[ae.Kind], ae.Code, clipTo(ae.Message, maxMessageBytes)}, false
 	}
 	if dbfault.Unavailable(err) {
 		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
@@ -303,11 +304,20 @@ func cancelAnswer(p principal, inv invoice.Invoice) any {
 	return cancelledJSON{ID: full.ID, Number: full.Number, Status: full.Status, CancelledAt: full.CancelledAt}
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+// clip returns s cut to at most 40 bytes (on a character boundary) with
+// "…" appended when it was longer: for echoing what a client sent.
+func clip(s string) string { return clipTo(s, 40) }
+
+// clipTo returns s cut to at most n bytes on a character boundary, with
+// "…" appended when it was longer.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // fyParam reads a fy query parameter ("2026-27"); empty means the current

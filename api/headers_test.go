@@ -2,12 +2,14 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 )
@@ -88,5 +90,32 @@ func TestReceiptCannotBeFramed(t *testing.T) {
 	}
 	if r := e.do("GET", "/r/"+inv.PublicID, "", ""); r.status != http.StatusOK {
 		t.Fatalf("receipt: %d", r.status)
+	}
+}
+
+// TestErrorMessagesClipWhatTheyEcho: messages that quote what the client
+// sent stay short and valid UTF-8 however long it was.
+func TestErrorMessagesClipWhatTheyEcho(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	long := strings.Repeat("ज", 20000) // 3 bytes each: cuts must respect characters
+	for name, r := range map[string]resp{
+		"unknown field": e.do("POST", "/v1/series/CH1/invoices", e.all, `{"`+long+`":1}`),
+		"buyer GSTIN":   e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+long+`"},"items":[{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"}]}`),
+		"series format": e.do("POST", "/v1/series", e.all, `{"code":"X1","doc_type":"invoice","format":"`+strings.Repeat("A", 7000)+`"}`),
+		"doc type":      e.do("POST", "/v1/series", e.all, `{"code":"X1","doc_type":"`+strings.Repeat("é", 3000)+`","format":"X1/{SEQ:4}"}`),
+		"series code":   e.do("GET", "/v1/series/"+strings.Repeat("C", 3000)+"/invoices", e.all, ""),
+	} {
+		if r.status < 400 || r.status >= 500 {
+			t.Errorf("%s: status %d", name, r.status)
+		}
+		var body errorBody
+		if err := json.Unmarshal(r.body, &body); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if m := body.Error.Message; len(m) > maxMessageBytes+len("…") || !utf8.ValidString(m) || strings.ContainsRune(m, utf8.RuneError) {
+			t.Errorf("%s: message of %d bytes (valid UTF-8: %v): %.80q…", name, len(m), utf8.ValidString(m), m)
+		}
 	}
 }
