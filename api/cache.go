@@ -49,9 +49,10 @@ func store[K comparable, V any](m *map[K]V, k K, v V) {
 	(*m)[k] = v
 }
 
-// keyCache remembers found API keys (never unknown ones) for a while, which
-// keeps the database out of the per-request path of a busy POS; a revoked
-// key stops working when its entry expires.
+// keyCache remembers found API keys for a while, which keeps the database
+// out of the per-request path of a busy POS; a revoked key stops working
+// when its entry expires. Unknown prefixes are not remembered: see
+// Server.authorize for why every failure costs one lookup instead.
 type keyCache struct {
 	mu    sync.Mutex
 	m     map[string]cachedKey
@@ -63,15 +64,20 @@ type cachedKey struct {
 	expires time.Time
 }
 
-// lookup returns the key row for prefix from the cache or, when absent or
-// expired, from the database. It fails only on a database error.
-func (c *keyCache) lookup(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (keyRow, bool, error) {
+// peek returns the key row for prefix when the cache holds it unexpired.
+func (c *keyCache) peek(prefix string, now time.Time) (keyRow, bool) {
 	c.mu.Lock()
 	e, ok := c.m[prefix]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.row, true, nil
+		return e.row, true
 	}
+	return keyRow{}, false
+}
+
+// load looks prefix up in the database (once for all concurrent callers)
+// and caches a key found until now+ttl. It fails only on a database error.
+func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (keyRow, bool, error) {
 	type found struct {
 		row keyRow
 		ok  bool
@@ -87,6 +93,15 @@ func (c *keyCache) lookup(ctx context.Context, db series.DB, prefix string, now 
 		return found{row, true}, nil
 	})
 	return f.row, f.ok, err
+}
+
+// known reports whether prefix's key is in the cache, expired or not: a
+// key this process has seen work, which the failure limit never blocks.
+func (c *keyCache) known(prefix string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.m[prefix]
+	return ok
 }
 
 // seriesCache remembers series by seller and code. Series never change once

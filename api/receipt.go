@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"html/template"
 	"net/http"
 
@@ -110,7 +111,14 @@ func (s *Server) receipt(c echo.Context) error {
 		return s.receiptError(c, invoice.ErrNotFound)
 	}
 	ctx := c.Request().Context()
+	peer := peerAddr(c.Request())
+	if !s.failures.allow(peer, s.now()) {
+		return s.receiptError(c, errRateLimited)
+	}
 	inv, err := invoice.GetByPublicID(ctx, s.pool, id)
+	if errors.Is(err, invoice.ErrNotFound) {
+		s.failures.charge(peer, s.now())
+	}
 	if err != nil {
 		return s.receiptError(c, err)
 	}
@@ -142,8 +150,11 @@ func (s *Server) receiptError(c echo.Context, err error) error {
 	if p.status != http.StatusNotFound {
 		title, msg = "Receipt unavailable", p.message
 	}
-	if p.status == http.StatusServiceUnavailable {
+	switch p.status {
+	case http.StatusServiceUnavailable:
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+	case http.StatusTooManyRequests:
+		c.Response().Header().Set("Retry-After", retryAfterTooManySeconds)
 	}
 	var buf bytes.Buffer
 	if err := receiptErrorTmpl.Execute(&buf, struct{ Title, Message string }{title, msg}); err != nil {

@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -70,6 +71,14 @@ type Config struct {
 	// SpoolDir is where exports are written before they are sent; ""
 	// means os.TempDir().
 	SpoolDir string
+
+	// FailureRate is how many authentication failures and unknown receipt
+	// ids one client address may cause per second (FailureBurst at once)
+	// before its requests that need a database lookup without a cached
+	// key get 429 rate_limited; 0 means 5 per second, negative no limit.
+	// FailureBurst 0 means ten seconds' worth.
+	FailureRate  float64
+	FailureBurst int
 }
 
 // Defaults of Config.
@@ -86,15 +95,6 @@ func (s *Server) bodyLimit(routeMax int64) int64 {
 		return min(s.maxBody, routeMax)
 	}
 	return routeMax
-}
-
-// lookupKey finds an API key by prefix, through the key cache unless it is
-// disabled.
-func (s *Server) lookupKey(ctx context.Context, prefix string) (keyRow, bool, error) {
-	if s.keyTTL < 0 {
-		return lookupKey(ctx, s.pool, prefix)
-	}
-	return s.keys.lookup(ctx, s.pool, prefix, s.now(), s.keyTTL)
 }
 
 // Server serves the invoiced HTTP API. Make one with New.
@@ -116,6 +116,7 @@ type Server struct {
 	exposeStats bool
 	keyTTL      time.Duration
 	keys        keyCache
+	failures    *failureLimiter
 	series      seriesCache
 }
 
@@ -151,6 +152,7 @@ func New(cfg Config) *Server {
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
 	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
 	if s.exportStall <= 0 {
@@ -259,9 +261,45 @@ func printableASCII(s string, max int) bool {
 }
 
 // authorize authenticates the request's bearer key and checks that it
-// carries need. It fails with ErrUnauthorized (401) or ErrForbidden (403).
+// carries need. It fails with ErrUnauthorized (401); with errRateLimited
+// (429) when the key is not one this process has seen work and the client
+// address has spent its failures; or with ErrForbidden (403).
+//
+// Every failure with a well-formed key costs the same work, one database
+// lookup of the prefix: a key answered from the cache whose secret does
+// not match is looked up again (which also refreshes the entry). Otherwise
+// a cached key answered a wrong secret in half the time of an unknown
+// prefix, and timing told which prefixes are in use. The failure limit per
+// address bounds what those lookups cost.
 func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
-	p, err := authenticate(c.Request().Context(), s.lookupKey, c.Request().Header.Get("Authorization"))
+	r := c.Request()
+	var prefix string
+	var cached bool
+	p, err := authenticate(r.Context(), func(ctx context.Context, pfx string) (keyRow, bool, error) {
+		prefix = pfx
+		now := s.now()
+		if s.keyTTL >= 0 {
+			if row, ok := s.keys.peek(pfx, now); ok {
+				cached = true
+				return row, true, nil
+			}
+		}
+		if (s.keyTTL < 0 || !s.keys.known(pfx)) && !s.failures.allow(peerAddr(r), now) {
+			return keyRow{}, false, errRateLimited
+		}
+		if s.keyTTL < 0 {
+			return lookupKey(ctx, s.pool, pfx)
+		}
+		return s.keys.load(ctx, s.pool, pfx, now, s.keyTTL)
+	}, r.Header.Get("Authorization"))
+	if errors.Is(err, ErrUnauthorized) {
+		s.failures.charge(peerAddr(r), s.now())
+		if cached {
+			if _, _, lerr := s.keys.load(r.Context(), s.pool, prefix, s.now(), s.keyTTL); lerr != nil {
+				return principal{}, lerr
+			}
+		}
+	}
 	if err != nil {
 		return principal{}, err
 	}
