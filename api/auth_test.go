@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestAuthFailureTimingEqual interleaves three kinds of failed
