@@ -120,6 +120,7 @@ func scanJSON(body []byte, invalid *apperr.Error, maxElems int) error {
 		return apperr.Errorf(errBadJSON, "the request body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber() // numbers stay text: 1e400 is the decoder's to judge
 	var stack []scanFrame
 	for {
 		tok, err := dec.Token()

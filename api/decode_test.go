@@ -27,6 +27,7 @@ func TestDecodeIssueRequest(t *testing.T) {
 	for body, want := range map[string]int{
 		`{"items":[{"quantity":2}]}`:               422,
 		`{"items":[{"unit_price":1e3}]}`:           422,
+		`{"items":[{"unit_price":1e400}]}`:         422,
 		`{"items":[{"gst_rate":-5}]}`:              422,
 		`{"items":[{"gst_rate":{}}]}`:              422,
 		many:                                       422,
