@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"encoding/base64"
 	"net/http"
 	"strconv"
@@ -240,14 +241,40 @@ func decodeCursor(v string) (int64, error) {
 	return n, nil
 }
 
-// invoiceID parses an invoice id path parameter; anything but a positive
-// decimal integer is not found.
-func invoiceID(v string) (int64, error) {
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
+// invoiceID resolves an invoice id path parameter of the seller sellerID
+// to the database's id: "CH1-2026-7" (series code, financial year,
+// serial; see invoiceKey), or the all-digit database id the API answered
+// before. Anything else, and an id of no invoice of the seller, is
+// invoice.ErrNotFound; it fails otherwise only on a database error.
+func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64, error) {
+	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if id < 1 || strconv.FormatInt(id, 10) != v {
+			return 0, invoice.ErrNotFound
+		}
+		return id, nil
+	}
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 {
 		return 0, invoice.ErrNotFound
 	}
-	return id, nil
+	j := strings.LastIndexByte(v[:i], '-')
+	if j < 1 {
+		return 0, invoice.ErrNotFound
+	}
+	fy, ferr := strconv.Atoi(v[j+1 : i])
+	serial, serr := strconv.ParseInt(v[i+1:], 10, 64)
+	if ferr != nil || serr != nil || !series.FY(fy).Valid() || serial < 1 ||
+		strconv.Itoa(fy) != v[j+1:i] || strconv.FormatInt(serial, 10) != v[i+1:] {
+		return 0, invoice.ErrNotFound
+	}
+	sr, err := s.series.get(ctx, s.pool, sellerID, v[:j])
+	if errors.Is(err, series.ErrNotFound) {
+		return 0, invoice.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)
 }
 
 // getInvoice serves GET /v1/invoices/{id} (scope read).
@@ -256,7 +283,7 @@ func (s *Server) getInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := invoiceID(c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -273,7 +300,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := invoiceID(c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
