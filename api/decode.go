@@ -86,7 +86,7 @@ var errTooManyElements = errors.New("api: too many array elements")
 // more than maxElems elements stops the scan at the first element past
 // the limit and returns errTooManyElements, before anything is decoded.
 func decodeStrict(body []byte, v any, invalid *apperr.Error, maxElems int) error {
-	if err := scanJSON(body, invalid, maxElems); err != nil {
+	if err := scanJSON(body, maxElems); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -103,72 +103,104 @@ func decodeStrict(body []byte, v any, invalid *apperr.Error, maxElems int) error
 // scanFrame is an object or array scanJSON is inside of.
 type scanFrame struct {
 	object    bool
-	expectKey bool     // object: the next token is a key or the end
-	keys      []string // object: the keys seen
-	elems     int      // array: the elements seen
+	expectKey bool            // object: the next string is a key
+	elems     int             // array: values begun (commas + 1)
+	nkeys     int             // object: keys seen
+	keys      [maxKeys][2]int // object: where each key's bytes lie in the body
 }
 
-// scanJSON reads the first JSON value of body token by token, without
-// building it, and fails with errBadJSON for invalid UTF-8 or syntax, with
-// errTooDeep past maxDepth, with errBadJSON for a key repeated in an object
-// (compared as encoding/json matches fields: case-insensitively) or an
-// object of more than maxKeys keys, and with errTooManyElements for an
-// array of more than maxElems elements. What follows the first value is
-// left to the decoder.
-func scanJSON(body []byte, invalid *apperr.Error, maxElems int) error {
+// scanJSON reads body byte by byte, without building anything, before it
+// is decoded, and fails with errBadJSON for invalid UTF-8, a key repeated
+// in an object (compared case-insensitively, as encoding/json matches
+// fields), a key written with escapes (which would let "\u0069tems" pass
+// for "items") or an object of more than maxKeys keys; with errTooDeep past
+// maxDepth; and with errTooManyElements at the first element past maxElems
+// of any array. Syntax is left to the decoder: on malformed input the scan
+// may pass or count oddly, and the decoder then refuses the body.
+//
+// A json.Decoder.Token loop did the same in 110 µs for a one-item body
+// (168 allocations), seven times the decoding itself; this takes about 1 µs.
+func scanJSON(body []byte, maxElems int) error {
 	if !utf8.Valid(body) {
 		return apperr.Errorf(errBadJSON, "the request body is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber() // numbers stay text: 1e400 is the decoder's to judge
-	var stack []scanFrame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return jsonError(err, invalid)
-		}
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				return nil
-			}
-			continue
-		}
-		if n := len(stack); n > 0 {
-			top := &stack[n-1]
-			switch {
-			case top.object && top.expectKey:
-				key, _ := tok.(string)
-				for _, k := range top.keys {
-					if strings.EqualFold(k, key) {
-						return apperr.Errorf(errBadJSON, "the request body repeats the key %q in one object", clip(key))
-					}
-				}
-				if len(top.keys) == maxKeys {
-					return apperr.Errorf(errBadJSON, "a JSON object in the request body has more than %d keys", maxKeys)
-				}
-				top.keys = append(top.keys, key)
-				top.expectKey = false
-				continue
-			case top.object:
-				top.expectKey = true
-			default:
-				if top.elems++; top.elems > maxElems {
-					return errTooManyElements
-				}
-			}
-		}
-		if d, ok := tok.(json.Delim); ok {
-			if len(stack) == maxDepth {
-				return errTooDeep
-			}
-			stack = append(stack, scanFrame{object: d == '{', expectKey: d == '{'})
-			continue
-		}
-		if len(stack) == 0 {
-			return nil // a scalar at the top
+	var stack [maxDepth]scanFrame
+	depth := 0
+	begin := func() { // a value begins at this byte
+		if depth > 0 && !stack[depth-1].object && stack[depth-1].elems == 0 {
+			stack[depth-1].elems = 1
 		}
 	}
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; c {
+		case ' ', '\t', '\n', '\r', ':':
+		case '"':
+			j, escaped := i+1, false
+			for j < len(body) && body[j] != '"' {
+				if body[j] == '\\' {
+					escaped = true
+					j++
+				}
+				j++
+			}
+			if j >= len(body) {
+				return nil // an unterminated string: the decoder says so
+			}
+			if depth > 0 && stack[depth-1].object && stack[depth-1].expectKey {
+				if err := addKey(&stack[depth-1], body, i+1, j, escaped); err != nil {
+					return err
+				}
+			} else {
+				begin()
+			}
+			i = j
+		case '{', '[':
+			begin()
+			if depth == maxDepth {
+				return errTooDeep
+			}
+			stack[depth] = scanFrame{object: c == '{', expectKey: c == '{'}
+			depth++
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				continue
+			}
+			top := &stack[depth-1]
+			if top.object {
+				top.expectKey = true
+			} else if top.elems++; top.elems > maxElems {
+				return errTooManyElements
+			}
+		default:
+			begin()
+		}
+	}
+	return nil
+}
+
+// addKey records the key body[from:to] in the object f, failing on a key
+// already there, an escaped key, or one key too many.
+func addKey(f *scanFrame, body []byte, from, to int, escaped bool) error {
+	key := body[from:to]
+	if escaped {
+		return apperr.Errorf(errBadJSON, "the request body has a key written with escapes (%q); write keys plainly", clip(string(key)))
+	}
+	for _, k := range f.keys[:f.nkeys] {
+		if bytes.EqualFold(body[k[0]:k[1]], key) {
+			return apperr.Errorf(errBadJSON, "the request body repeats the key %q in one object", clip(string(key)))
+		}
+	}
+	if f.nkeys == maxKeys {
+		return apperr.Errorf(errBadJSON, "a JSON object in the request body has more than %d keys", maxKeys)
+	}
+	f.keys[f.nkeys] = [2]int{from, to}
+	f.nkeys++
+	f.expectKey = false
+	return nil
 }
 
 func jsonError(err error, invalid *apperr.Error) error {

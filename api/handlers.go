@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
