@@ -59,8 +59,8 @@ func TestAuthFailureTimingEqual(t *testing.T) {
 
 // TestFailuresRateLimitedPerAddress: a client address that keeps failing
 // to authenticate, or keeps asking for receipts that do not exist, soon
-// gets 429 without a database lookup, while a cached key from the same
-// address goes on working.
+// gets 429 without a database lookup, while a valid cached key from the
+// same address goes on working.
 func TestFailuresRateLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.FailureRate, c.FailureBurst = 1, 5 })
@@ -80,7 +80,9 @@ func TestFailuresRateLimitedPerAddress(t *testing.T) {
 	if statuses[http.StatusUnauthorized] > 8 || statuses[http.StatusTooManyRequests] < 20 {
 		t.Fatalf("30 unknown keys in a row from one address: %v; want about 5 × 401, then 429", statuses)
 	}
-	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), http.StatusOK) // cached: not limited
+	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), http.StatusOK) // valid and cached: not limited
+	// A wrong secret for that cached key is a failure like any other.
+	e.wantError(e.do("GET", "/v1/series", e.read[:len(e.read)-1]+"x", ""), http.StatusTooManyRequests, "rate_limited")
 	receipts := map[int]int{}
 	for range 10 {
 		receipts[e.do("GET", "/r/"+strings.Repeat("a", 26), "", "").status]++

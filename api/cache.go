@@ -95,15 +95,6 @@ func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now ti
 	return f.row, f.ok, err
 }
 
-// known reports whether prefix's key is in the cache, expired or not: a
-// key this process has seen work, which the failure limit never blocks.
-func (c *keyCache) known(prefix string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.m[prefix]
-	return ok
-}
-
 // seriesCache remembers series by seller and code. Series never change once
 // created and are never deleted, so entries do not expire; unknown codes are
 // not cached, so a series is usable as soon as it is created.

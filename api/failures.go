@@ -12,9 +12,11 @@ import (
 // Requests without a valid key cost the server database lookups: an
 // unknown key prefix, a receipt id. Each client address has a budget of
 // failures (token bucket); one that has spent it gets 429 rate_limited
-// for requests that would need such a lookup, until the budget refills.
-// Keys found in the cache are never limited, so a till that works goes on
-// working even behind the address of a client that does not.
+// for every request that would need such a lookup or that fails to
+// authenticate, until the budget refills. A valid key found in the cache
+// is never limited, so a till that works goes on working behind the
+// address of a client that does not, except when its cache entry must be
+// refreshed (every --key-cache-ttl) while that client keeps failing.
 
 // Defaults of the failure limits in Config.
 const DefaultFailureRate = 5.0 // per second

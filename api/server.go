@@ -74,9 +74,9 @@ type Config struct {
 
 	// FailureRate is how many authentication failures and unknown receipt
 	// ids one client address may cause per second (FailureBurst at once)
-	// before its requests that need a database lookup without a cached
-	// key get 429 rate_limited; 0 means 5 per second, negative no limit.
-	// FailureBurst 0 means ten seconds' worth.
+	// before its requests that fail or need a database lookup without a
+	// valid cached key get 429 rate_limited; 0 means 5 per second,
+	// negative no limit. FailureBurst 0 means ten seconds' worth.
 	FailureRate  float64
 	FailureBurst int
 }
@@ -262,15 +262,16 @@ func printableASCII(s string, max int) bool {
 
 // authorize authenticates the request's bearer key and checks that it
 // carries need. It fails with ErrUnauthorized (401); with errRateLimited
-// (429) when the key is not one this process has seen work and the client
-// address has spent its failures; or with ErrForbidden (403).
+// (429) when the client address has spent its failures and the request is
+// not one with a valid key found in the cache; or with ErrForbidden (403).
 //
 // Every failure with a well-formed key costs the same work, one database
 // lookup of the prefix: a key answered from the cache whose secret does
 // not match is looked up again (which also refreshes the entry). Otherwise
 // a cached key answered a wrong secret in half the time of an unknown
-// prefix, and timing told which prefixes are in use. The failure limit per
-// address bounds what those lookups cost.
+// prefix, and timing told which prefixes are in use. An address out of
+// failures gets 429 before any lookup, whichever the kind of failure, so
+// that too takes the same time.
 func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 	r := c.Request()
 	var prefix string
@@ -284,7 +285,7 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 				return row, true, nil
 			}
 		}
-		if (s.keyTTL < 0 || !s.keys.known(pfx)) && !s.failures.allow(peerAddr(r), now) {
+		if !s.failures.allow(peerAddr(r), now) {
 			return keyRow{}, false, errRateLimited
 		}
 		if s.keyTTL < 0 {
@@ -293,9 +294,13 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 		return s.keys.load(ctx, s.pool, pfx, now, s.keyTTL)
 	}, r.Header.Get("Authorization"))
 	if errors.Is(err, ErrUnauthorized) {
-		s.failures.charge(peerAddr(r), s.now())
+		peer, now := peerAddr(r), s.now()
+		if !s.failures.allow(peer, now) {
+			return principal{}, errRateLimited
+		}
+		s.failures.charge(peer, now)
 		if cached {
-			if _, _, lerr := s.keys.load(r.Context(), s.pool, prefix, s.now(), s.keyTTL); lerr != nil {
+			if _, _, lerr := s.keys.load(r.Context(), s.pool, prefix, now, s.keyTTL); lerr != nil {
 				return principal{}, lerr
 			}
 		}
