@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -122,15 +123,23 @@ func (s *spool) rewind() (int64, error) {
 func (s *spool) Close() error { return s.f.Close() }
 
 // sendStalling copies r to w a chunk at a time, giving each chunk at most
-// stall to be written: a client that stops reading makes the write fail
-// with a timeout. It returns the first read or write error.
-func sendStalling(w http.ResponseWriter, r io.Reader, stall time.Duration) error {
+// stall to be written, and none past ctx's deadline: a client that stops
+// reading makes the write fail with a timeout. It returns the first read
+// or write error, or ctx's error.
+func sendStalling(ctx context.Context, w http.ResponseWriter, r io.Reader, stall time.Duration) error {
 	rc := http.NewResponseController(w)
 	buf := make([]byte, exportChunk)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n, rerr := io.ReadFull(r, buf)
 		if n > 0 {
-			if err := rc.SetWriteDeadline(time.Now().Add(stall)); err != nil {
+			deadline := time.Now().Add(stall)
+			if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+				deadline = d
+			}
+			if err := rc.SetWriteDeadline(deadline); err != nil {
 				return err
 			}
 			if _, err := w.Write(buf[:n]); err != nil {

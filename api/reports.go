@@ -71,7 +71,7 @@ func (s *Server) audit(c echo.Context) error {
 	w.Header().Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	if err := sendStalling(w, sp.f, s.exportStall); err != nil {
+	if err := sendStalling(ctx, w, sp.f, s.exportStall); err != nil {
 		// The client stopped reading or went away: drop the connection.
 		s.log.Info("audit export cut off", append(requestIDs(c), "err", err, "series", sr.Code, "fy", fy.String())...)
 		panic(http.ErrAbortHandler)
