@@ -130,7 +130,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	aRead, cRead := mustKey(t, pool, a.ID, ScopeRead), mustKey(t, pool, c.ID, ScopeRead)
 	bAll := mustKey(t, pool, b.ID, ScopeIssue, ScopeRead)
 
-	const stall = time.Second
+	const stall = 2 * time.Second // long enough that no slot frees before all 16 arrive
 	srv := httptest.NewUnstartedServer(New(Config{
 		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, RequestTimeout: 3 * time.Second,
 		MaxExports: 3, MaxExportsPerSeller: 2, ExportStallTimeout: stall,
