@@ -505,7 +505,7 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	inv := e.mustIssue("CH1", "")
-	r := e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"customer returned the chai"}`)
+	r := e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":"customer returned the chai"}`)
 	e.wantStatus(r, http.StatusOK)
 	c := e.invoice(r)
 	if c.Status != "cancelled" || c.CancelReason != "customer returned the chai" || c.CancelledAt != "2026-11-29T04:30:00.000000Z" ||
@@ -522,6 +522,32 @@ func TestCancel(t *testing.T) {
 	e.wantError(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"why":"x"}`), 400, "unknown_field")
 	if next := e.mustIssue("CH1", ""); next.Serial != 2 {
 		t.Fatalf("after cancel next serial %d, want 2", next.Serial)
+	}
+}
+
+// TestCancelWithoutReadScope checks that a key that may cancel but not
+// read learns from cancelling only what it needs to confirm the
+// cancellation: the id, number, status and time, not the buyer, items,
+// amounts or receipt link.
+func TestCancelWithoutReadScope(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bangalore Traders"},"place_of_supply":"29",`+
+		`"items":[{"description":"Tea","hsn":"0902","quantity":"1","unit_price":"99.00","gst_rate":"18"}]}`)
+	e.wantStatus(r, http.StatusCreated)
+	inv := e.invoice(r)
+	r = e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"wrong buyer"}`)
+	e.wantStatus(r, http.StatusOK)
+	want := `{"id":"` + inv.ID + `","number":"CH1/26-27/00001","status":"cancelled","cancelled_at":"2026-11-29T04:30:00.000000Z"}`
+	if string(r.body) != want {
+		t.Fatalf("cancel with an issue-only key answers\n%s\nwant\n%s", r.body, want)
+	}
+	// With read, the whole invoice as before.
+	inv2 := e.mustIssue("CH1", "")
+	r = e.do("POST", "/v1/invoices/"+inv2.ID+"/cancel", e.all, `{"reason":"x"}`)
+	e.wantStatus(r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"items":[`) || !strings.Contains(string(r.body), `"public_id":"`+inv2.PublicID+`"`) {
+		t.Fatalf("cancel with a read key answers %s, want the whole invoice", r.body)
 	}
 }
 
@@ -658,7 +684,7 @@ func TestReceipt(t *testing.T) {
 	}
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":"typo <i>"}`), 200)
 	page = e.do("GET", "/r/"+inv.PublicID, "", "")
-	if !strings.Contains(string(page.body), "CANCELLED: typo &lt;i&gt;") {
+	if !strings.Contains(string(page.body), "CANCELLED: <bdi>typo &lt;i&gt;</bdi>") {
 		t.Fatalf("cancelled receipt lacks banner:\n%s", page.body)
 	}
 	for _, id := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaa", "nope", inv.ID} {

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -48,9 +49,10 @@ func store[K comparable, V any](m *map[K]V, k K, v V) {
 	(*m)[k] = v
 }
 
-// keyCache remembers found API keys (never unknown ones) for a while, which
-// keeps the database out of the per-request path of a busy POS; a revoked
-// key stops working when its entry expires.
+// keyCache remembers found API keys for a while, which keeps the database
+// out of the per-request path of a busy POS; a revoked key stops working
+// when its entry expires. Unknown prefixes are not remembered: see
+// Server.authorize for why every failure costs one lookup instead.
 type keyCache struct {
 	mu    sync.Mutex
 	m     map[string]cachedKey
@@ -62,15 +64,20 @@ type cachedKey struct {
 	expires time.Time
 }
 
-// lookup returns the key row for prefix from the cache or, when absent or
-// expired, from the database. It fails only on a database error.
-func (c *keyCache) lookup(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (keyRow, bool, error) {
+// peek returns the key row for prefix when the cache holds it unexpired.
+func (c *keyCache) peek(prefix string, now time.Time) (keyRow, bool) {
 	c.mu.Lock()
 	e, ok := c.m[prefix]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.row, true, nil
+		return e.row, true
 	}
+	return keyRow{}, false
+}
+
+// load looks prefix up in the database (once for all concurrent callers)
+// and caches a key found until now+ttl. It fails only on a database error.
+func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (keyRow, bool, error) {
 	type found struct {
 		row keyRow
 		ok  bool
@@ -102,8 +109,15 @@ type seriesKey struct {
 	code   string
 }
 
-// get returns the seller's series code, or series.ErrNotFound.
-func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, code string) (series.Series, error) {
+// get returns the seller's series code, or series.ErrNotFound. The code is
+// normalised (series.ParseCode) before the cache is consulted, so that
+// spellings of one code share an entry and a path segment that cannot be
+// a code never reaches the database.
+func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (series.Series, error) {
+	code, err := series.ParseCode(raw)
+	if err != nil {
+		return series.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
+	}
 	k := seriesKey{sellerID, code}
 	c.mu.Lock()
 	s, ok := c.m[k]

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,5 +80,39 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	}
 	if _, err := c.get(ctx, db, seller.ID, "CH1"); err != nil || db.rows.Load() != 1 {
 		t.Errorf("cached: %v, %d queries", err, db.rows.Load())
+	}
+}
+
+// TestSeriesCacheKeysOnTheCode: spellings of one code share one cache
+// entry and one query, and a path segment that cannot be a code never
+// reaches the database.
+func TestSeriesCacheKeysOnTheCode(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	seller, err := series.CreateSeller(ctx, pool, "24AAQCA8719H1ZC", "Chai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"}); err != nil {
+		t.Fatal(err)
+	}
+	db := &countingDB{DB: pool}
+	var c seriesCache
+	for _, code := range []string{"CH1", "ch1", "Ch1", "cH1", " CH1 "} {
+		if s, err := c.get(ctx, db, seller.ID, code); err != nil || s.Code != "CH1" {
+			t.Fatalf("%q: %+v, %v", code, s, err)
+		}
+	}
+	if len(c.m) != 1 || db.rows.Load() != 1 {
+		t.Errorf("5 spellings of CH1: %d cache entries, %d queries; want 1 and 1", len(c.m), db.rows.Load())
+	}
+	for _, code := range []string{"", "\x00", "CH1/x", "CH1\u0130", "-X", "C" + string(make([]byte, 300))} {
+		if _, err := c.get(ctx, db, seller.ID, code); !errors.Is(err, series.ErrNotFound) {
+			t.Errorf("%q: %v, want series.ErrNotFound", code, err)
+		}
+	}
+	if q := db.rows.Load(); q != 1 {
+		t.Errorf("invalid codes made %d queries, want none", q-1)
 	}
 }

@@ -27,6 +27,7 @@ func TestDecodeIssueRequest(t *testing.T) {
 	for body, want := range map[string]int{
 		`{"items":[{"quantity":2}]}`:               422,
 		`{"items":[{"unit_price":1e3}]}`:           422,
+		`{"items":[{"unit_price":1e400}]}`:         422,
 		`{"items":[{"gst_rate":-5}]}`:              422,
 		`{"items":[{"gst_rate":{}}]}`:              422,
 		many:                                       422,
@@ -42,6 +43,12 @@ func TestDecodeIssueRequest(t *testing.T) {
 		`"str"`:                                    400,
 		`{"items":[{"description":"\ud800"}]}`:     200,
 		`{"a":` + strings.Repeat(`{"a":`, 9) + `1` + strings.Repeat(`}`, 10) + `}`: 400,
+		`{"\u0069tems":[]}`:                                 400, // an escaped key
+		`{"items":[{"description":"a,b,\"c\",[d]"}]}`:       200, // commas and brackets in strings are text
+		`{"items":[],"items":[]}`:                           400, // a repeated key
+		`{"items":[{"hsn":"0902","HSN":"0903"}]}`:           400, // repeated as encoding/json matches
+		"{\"items\":[{\"description\":\"\xff\"}]}":          400, // invalid UTF-8
+		`{"items":[` + strings.Repeat(`{},`, 5000) + `{}]}`: 422,
 	} {
 		_, err := decodeIssueRequest([]byte(body))
 		got := 200
@@ -129,4 +136,17 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecodeIssueRequest decodes a typical one-item issue body: the
+// token scan's share of the issue path.
+func BenchmarkDecodeIssueRequest(b *testing.B) {
+	body := []byte(`{"buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders"},"place_of_supply":"29",` +
+		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeIssueRequest(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -24,10 +24,15 @@ var statusOf = [...]int{
 	apperr.Forbidden:    http.StatusForbidden,
 	apperr.TooLarge:     http.StatusRequestEntityTooLarge,
 	apperr.Unsupported:  http.StatusUnsupportedMediaType,
+	apperr.TooMany:      http.StatusTooManyRequests,
 }
 
-// retryAfterSeconds is the Retry-After value of every 503.
-const retryAfterSeconds = "1"
+// Retry-After values: of every 503 (a lock wait or a database blip is
+// short) and of every 429 (an export or a rate limit frees up in seconds).
+const (
+	retryAfterSeconds        = "1"
+	retryAfterTooManySeconds = "5"
+)
 
 // Errors of the HTTP layer itself.
 var (
@@ -38,6 +43,11 @@ var (
 	errBodyTooLarge     = apperr.New(apperr.TooLarge, "body_too_large", "the request body is larger than the limit")
 	errMalformed        = apperr.New(apperr.Malformed, "malformed_request", "the request cannot be parsed")
 )
+
+// maxMessageBytes bounds an error message. Messages quote what the client
+// sent (a GSTIN, a format, a field name) so that it can see what was
+// wrong; whatever the length of what it sent, the answer stays short.
+const maxMessageBytes = 300
 
 // problem is an error resolved for the client.
 type problem struct {
@@ -55,7 +65,7 @@ func classify(err error) (problem, bool) {
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
-		return problem{statusOf[ae.Kind], ae.Code, ae.Message}, false
+		return problem{statusOf[ae.Kind], ae.Code, clipTo(ae.Message, maxMessageBytes)}, false
 	}
 	if dbfault.Unavailable(err) {
 		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false
@@ -93,9 +103,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	p, internal := classify(err)
 	if internal {
-		s.log.ErrorContext(c.Request().Context(), "internal error",
-			"request_id", c.Response().Header().Get(headerRequestID),
-			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.log.ErrorContext(c.Request().Context(), "internal error", append(requestIDs(c),
+			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)...)
 	}
 	writeProblem(c, p)
 }
@@ -105,6 +114,8 @@ func writeProblem(c echo.Context, p problem) {
 	switch p.status {
 	case http.StatusServiceUnavailable:
 		h.Set("Retry-After", retryAfterSeconds)
+	case http.StatusTooManyRequests:
+		h.Set("Retry-After", retryAfterTooManySeconds)
 	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
@@ -35,7 +37,7 @@ func (s *Server) createSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(issueBodyMax))
 	if err != nil {
 		return err
 	}
@@ -245,14 +247,40 @@ func decodeCursor(v string) (int64, error) {
 	return n, nil
 }
 
-// invoiceID parses an invoice id path parameter; anything but a positive
-// decimal integer is not found.
-func invoiceID(v string) (int64, error) {
-	id, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || id < 1 || strconv.FormatInt(id, 10) != v {
+// invoiceID resolves an invoice id path parameter of the seller sellerID
+// to the database's id: "CH1-2026-7" (series code, financial year,
+// serial; see invoiceKey), or the all-digit database id the API answered
+// before. Anything else, and an id of no invoice of the seller, is
+// invoice.ErrNotFound; it fails otherwise only on a database error.
+func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64, error) {
+	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if id < 1 || strconv.FormatInt(id, 10) != v {
+			return 0, invoice.ErrNotFound
+		}
+		return id, nil
+	}
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 {
 		return 0, invoice.ErrNotFound
 	}
-	return id, nil
+	j := strings.LastIndexByte(v[:i], '-')
+	if j < 1 {
+		return 0, invoice.ErrNotFound
+	}
+	fy, ferr := strconv.Atoi(v[j+1 : i])
+	serial, serr := strconv.ParseInt(v[i+1:], 10, 64)
+	if ferr != nil || serr != nil || !series.FY(fy).Valid() || serial < 1 ||
+		strconv.Itoa(fy) != v[j+1:i] || strconv.FormatInt(serial, 10) != v[i+1:] {
+		return 0, invoice.ErrNotFound
+	}
+	sr, err := s.series.get(ctx, s.pool, sellerID, v[:j])
+	if errors.Is(err, series.ErrNotFound) {
+		return 0, invoice.ErrNotFound
+	}
+	if err != nil {
+		return 0, err
+	}
+	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)
 }
 
 // getInvoice serves GET /v1/invoices/{id} (scope read).
@@ -261,7 +289,7 @@ func (s *Server) getInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := invoiceID(c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -284,11 +312,11 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := invoiceID(c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.maxBody)
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
 	if err != nil {
 		return err
 	}
@@ -298,7 +326,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	}
 	req := invoice.CancelRequest{ID: id, Reason: strings.TrimSpace(b.Reason), IdempotencyKey: key}
 	if key != "" {
-		// invoiceID accepts only the canonical form of the id: one path.
+		// Both forms of an id name one invoice: hash its internal id.
 		req.RequestHash = requestHash(http.MethodPost, "/v1/invoices/"+strconv.FormatInt(id, 10)+"/cancel", body)
 	}
 	inv, replayed, err := invoice.CancelOnce(c.Request().Context(), s.pool, p.seller, req, s.now(), s.opt)
@@ -310,14 +338,35 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	} else {
 		s.metrics.Cancelled(string(inv.DocType))
 	}
-	return writeJSON(c, http.StatusOK, renderInvoice(inv))
+	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv))
 }
 
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+// cancelAnswer is the body of a cancel's answer: the whole invoice for a
+// key that may read it, otherwise only what confirms the cancellation
+// (id, number, status, cancelled_at), so that an issue-only key cannot
+// read invoices by cancelling them.
+func cancelAnswer(p principal, inv invoice.Invoice) any {
+	full := renderInvoice(inv)
+	if p.scopes.has(scopeReadBit) {
+		return full
 	}
-	return s
+	return cancelledJSON{ID: full.ID, Number: full.Number, Status: full.Status, CancelledAt: full.CancelledAt}
+}
+
+// clip returns s cut to at most 40 bytes (on a character boundary) with
+// "…" appended when it was longer: for echoing what a client sent.
+func clip(s string) string { return clipTo(s, 40) }
+
+// clipTo returns s cut to at most n bytes on a character boundary, with
+// "…" appended when it was longer.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // fyParam reads a fy query parameter ("2026-27"); empty means the current

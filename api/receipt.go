@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"errors"
 	"html/template"
 	"net/http"
 
@@ -13,7 +14,10 @@ import (
 const mimeHTML = "text/html; charset=utf-8"
 
 // The printable receipt page, GET /r/{public_id}: no key needed, the
-// unguessable public id is the capability.
+// unguessable public id is the capability. Free text is refused on input
+// when it holds bidi controls (internal/freetext); each piece is also set
+// in its own <bdi>, so that text stored before that rule cannot reorder
+// what follows it on the page.
 
 var receiptTmpl = template.Must(template.New("receipt").Parse(`<!DOCTYPE html>
 <html lang="en">
@@ -30,16 +34,16 @@ td.n,th.n{text-align:right}.cancelled{border:3px solid #b00;color:#b00;font-weig
 </style>
 </head>
 <body>
-{{if .Cancelled}}<div class="cancelled">CANCELLED{{with .Inv.CancelReason}}: {{.}}{{end}}</div>{{end}}
+{{if .Cancelled}}<div class="cancelled">CANCELLED{{with .Inv.CancelReason}}: <bdi>{{.}}</bdi>{{end}}</div>{{end}}
 <h1>{{.Title}}</h1>
-<p><strong>{{.Seller.Name}}</strong><br>GSTIN {{.Seller.GSTIN}}</p>
+<p><strong><bdi>{{.Seller.Name}}</bdi></strong><br>GSTIN {{.Seller.GSTIN}}</p>
 <p>Number <strong>{{.Inv.Number}}</strong><br>Date {{.Inv.InvoiceDate}}<br>Place of supply {{.Inv.PlaceOfSupply}}</p>
-{{with .Inv.Buyer}}<p>Buyer: {{.Name}}{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</p>{{end}}
+{{with .Inv.Buyer}}<p>Buyer: <bdi>{{.Name}}</bdi>{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</p>{{end}}
 {{with .Inv.Original}}<p>Against {{.Number}} dated {{.InvoiceDate}}</p>{{end}}
 <table>
 <thead><tr><th>Item</th><th>HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n">GST %</th><th class="n">Taxable</th><th class="n">Total</th></tr></thead>
 <tbody>
-{{range .Inv.Items}}<tr><td>{{.Description}}</td><td>{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td><td class="n">{{.Total}}</td></tr>
+{{range .Inv.Items}}<tr><td><bdi>{{.Description}}</bdi></td><td>{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td><td class="n">{{.Total}}</td></tr>
 {{end}}</tbody>
 </table>
 <table>
@@ -100,14 +104,21 @@ func (s *Server) receipt(c echo.Context) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Robots-Tag", "noindex")
 	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	id := c.Param("public_id")
 	if !validPublicID(id) {
 		return s.receiptError(c, invoice.ErrNotFound)
 	}
 	ctx := c.Request().Context()
+	peer := peerAddr(c.Request())
+	if !s.failures.allow(peer, s.now()) {
+		return s.receiptError(c, errRateLimited)
+	}
 	inv, err := invoice.GetByPublicID(ctx, s.pool, id)
+	if errors.Is(err, invoice.ErrNotFound) {
+		s.failures.charge(peer, s.now())
+	}
 	if err != nil {
 		return s.receiptError(c, err)
 	}
@@ -139,8 +150,11 @@ func (s *Server) receiptError(c echo.Context, err error) error {
 	if p.status != http.StatusNotFound {
 		title, msg = "Receipt unavailable", p.message
 	}
-	if p.status == http.StatusServiceUnavailable {
+	switch p.status {
+	case http.StatusServiceUnavailable:
 		c.Response().Header().Set("Retry-After", retryAfterSeconds)
+	case http.StatusTooManyRequests:
+		c.Response().Header().Set("Retry-After", retryAfterTooManySeconds)
 	}
 	var buf bytes.Buffer
 	if err := receiptErrorTmpl.Execute(&buf, struct{ Title, Message string }{title, msg}); err != nil {

@@ -34,6 +34,14 @@ type invoiceJSON struct {
 	CancelReason  string        `json:"cancel_reason,omitempty"`
 }
 
+// cancelledJSON is what a cancel answers a key without the read scope.
+type cancelledJSON struct {
+	ID          string `json:"id"`
+	Number      string `json:"number"`
+	Status      string `json:"status"`
+	CancelledAt string `json:"cancelled_at"`
+}
+
 type buyerJSON struct {
 	GSTIN string `json:"gstin,omitempty"`
 	Name  string `json:"name,omitempty"`
@@ -103,9 +111,18 @@ func price(d decimal.Decimal) string {
 
 func date(t time.Time) string { return t.Format(time.DateOnly) }
 
+// invoiceKey is an invoice's id in the API: its series code, financial
+// year and serial, "CH1-2026-7". It is unique per seller, says nothing a
+// seller does not know from the number itself, and nothing about other
+// sellers (the database's own ids are global, so they told each seller
+// how many invoices everyone else had issued in between).
+func invoiceKey(inv invoice.Invoice) string {
+	return inv.SeriesCode + "-" + strconv.Itoa(int(inv.FY)) + "-" + strconv.FormatInt(inv.Serial, 10)
+}
+
 func renderInvoice(inv invoice.Invoice) invoiceJSON {
 	out := invoiceJSON{
-		ID:            strconv.FormatInt(inv.ID, 10),
+		ID:            invoiceKey(inv),
 		Number:        inv.Number,
 		Serial:        inv.Serial,
 		FY:            inv.FY.String(),

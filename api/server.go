@@ -7,12 +7,11 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -40,7 +39,9 @@ type Config struct {
 	// BackdateDays is how many days before today (IST) an invoice date may
 	// lie; 0 allows only today.
 	BackdateDays int
-	// MaxBodyBytes bounds request bodies (413 beyond); 0 means 1 MiB.
+	// MaxBodyBytes, when positive, lowers the body limit of every route
+	// (413 beyond); 0 keeps each route's own limit (an issue request
+	// 516 KiB, a series or a cancel 8 KiB).
 	MaxBodyBytes int64
 	// RequestTimeout bounds the database work of one request (503 past it);
 	// 0 means 30s.
@@ -74,23 +75,42 @@ type Config struct {
 	// id, route, status, duration, seller GSTIN, series code; never a
 	// body, a query or buyer data).
 	LogRequests bool
+
+	// MaxExports bounds the audit exports in progress at once over all
+	// sellers, MaxExportsPerSeller those of one seller; past either the
+	// request gets 429 too_many_exports. 0 means the default.
+	MaxExports          int
+	MaxExportsPerSeller int
+	// ExportStallTimeout is how long a client may stop reading an export
+	// before its connection is cut; 0 means 30s.
+	ExportStallTimeout time.Duration
+	// SpoolDir is where exports are written before they are sent; ""
+	// means os.TempDir().
+	SpoolDir string
+
+	// FailureRate is how many authentication failures and unknown receipt
+	// ids one client address may cause per second (FailureBurst at once)
+	// before its requests that fail or need a database lookup without a
+	// valid cached key get 429 rate_limited; 0 means 5 per second,
+	// negative no limit. FailureBurst 0 means ten seconds' worth.
+	FailureRate  float64
+	FailureBurst int
 }
 
 // Defaults of Config.
 const (
 	DefaultLockTimeout    = 3 * time.Second
-	DefaultMaxBodyBytes   = 1 << 20
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultKeyCacheTTL    = 5 * time.Second
 )
 
-// lookupKey finds an API key by prefix, through the key cache unless it is
-// disabled.
-func (s *Server) lookupKey(ctx context.Context, prefix string) (keyRow, bool, error) {
-	if s.keyTTL < 0 {
-		return lookupKey(ctx, s.pool, prefix)
+// bodyLimit returns the body limit of a route whose own limit is
+// routeMax: routeMax, or Config.MaxBodyBytes when that is lower.
+func (s *Server) bodyLimit(routeMax int64) int64 {
+	if s.maxBody > 0 {
+		return min(s.maxBody, routeMax)
 	}
-	return s.keys.lookup(ctx, s.pool, prefix, s.now(), s.keyTTL)
+	return routeMax
 }
 
 // Server serves the invoiced HTTP API. Make one with New.
@@ -104,6 +124,10 @@ type Server struct {
 	timeout time.Duration
 	e       *echo.Echo
 
+	exports     *exportSlots
+	exportStall time.Duration
+	spoolDir    string
+
 	committer   *invoice.Committer
 	exposeStats bool
 	metrics     *metrics.Metrics
@@ -111,10 +135,8 @@ type Server struct {
 	logRequests bool
 	keyTTL      time.Duration
 	keys        keyCache
+	failures    *failureLimiter
 	series      seriesCache
-
-	reqPrefix string
-	reqSeq    atomic.Uint64
 }
 
 //go:embed openapi.yaml
@@ -142,9 +164,6 @@ func New(cfg Config) *Server {
 	if s.opt.LockTimeout <= 0 {
 		s.opt.LockTimeout = DefaultLockTimeout
 	}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBodyBytes
-	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
 	}
@@ -162,13 +181,16 @@ func New(cfg Config) *Server {
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
+	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
+	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
+	if s.exportStall <= 0 {
+		s.exportStall = DefaultExportStallTimeout
+	}
 	s.keyTTL = cfg.KeyCacheTTL
 	if s.keyTTL == 0 {
 		s.keyTTL = DefaultKeyCacheTTL
 	}
-	var p [4]byte
-	rand.Read(p[:])
-	s.reqPrefix = hex.EncodeToString(p[:]) + "-"
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -206,18 +228,16 @@ func (s *Server) Handler() http.Handler { return s.e }
 
 const headerRequestID = "X-Request-Id"
 
-// base runs around every request: it sets the request id (the client's
-// X-Request-Id when it is short and printable, otherwise a fresh one),
+// base runs around every request: it gives the request a fresh random id
+// (X-Request-Id; a client's own is only logged beside it), says nosniff,
 // bounds the request's database work with the request timeout, and turns
 // a panic into a logged 500.
 func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		r := c.Request()
-		id := r.Header.Get(headerRequestID)
-		if !printableASCII(id, 64) {
-			id = s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 10)
-		}
-		c.Response().Header().Set(headerRequestID, id)
+		h := c.Response().Header()
+		h.Set(headerRequestID, newRequestID())
+		h.Set("X-Content-Type-Options", "nosniff")
 		timeout := s.timeout
 		if isExport(c.Path()) {
 			timeout = exportTimeout
@@ -237,6 +257,25 @@ func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// newRequestID returns 128 random bits in hex: unlike a counter, it tells
+// nobody how many requests the server has seen.
+func newRequestID() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return hex.EncodeToString(b[:])
+}
+
+// requestIDs returns the log attributes that identify c's request: the
+// server's id, and the client's X-Request-Id when it sent a short,
+// printable one.
+func requestIDs(c echo.Context) []any {
+	ids := []any{"request_id", c.Response().Header().Get(headerRequestID)}
+	if v := c.Request().Header.Get(headerRequestID); printableASCII(v, 64) {
+		ids = append(ids, "client_request_id", v)
+	}
+	return ids
+}
+
 // printableASCII reports whether s is 1 to max bytes of printable ASCII
 // (0x20–0x7E).
 func printableASCII(s string, max int) bool {
@@ -252,9 +291,50 @@ func printableASCII(s string, max int) bool {
 }
 
 // authorize authenticates the request's bearer key and checks that it
-// carries need. It fails with ErrUnauthorized (401) or ErrForbidden (403).
+// carries need. It fails with ErrUnauthorized (401); with errRateLimited
+// (429) when the client address has spent its failures and the request is
+// not one with a valid key found in the cache; or with ErrForbidden (403).
+//
+// Every failure with a well-formed key costs the same work, one database
+// lookup of the prefix: a key answered from the cache whose secret does
+// not match is looked up again (which also refreshes the entry). Otherwise
+// a cached key answered a wrong secret in half the time of an unknown
+// prefix, and timing told which prefixes are in use. An address out of
+// failures gets 429 before any lookup, whichever the kind of failure, so
+// that too takes the same time.
 func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
-	p, err := authenticate(c.Request().Context(), s.lookupKey, c.Request().Header.Get("Authorization"))
+	r := c.Request()
+	var prefix string
+	var cached bool
+	p, err := authenticate(r.Context(), func(ctx context.Context, pfx string) (keyRow, bool, error) {
+		prefix = pfx
+		now := s.now()
+		if s.keyTTL >= 0 {
+			if row, ok := s.keys.peek(pfx, now); ok {
+				cached = true
+				return row, true, nil
+			}
+		}
+		if !s.failures.allow(peerAddr(r), now) {
+			return keyRow{}, false, errRateLimited
+		}
+		if s.keyTTL < 0 {
+			return lookupKey(ctx, s.pool, pfx)
+		}
+		return s.keys.load(ctx, s.pool, pfx, now, s.keyTTL)
+	}, r.Header.Get("Authorization"))
+	if errors.Is(err, ErrUnauthorized) {
+		peer, now := peerAddr(r), s.now()
+		if !s.failures.allow(peer, now) {
+			return principal{}, errRateLimited
+		}
+		s.failures.charge(peer, now)
+		if cached {
+			if _, _, lerr := s.keys.load(r.Context(), s.pool, prefix, now, s.keyTTL); lerr != nil {
+				return principal{}, lerr
+			}
+		}
+	}
 	if err != nil {
 		return principal{}, err
 	}

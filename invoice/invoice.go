@@ -6,9 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/series"
 	"github.com/shopspring/decimal"
 )
@@ -286,8 +286,9 @@ func checkText(field, v string, optional bool) error {
 		return apperr.Errorf(ErrInvalid, "%s must not be empty", field)
 	case len(v) > MaxTextLen:
 		return apperr.Errorf(ErrInvalid, "%s is longer than %d bytes", field, MaxTextLen)
-	case !utf8.ValidString(v) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return apperr.Errorf(ErrInvalid, "%s holds control characters or invalid UTF-8", field)
+	}
+	if p := freetext.Problem(v); p != "" {
+		return apperr.Errorf(ErrInvalid, "%s holds %s; control, bidi and invisible characters are refused", field, p)
 	}
 	return nil
 }

@@ -657,6 +657,22 @@ func Get(ctx context.Context, db series.DB, sellerID, id int64) (Invoice, error)
 	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
+// IDBySerial returns the internal id of the seller's invoice with serial
+// in series seriesID and year fy, or ErrNotFound (also when the series is
+// another seller's). It fails otherwise only on a database error.
+func IDBySerial(ctx context.Context, db series.DB, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
+	var id int64
+	err := db.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
+		seriesID, int(fy), serial, sellerID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, translate(err, "find invoice")
+	}
+	return id, nil
+}
+
 // GetByPublicID returns the invoice whose public id is publicID, or
 // ErrNotFound.
 func GetByPublicID(ctx context.Context, db series.DB, publicID string) (Invoice, error) {

@@ -324,10 +324,24 @@ func (cw *csvWriter) close() error {
 func (cw *csvWriter) abort() {}
 
 // defuse prefixes free text that a spreadsheet would run as a formula
-// (leading =, +, -, @, tab or CR) with an apostrophe (OWASP "CSV
-// injection"). Only the cancel reason is free text in the rows.
+// (leading =, +, -, @, tab or CR, after any spaces) with an apostrophe
+// (OWASP "CSV injection"). A spreadsheet in a locale whose list separator
+// is ';' splits each line at semicolons, quotes or not (a quote opens a
+// field only at its start), so every ';'-separated part is defused as if
+// it began a cell. Only the cancel reason is free text in the rows.
 func defuse(s string) string {
-	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+	if !strings.ContainsRune(s, ';') {
+		return defusePart(s)
+	}
+	parts := strings.Split(s, ";")
+	for i, p := range parts {
+		parts[i] = defusePart(p)
+	}
+	return strings.Join(parts, ";")
+}
+
+func defusePart(s string) string {
+	if t := strings.TrimLeft(s, " "); t != "" && strings.ContainsRune("=+-@\t\r", rune(t[0])) {
 		return "'" + s
 	}
 	return s

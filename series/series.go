@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -90,6 +91,8 @@ func (n NewSeries) validate() (code string, dt DocType, f Format, err error) {
 	}
 	if len(n.Shop) > maxShopLen {
 		err = apperr.Errorf(ErrInvalidSeries, "shop label is longer than %d bytes", maxShopLen)
+	} else if p := freetext.Problem(n.Shop); p != "" {
+		err = apperr.Errorf(ErrInvalidSeries, "shop label holds %s; control, bidi and invisible characters are refused", p)
 	}
 	return
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,9 @@ func CreateSeller(ctx context.Context, db DB, gstin, name string) (Seller, error
 	}
 	if name == "" || len(name) > 200 {
 		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name must be 1 to 200 bytes")
+	}
+	if p := freetext.Problem(name); p != "" {
+		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name holds %s; control, bidi and invisible characters are refused", p)
 	}
 	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode()}
 	err = db.QueryRow(ctx, `

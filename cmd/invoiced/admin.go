@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
 )
@@ -124,7 +125,7 @@ func writeSellers(e env, ss []series.Seller) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, s.Name)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, freetext.Visible(s.Name))
 	}
 	tw.Flush()
 }
@@ -201,7 +202,7 @@ func writeSeries(e env, ss []series.SeriesUsage) {
 		if u == "" {
 			u = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Code, s.DocType, s.Format, s.Shop, u)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Code, s.DocType, s.Format, freetext.Visible(s.Shop), u)
 	}
 	tw.Flush()
 }

@@ -465,6 +465,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--max-conns", "0"}, "--max-conns must be at least 1"},
 		{[]string{"serve", "--min-conns", "33"}, "--min-conns must be -1"},
 		{[]string{"serve", "--max-conns", "4", "--min-conns", "-2"}, "--min-conns must be -1"},
+		{[]string{"serve", "--max-connections", "-1"}, "--max-connections must be 0"},
+		{[]string{"serve", "--max-conns", "4", "--max-exports", "5"}, "--max-exports must be from 1 to --max-conns"},
+		{[]string{"serve", "--export-stall-timeout", "0s"}, "--export-stall-timeout must be positive"},
+		{[]string{"serve", "--failure-rate", "-1"}, "--failure-rate must be 0"},
 		{[]string{"migrate", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
@@ -503,7 +507,7 @@ func TestHelpListsEveryCommand(t *testing.T) {
 	if err := run(t.Context(), []string{"serve", "-h"}, func(string) string { return "" }, &out, &errOut); err != nil {
 		t.Fatalf("serve -h: %v", err)
 	}
-	for _, flag := range []string{"-addr", "-backdate-days", "-lock-timeout", "-max-conns", "-min-conns"} {
+	for _, flag := range []string{"-addr", "-backdate-days", "-lock-timeout", "-max-conns", "-min-conns", "-max-connections", "-idle-timeout", "-max-exports", "-export-stall-timeout", "-failure-rate"} {
 		if !strings.Contains(errOut.String(), flag) {
 			t.Errorf("serve -h does not describe %s:\n%s", flag, errOut.String())
 		}

@@ -50,6 +50,7 @@ type serveConfig struct {
 	logRequests  bool
 	keyRetention time.Duration
 	verifyEvery  time.Duration
+	limits       limits
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -72,6 +73,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
+	addLimitFlags(fs, &c.limits)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics on this address instead of the API's (e.g. 127.0.0.1:9464); empty: on the API's address")
 	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (request id, route, status, duration, seller GSTIN, series code; never buyer data)")
 	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
@@ -104,6 +106,9 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --verify-interval must be 0 (off) or more")
 	case c.keyRetention < minKeyRetention:
 		return usageErrorf("serve: --idempotency-retention must be at least %s (7 days): a client retrying a lost answer must find its invoice", minKeyRetention)
+	}
+	if err := c.limits.resolve(c.maxConns); err != nil {
+		return err
 	}
 	return serve(ctx, e, c)
 }
@@ -157,6 +162,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer ln.Close() // Shutdown closes it too; a second Close is harmless.
+	maxConnections := c.limits.connectionLimit(c.maxConns)
+	ln = limitListener(ln, maxConnections)
 
 	inFlight := c.inFlight
 	if inFlight == 0 {
@@ -169,7 +176,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 	m := metrics.New()
 	m.WatchPool(pool)
-	handler := api.New(api.Config{
+	apiConfig := api.Config{
 		Pool:            pool,
 		Logger:          logger,
 		LockTimeout:     c.lockTimeout,
@@ -181,18 +188,20 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		Metrics:         m,
 		ExposeMetrics:   c.metricsAddr == "",
 		LogRequests:     c.logRequests,
-	}).Handler()
+	}
+	c.limits.apiLimits(&apiConfig)
+	handler := api.New(apiConfig).Handler()
 	srv := &http.Server{
 		Handler: handler,
 		// Request contexts must not derive from ctx: a signal would cancel
 		// the in-flight requests the drain is meant to finish.
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second, // bodies are at most 1 MiB
+		ReadTimeout:       15 * time.Second, // bodies are at most 516 KiB
 		// Longer than the api's own bound on a request's database work
 		// (which includes the lock wait), so a committed invoice is never
 		// answered with a cut connection.
 		WriteTimeout:   max(api.DefaultRequestTimeout, c.lockTimeout) + 15*time.Second,
-		IdleTimeout:    2 * time.Minute,
+		IdleTimeout:    c.limits.idleTimeout,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
 	}
@@ -232,7 +241,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 
 	addr := ln.Addr().String()
 	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
-		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns)
+		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
 	fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", cmp.Or(metricsAt, addr))
 

@@ -24,6 +24,7 @@ const (
 	Forbidden                // 403
 	TooLarge                 // 413
 	Unsupported              // 415
+	TooMany                  // 429: a limit on concurrent or repeated requests; retry later
 )
 
 // Error is a coded error. Two Errors match under errors.Is when their Codes
