@@ -167,7 +167,7 @@ func TestCancelWaitsForALockedInvoiceNoLongerThanTheLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM invoices WHERE id = $1 FOR UPDATE`, inv.ID); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM invoices WHERE number = $1 FOR UPDATE`, inv.Number); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

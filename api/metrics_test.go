@@ -188,8 +188,9 @@ func TestMetricsOffTheMainAddress(t *testing.T) {
 	e.wantError(e.do("GET", "/metrics", "", ""), http.StatusNotFound, "not_found")
 }
 
-// TestRequestLog: one JSON line per request with the request id, route,
-// status, duration, seller and series, and nothing of the buyer.
+// TestRequestLog: one JSON line per request with the server's request id
+// and the client's beside it, route, status, duration, seller and series,
+// and nothing of the buyer.
 func TestRequestLog(t *testing.T) {
 	t.Parallel()
 	var buf syncBuf
@@ -206,7 +207,7 @@ func TestRequestLog(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line is not JSON: %q", l)
 		}
-		if m["msg"] == "request" && m["request_id"] == "req-42" {
+		if id, _ := m["request_id"].(string); m["msg"] == "request" && m["client_request_id"] == "req-42" && id != "" && id != "req-42" {
 			line = m
 		}
 	}

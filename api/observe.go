@@ -36,13 +36,17 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if !s.logRequests {
 			return nil
 		}
-		attrs := []slog.Attr{
-			slog.String("request_id", c.Response().Header().Get(headerRequestID)),
+		var attrs []slog.Attr
+		ids := requestIDs(c)
+		for i := 0; i+1 < len(ids); i += 2 {
+			attrs = append(attrs, slog.Any(ids[i].(string), ids[i+1]))
+		}
+		attrs = append(attrs,
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Float64("duration_ms", float64(took.Microseconds())/1000),
-		}
+		)
 		if g, ok := c.Get(ctxSeller).(string); ok {
 			attrs = append(attrs, slog.String("seller", g))
 		}
