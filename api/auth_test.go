@@ -3,6 +3,9 @@ package api
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,15 +13,18 @@ import (
 	"time"
 )
 
-// TestAuthFailureTimingEqual interleaves three kinds of failed
-// authentication: a known prefix (cached by a recent success) with a
-// wrong secret, a fresh unknown prefix each time (a database lookup), and
-// one unknown prefix repeated. Their median answer times must be within
-// 40% of each other (they differed by a factor of 2.2 when a cached key
-// skipped the database), so that timing does not tell which prefixes
-// exist or are in use.
+// TestAuthFailureTimingEqual measures three kinds of failed
+// authentication in rounds, in a random order within each round: a known
+// prefix (cached by a recent success) with a wrong secret, a fresh
+// unknown prefix each time (a database lookup), and one unknown prefix
+// repeated. The median difference of each kind from the fresh unknown
+// prefix, round by round (rounds cancel out load that comes and goes),
+// must be within 40% of the unknown prefix's median; a cached key
+// skipping the database made it -57%. Timing on a shared machine is
+// noisy, so a measurement that fails is repeated, up to three in all: the
+// old gap failed every one.
 func TestAuthFailureTimingEqual(t *testing.T) {
-	t.Parallel()
+	// Not parallel: other tests' load would blur the measurement.
 	e := setup(t, func(c *Config) { c.FailureRate = -1 })
 	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), http.StatusOK) // caches the key
 	wrongSecret := e.read[:len(e.read)-4] + "aaaa"
@@ -32,8 +38,6 @@ func TestAuthFailureTimingEqual(t *testing.T) {
 		return "ik_" + hex.EncodeToString(b[:]) + "_" + secret
 	}
 	repeated := fresh()
-	const rounds = 100
-	var known, unknown, again []time.Duration
 	measure := func(key string) time.Duration {
 		began := time.Now()
 		r := e.do("GET", "/v1/series", key, "")
@@ -43,18 +47,40 @@ func TestAuthFailureTimingEqual(t *testing.T) {
 		}
 		return d
 	}
-	for range rounds {
-		known = append(known, measure(wrongSecret))
-		unknown = append(unknown, measure(fresh()))
-		again = append(again, measure(repeated))
+	median := func(d []time.Duration) time.Duration {
+		d = slices.Clone(d)
+		slices.Sort(d)
+		return d[len(d)/2]
 	}
-	median := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
-	mk, mu, ma := median(known), median(unknown), median(again)
-	t.Logf("median 401: known prefix, wrong secret %s; unknown prefix %s; unknown prefix repeated %s", mk, mu, ma)
-	lo, hi := min(mk, mu, ma), max(mk, mu, ma)
-	if float64(hi) > 1.4*float64(lo) {
-		t.Fatalf("401 medians differ by more than 40%%: known %s, unknown %s, repeated unknown %s", mk, mu, ma)
+	const rounds = 100
+	var last string
+	for attempt := 1; attempt <= 3; attempt++ {
+		var unknown, dKnown, dAgain []time.Duration
+		for range rounds {
+			var k, u, a time.Duration
+			for _, which := range mrand.Perm(3) {
+				switch which {
+				case 0:
+					k = measure(wrongSecret)
+				case 1:
+					u = measure(fresh())
+				case 2:
+					a = measure(repeated)
+				}
+			}
+			unknown = append(unknown, u)
+			dKnown, dAgain = append(dKnown, k-u), append(dAgain, a-u)
+		}
+		base := float64(median(unknown))
+		rk, ra := float64(median(dKnown))/base, float64(median(dAgain))/base
+		last = fmt.Sprintf("unknown prefix %s; known prefix with a wrong secret %+.0f%%, unknown prefix repeated %+.0f%%",
+			median(unknown), 100*rk, 100*ra)
+		t.Logf("attempt %d: %s", attempt, last)
+		if math.Abs(rk) <= 0.4 && math.Abs(ra) <= 0.4 {
+			return
+		}
 	}
+	t.Fatalf("401 timings differ by more than 40%% in three measurements; the last: %s", last)
 }
 
 // TestFailuresRateLimitedPerAddress: a client address that keeps failing
