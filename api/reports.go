@@ -15,10 +15,12 @@ import (
 const exportTimeout = 30 * time.Minute
 
 // audit serves GET /v1/series/{code}/audit?fy=2026-27&format=csv|json|xlsx
-// (scope read): the serial audit of one series-year, streamed from one
-// database snapshot. fy defaults to the current financial year (IST),
-// format to json. Errors found before the first byte is sent get the usual
-// error body; a failure mid-stream aborts the connection, so a client never
+// [&part=rows|summary] (scope read): the serial audit of one series-year,
+// streamed from one database snapshot, or its summary alone. fy defaults
+// to the current financial year (IST), format to json, part to rows (in
+// CSV the rows alone; in JSON and XLSX the summary and the rows). Errors
+// found before the first byte is sent (series_year_not_found when the
+// series-year holds nothing) get the usual error body; a failure mid-stream aborts the connection, so a client never
 // mistakes a truncated export for a complete one.
 func (s *Server) audit(c echo.Context) error {
 	ctx := c.Request().Context()
@@ -39,6 +41,14 @@ func (s *Server) audit(c echo.Context) error {
 	if ctype == "" {
 		return apperr.Errorf(reports.ErrInvalidFormat, "format %q: must be csv, json or xlsx", clip(format))
 	}
+	write, suffix := reports.WriteAudit, ""
+	switch part := q.Get("part"); part {
+	case "", "rows":
+	case "summary":
+		write, suffix = reports.WriteAuditSummary, "-summary"
+	default:
+		return apperr.Errorf(errInvalidPart, "part %q: must be rows or summary", clip(part))
+	}
 	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
 		return err
@@ -46,11 +56,11 @@ func (s *Server) audit(c echo.Context) error {
 	w := c.Response()
 	// The server's write timeout is sized for API calls, not exports.
 	_ = http.NewResponseController(w.Writer).SetWriteDeadline(time.Now().Add(exportTimeout))
-	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit." + format)
+	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit" + suffix + "." + format)
 	w.Header().Set(echo.HeaderContentType, ctype)
 	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	w.Header().Set("Cache-Control", "no-store")
-	err = reports.WriteAudit(ctx, s.pool, p.seller, sr, fy, format, &lazyWriter{c: c})
+	err = write(ctx, s.pool, p.seller, sr, fy, format, &lazyWriter{c: c})
 	if err != nil && w.Committed {
 		s.log.Error("audit export failed mid-stream", "err", err, "series", sr.Code, "fy", fy.String())
 		panic(http.ErrAbortHandler)
@@ -58,8 +68,15 @@ func (s *Server) audit(c echo.Context) error {
 	if err == nil && !w.Committed {
 		w.WriteHeader(http.StatusOK)
 	}
+	if err != nil { // nothing sent yet: the error body replaces the export's headers
+		w.Header().Del(echo.HeaderContentType)
+		w.Header().Del(echo.HeaderContentDisposition)
+	}
 	return err
 }
+
+// errInvalidPart answers an audit part other than rows and summary.
+var errInvalidPart = apperr.New(apperr.Invalid, "invalid_report_part", "the report part must be rows or summary")
 
 // lazyWriter sends the 200 status line with the first byte written, so an
 // error before any output still gets a proper error status.

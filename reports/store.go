@@ -185,8 +185,9 @@ func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, f
 // hash of its (first) issue record.
 type invoiceRow struct {
 	invoiceFields
-	Issues, Cancels int64
-	IssueHash       []byte
+	Issues, Cancels               int64
+	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
+	IssueHash, CancelHash         []byte
 }
 
 // walkInvoices streams the invoices of a series-year in serial order.
@@ -194,13 +195,18 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 	rows, err := tx.Query(ctx, `
 		SELECT i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
-			coalesce(c.issues, 0), coalesce(c.cancels, 0), c.issue_hash
+			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
+			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
+			c.issue_hash, c.cancel_hash
 		FROM invoices i
 		LEFT JOIN (
 			SELECT serial,
 				count(*) FILTER (WHERE kind = 'issue') AS issues,
 				count(*) FILTER (WHERE kind = 'cancel') AS cancels,
-				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'issue'))[1] AS issue_hash
+				min(position) FILTER (WHERE kind = 'issue') AS issue_position,
+				min(position) FILTER (WHERE kind = 'cancel') AS cancel_position,
+				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'issue'))[1] AS issue_hash,
+				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'cancel'))[1] AS cancel_hash
 			FROM chain_records WHERE series_id = $1 AND fy = $2
 			GROUP BY serial
 		) c ON c.serial = i.serial
@@ -215,7 +221,8 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 		r = invoiceRow{}
 		if err := rows.Scan(&r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
-			&r.Issues, &r.Cancels, &r.IssueHash); err != nil {
+			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
+			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash); err != nil {
 			return translate(err, "read invoices")
 		}
 		if err := fn(&r); err != nil {

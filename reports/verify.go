@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -137,6 +138,10 @@ type ChainResult struct {
 	// false when the row is missing.
 	CounterLastSerial int64
 	HasCounter        bool
+	// ChainLength and ChainHead are the counter row's chain_length and
+	// chain_head: what to anchor outside the database.
+	ChainLength int64
+	ChainHead   []byte
 
 	Findings []Finding // in walk order: chain, then invoices, then counter
 	Omitted  int       // findings beyond MaxFindings, not kept
@@ -244,8 +249,10 @@ func (r VerifyReport) Findings() []Finding {
 // by series, year, position and serial. It streams both walks and keeps
 // only the findings (at most MaxFindings per series-year).
 //
-// A report with no finding is OK. It fails only when the database fails;
-// an unknown seriesCode gives series.ErrNotFound.
+// A report with no finding is OK. An unknown seriesCode gives
+// series.ErrNotFound, filters that select no series-year
+// ErrSeriesYearNotFound (never an empty, "intact" report); otherwise it
+// fails only when the database fails.
 func Verify(ctx context.Context, db DB, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
 	var rep VerifyReport
 	err := readTx(ctx, db, func(tx pgx.Tx) error {
@@ -271,6 +278,9 @@ func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode s
 	if err != nil {
 		return rep, err
 	}
+	if len(years) == 0 {
+		return rep, apperr.Errorf(ErrSeriesYearNotFound, "%s has no invoice%s", seller.GSTIN, filterText(seriesCode, fy))
+	}
 	for _, sy := range years {
 		res, err := check(ctx, tx, string(seller.GSTIN), sy)
 		if err != nil {
@@ -279,6 +289,18 @@ func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode s
 		rep.Chains = append(rep.Chains, res)
 	}
 	return rep, nil
+}
+
+// filterText returns " in series CODE in 2026-27" for the filters set.
+func filterText(code string, fy series.FY) string {
+	var s string
+	if code != "" {
+		s += " in series " + code
+	}
+	if fy != 0 {
+		s += " in " + fy.String()
+	}
+	return s
 }
 
 func sortSeriesYears(ys []seriesYear) {
@@ -539,6 +561,7 @@ func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
 		return
 	}
 	c.res.HasCounter, c.res.CounterLastSerial = true, ctr.LastSerial
+	c.res.ChainLength, c.res.ChainHead = ctr.ChainLength, ctr.ChainHead
 	switch max := c.res.LastSerial; {
 	case ctr.LastSerial > max:
 		c.gap(max+1, ctr.LastSerial, fmt.Sprintf(" (the counter says %d were issued)", ctr.LastSerial))
