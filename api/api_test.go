@@ -577,14 +577,61 @@ func TestCreditNoteNeedsOriginal(t *testing.T) {
 	e := setup(t)
 	e.createSeries("CN", "credit_note", "CN/{FY}/{SEQ:4}")
 	item := `"items":[{"description":"Refund","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	note := func(original string) resp {
+		return e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":`+original+`,`+item+`}`)
+	}
 	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{`+item+`}`), 422, "invalid_invoice")
-	r := e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"ch1/26-27/00001","invoice_date":"2026-11-20"},`+item+`}`)
+	orig := e.mustIssue("CH1", "2026-11-29")
+
+	// An original this seller did not issue here is refused, and no number is used.
+	e.wantError(note(`{"number":"XX/99/1","invoice_date":"2026-11-20"}`), 422, "original_not_found")
+	e.wantError(note(`{"number":"CH1/26-27/00002","invoice_date":"2026-11-29"}`), 422, "original_not_found")
+	e.wantError(note(`{"number":"CH1/26-27/00001","invoice_date":"2026-11-28"}`), 422, "original_not_found") // wrong date
+	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeManage)
+	r := e.do("POST", "/v1/series", otherKey, `{"code":"CN","doc_type":"credit_note","format":"CN/{FY}/{SEQ:4}"}`)
 	e.wantStatus(r, 201)
-	if !strings.Contains(string(r.body), `"original":{"number":"CH1/26-27/00001","invoice_date":"2026-11-20"}`) ||
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", otherKey, `{"original":{"number":"CH1/26-27/00001","invoice_date":"2026-11-29"},`+item+`}`), 422, "original_not_found")
+
+	r = note(`{"number":"ch1/26-27/00001","invoice_date":"2026-11-29"}`)
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"original":{"number":"`+orig.Number+`","invoice_date":"2026-11-29"}`) ||
 		!strings.Contains(string(r.body), `"number":"CN/26-27/0001"`) || !strings.Contains(string(r.body), `"doc_type":"credit_note"`) {
 		t.Fatalf("credit note %s", r.body)
 	}
+	// A note does not correct a note.
+	e.wantError(note(`{"number":"CN/26-27/0001","invoice_date":"2026-11-29"}`), 422, "invalid_invoice")
+
+	// An original issued elsewhere is declared, with a reason.
+	e.wantError(note(`{"number":"OLD/118","invoice_date":"2026-10-02","external":true}`), 422, "invalid_invoice")
+	e.wantError(note(`{"number":"OLD/118","invoice_date":"2026-10-02","reason":"Tally"}`), 422, "invalid_invoice")
+	r = note(`{"number":"OLD/118","invoice_date":"2026-10-02","external":true,"reason":"issued in Tally before the move to invoiced"}`)
+	e.wantStatus(r, 201)
+	ext := e.invoice(r)
+	if ext.Number != "CN/26-27/0002" {
+		t.Fatalf("external note numbered %s, want CN/26-27/0002 (refusals used no number)", ext.Number)
+	}
+	r = e.do("GET", "/v1/invoices/"+ext.ID, e.read, "")
+	e.wantStatus(r, 200)
+	if !strings.Contains(string(r.body), `"original":{"number":"OLD/118","invoice_date":"2026-10-02","external":true,"reason":"issued in Tally before the move to invoiced"}`) {
+		t.Fatalf("external note %s", r.body)
+	}
 	e.wantError(e.do("POST", "/v1/series/CH1/invoices", e.all, `{"original":{"number":"X1","invoice_date":"2026-11-20"},`+item+`}`), 422, "invalid_invoice")
+}
+
+func TestBuyerIsNotTheSeller(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	item := `"items":[{"description":"Chai","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	e.wantError(e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+sellerGSTIN+`","name":"Self"},`+item+`}`), 422, "invalid_invoice")
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},`+item+`}`)
+	e.wantStatus(r, 201)
+	if inv := e.invoice(r); inv.Serial != 1 {
+		t.Fatalf("serial %d, want 1: the refusal used a number", inv.Serial)
+	}
 }
 
 func TestListInvoicesPaging(t *testing.T) {

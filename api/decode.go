@@ -179,6 +179,8 @@ type buyerBody struct {
 type originalBody struct {
 	Number      string `json:"number"`
 	InvoiceDate string `json:"invoice_date"`
+	External    bool   `json:"external"`
+	Reason      string `json:"reason"`
 }
 
 type itemBody struct {
@@ -212,7 +214,10 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 	}
 	req.PlaceOfSupply = b.PlaceOfSupply
 	if b.Original != nil {
-		req.Original = &invoice.Original{Number: b.Original.Number}
+		if b.Original.External != (b.Original.Reason != "") {
+			return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "original.external and original.reason go together: an original issued outside invoiced is sent with \"external\": true and a \"reason\"")
+		}
+		req.Original = &invoice.Original{Number: b.Original.Number, ExternalReason: b.Original.Reason}
 		if b.Original.InvoiceDate != "" {
 			d, err := series.ParseDate(b.Original.InvoiceDate)
 			if err != nil {

@@ -138,6 +138,9 @@ func (s *Server) issueInvoice(c echo.Context) error {
 		}
 		return err
 	}
+	if err := invoice.CheckOriginal(ctx, s.pool, p.seller, &d); err != nil {
+		return err
+	}
 	d.IdempotencyKey, d.RequestHash = key, hash
 	r := s.committer.Issue(ctx, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
 	switch {
