@@ -682,6 +682,10 @@ func TestListInvoicesPaging(t *testing.T) {
 func TestReceipt(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
+	addr, phone := "Platform 1, Pune Junction, Pune 411001", "+91 20 2612 0000"
+	if _, err := series.UpdateSeller(context.Background(), e.pool, sellerGSTIN, series.SellerUpdate{Address: &addr, Phone: &phone}); err != nil {
+		t.Fatal(err)
+	}
 	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"name":"<script>alert(1)</script> & Sons"},`+
 		`"items":[{"description":"Masala <b>chai</b>","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`)
 	e.wantStatus(r, 201)
@@ -690,22 +694,32 @@ func TestReceipt(t *testing.T) {
 	e.wantStatus(page, 200)
 	body := string(page.body)
 	for _, s := range []string{"CH1/26-27/00001", "27AAPFU0939F1ZV", "Chai &amp; Co &lt;Pune&gt;", "&lt;script&gt;alert(1)&lt;/script&gt; &amp; Sons",
-		"Masala &lt;b&gt;chai&lt;/b&gt;", "2026-11-29", "₹ 21.00", "₹ 0.50", "Tax Invoice"} {
+		"Masala &lt;b&gt;chai&lt;/b&gt;", "29 Nov 2026", "₹ 21.00", "₹ 0.50", "Tax Invoice",
+		// Rule 46: the seller's address and state, the place of supply with its state's name.
+		addr, "State: 27-Maharashtra", "Phone &#43;91 20 2612 0000", "Place of supply</td><td>27-Maharashtra",
+		"Issued 29 Nov 2026, 10:00 IST", "Rupees Twenty One Only", "<th class=\"n\">CGST</th><th class=\"n\">SGST</th>",
+		"@page{size:A4;margin:12mm}", "@media print{"} {
 		if !strings.Contains(body, s) {
 			t.Fatalf("receipt lacks %q:\n%s", s, body)
 		}
 	}
-	if strings.Contains(body, "<script>") || strings.Contains(body, "CANCELLED") {
-		t.Fatalf("receipt holds raw HTML or a cancel banner:\n%s", body)
+	if strings.Contains(body, "<script>") || strings.Contains(body, "CANCELLED") || strings.Contains(body, "04:30") || strings.Contains(body, "size:80mm") {
+		t.Fatalf("receipt holds raw HTML, a cancel banner, a UTC time or the roll layout:\n%s", body)
 	}
 	for h, want := range map[string]string{"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "X-Robots-Tag": "noindex"} {
 		if got := page.header.Get(h); got != want {
 			t.Fatalf("%s %q, want %q", h, got, want)
 		}
 	}
+	// 80 mm thermal paper.
+	roll := string(e.do("GET", "/r/"+inv.PublicID+"?paper=80mm", "", "").body)
+	if !strings.Contains(roll, "@page{size:80mm 297mm;margin:3mm}") || strings.Contains(roll, "size:A4") || !strings.Contains(roll, "max-width:76mm") {
+		t.Fatalf("80 mm receipt:\n%s", roll)
+	}
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":"typo <i>"}`), 200)
 	page = e.do("GET", "/r/"+inv.PublicID, "", "")
-	if !strings.Contains(string(page.body), "CANCELLED: typo &lt;i&gt;") {
+	if !strings.Contains(string(page.body), `<div class="cancelled" role="alert">CANCELLED<small>on 29 Nov 2026, 10:00 IST: typo &lt;i&gt;`) ||
+		!strings.Contains(string(page.body), "<title>CANCELLED Tax Invoice") {
 		t.Fatalf("cancelled receipt lacks banner:\n%s", page.body)
 	}
 	for _, id := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaa", "nope", inv.ID} {
@@ -713,6 +727,24 @@ func TestReceipt(t *testing.T) {
 		if nf.status != 404 || nf.header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(string(nf.body), "Receipt not found") {
 			t.Fatalf("unknown receipt %q: %d %s %s", id, nf.status, nf.header.Get("Content-Type"), nf.body)
 		}
+	}
+}
+
+func TestReceiptInterState(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},"place_of_supply":"29",`+
+		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"1000","unit_price":"123.45","gst_rate":"5"}]}`)
+	e.wantStatus(r, 201)
+	body := string(e.do("GET", "/r/"+e.invoice(r).PublicID, "", "").body)
+	for _, s := range []string{"Place of supply</td><td>29-Karnataka", "GSTIN " + buyerGSTIN, "<th class=\"n\">IGST</th>", "₹ 129622.50",
+		"Rupees One Lakh Twenty Nine Thousand Six Hundred Twenty Two and Fifty Paise Only"} {
+		if !strings.Contains(body, s) {
+			t.Fatalf("receipt lacks %q:\n%s", s, body)
+		}
+	}
+	if strings.Contains(body, "<th class=\"n\">CGST</th>") {
+		t.Fatalf("inter-state receipt shows CGST:\n%s", body)
 	}
 }
 

@@ -56,7 +56,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply pending database migrations and print the schema version", runMigrate},
-		{"sellers", "add or list sellers (GST registrations): sellers add|list", runSellers},
+		{"sellers", "add, update or list sellers (GST registrations): sellers add|update|list", runSellers},
 		{"series", "add or list numbering series of a seller: series add|list", runSeries},
 		{"keys", "create, list or revoke API keys: keys add|list|revoke", runKeys},
 		{"serve", "serve the HTTP API until SIGINT or SIGTERM, then drain and exit 0", runServe},
