@@ -213,3 +213,67 @@ func authenticate(ctx context.Context, lookup func(ctx context.Context, prefix s
 	}
 	return p, nil
 }
+
+// Principal is who an API key acts for: its seller and scopes. Other
+// front ends (the console) authenticate with it.
+type Principal struct {
+	Seller    series.Seller
+	KeyPrefix string   // the key's public prefix, to look it up again
+	Scopes    []string // in the order issue, read, manage
+}
+
+// Has reports whether the principal holds scope.
+func (p Principal) Has(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+func (p principal) export(prefix string) Principal {
+	out := Principal{Seller: p.seller, KeyPrefix: prefix}
+	for _, s := range []string{ScopeIssue, ScopeRead, ScopeManage} {
+		if p.scopes.has(scopeBit(s)) {
+			out.Scopes = append(out.Scopes, s)
+		}
+	}
+	return out
+}
+
+// Authenticate returns the principal of key ("ik_…"), checked as a bearer
+// key is (through the key cache). It fails with ErrUnauthorized for a
+// malformed, unknown or revoked key or a wrong secret, and with a database
+// error otherwise.
+func (s *Server) Authenticate(ctx context.Context, key string) (Principal, error) {
+	p, err := authenticate(ctx, s.lookupKey, "Bearer "+key)
+	if err != nil {
+		return Principal{}, err
+	}
+	prefix, _, _ := parseKey(key)
+	return p.export(prefix), nil
+}
+
+// KeyPrincipal returns the principal of the live key with prefix, read
+// through the key cache: a key revoked since is ErrUnauthorized within the
+// cache's TTL. It fails with ErrUnauthorized for an unknown or revoked key
+// and with a database error otherwise.
+func (s *Server) KeyPrincipal(ctx context.Context, prefix string) (Principal, error) {
+	row, found, err := s.lookupKey(ctx, prefix)
+	if err != nil {
+		return Principal{}, err
+	}
+	if !found || row.revoked {
+		return Principal{}, ErrUnauthorized
+	}
+	p := principal{seller: row.seller}
+	for _, sc := range row.scopes {
+		p.scopes |= scopeBit(sc)
+	}
+	return p.export(prefix), nil
+}
+
+// Options returns the series options (lock timeout) the server issues and
+// cancels with.
+func (s *Server) Options() series.Options { return s.opt }

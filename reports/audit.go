@@ -110,6 +110,9 @@ type Row struct {
 	CancelHash     string `json:"cancel_hash"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
+	// InvoiceID is the invoice's id in the API (not exported: it is not
+	// part of the record).
+	InvoiceID int64 `json:"-"`
 
 	issuedAt    time.Time // for XLSX
 	invoiceDate time.Time
@@ -260,7 +263,7 @@ func nonNil[T any](s []T) []T {
 
 func rowOf(r *invoiceRow) *Row {
 	row := &Row{
-		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly),
+		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
 		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
 		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,

@@ -184,6 +184,7 @@ func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, f
 // it: how many issue and cancel records name its serial, and the stored
 // hash of its (first) issue record.
 type invoiceRow struct {
+	ID int64 // the invoice row's id
 	invoiceFields
 	Issues, Cancels               int64
 	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
@@ -192,8 +193,18 @@ type invoiceRow struct {
 
 // walkInvoices streams the invoices of a series-year in serial order.
 func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*invoiceRow) error) error {
+	return walkInvoicePage(ctx, tx, seriesID, fy, RowQuery{}, fn)
+}
+
+// walkInvoicePage streams the invoices of a series-year that q selects
+// (the zero RowQuery: all of them), in serial order.
+func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, q RowQuery, fn func(*invoiceRow) error) error {
+	limit := int64(q.Limit)
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
 	rows, err := tx.Query(ctx, `
-		SELECT i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
+		SELECT i.id, i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
 			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
 			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
@@ -210,8 +221,9 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 			FROM chain_records WHERE series_id = $1 AND fy = $2
 			GROUP BY serial
 		) c ON c.serial = i.serial
-		WHERE i.series_id = $1 AND i.fy = $2
-		ORDER BY i.serial, i.id`, seriesID, int(fy))
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4)
+		ORDER BY i.serial, i.id
+		LIMIT CASE WHEN $5::bigint < 0 THEN NULL ELSE $5::bigint END`, seriesID, int(fy), q.After, q.Number, limit)
 	if err != nil {
 		return translate(err, "read invoices")
 	}
@@ -219,7 +231,7 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 	var r invoiceRow
 	for rows.Next() {
 		r = invoiceRow{}
-		if err := rows.Scan(&r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
+		if err := rows.Scan(&r.ID, &r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
 			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
 			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash); err != nil {
@@ -230,6 +242,46 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 		}
 	}
 	return translate(rows.Err(), "read invoices")
+}
+
+// dailyCounts returns the invoices of a series-year per invoice date.
+func dailyCounts(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) ([]DayCount, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT invoice_date, count(*), count(*) FILTER (WHERE status = 'cancelled')
+		FROM invoices WHERE series_id = $1 AND fy = $2
+		GROUP BY invoice_date ORDER BY invoice_date`, seriesID, int(fy))
+	if err != nil {
+		return nil, translate(err, "count per day")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DayCount, error) {
+		var d DayCount
+		err := r.Scan(&d.Date, &d.Issued, &d.Cancelled)
+		return d, err
+	})
+	return out, translate(err, "count per day")
+}
+
+// activityCounts returns, per series of the seller, the invoices dated
+// today and the invoices of year fy cancelled.
+func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.Time, fy series.FY) (map[int64][2]int64, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT series_id, count(*) FILTER (WHERE invoice_date = $2), count(*) FILTER (WHERE status = 'cancelled')
+		FROM invoices WHERE seller_id = $1 AND fy = $3
+		GROUP BY series_id`, sellerID, today, int(fy))
+	if err != nil {
+		return nil, translate(err, "series activity")
+	}
+	defer rows.Close()
+	out := map[int64][2]int64{}
+	for rows.Next() {
+		var id int64
+		var c [2]int64
+		if err := rows.Scan(&id, &c[0], &c[1]); err != nil {
+			return nil, translate(err, "series activity")
+		}
+		out[id] = c
+	}
+	return out, translate(rows.Err(), "series activity")
 }
 
 // duplicateNumbers returns up to limit numbers of a series-year held by

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -41,6 +42,7 @@ type serveConfig struct {
 	debugAddr    string
 	keyCacheTTL  time.Duration
 	inFlight     int
+	cookieSecure bool
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -62,6 +64,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
+	fs.BoolVar(&c.cookieSecure, "cookie-secure", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); it is Secure anyway over TLS")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -149,7 +152,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
 	}
-	handler := api.New(api.Config{
+	apiSrv := api.New(api.Config{
 		Pool:            pool,
 		Logger:          logger,
 		Now:             time.Now,
@@ -159,9 +162,13 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 		BatchesInFlight: inFlight,
-	}).Handler()
+	})
+	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
+	mux := http.NewServeMux()
+	mux.Handle("/console/", con) // "/console" redirects here
+	mux.Handle("/", apiSrv.Handler())
 	srv := &http.Server{
-		Handler: handler,
+		Handler: mux,
 		// Request contexts must not derive from ctx: a signal would cancel
 		// the in-flight requests the drain is meant to finish.
 		ReadHeaderTimeout: 5 * time.Second,
@@ -178,6 +185,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	purgeCtx, stopPurge := context.WithCancel(context.WithoutCancel(ctx))
 	var purgeDone sync.WaitGroup
 	purgeDone.Go(func() { purgeKeysLoop(purgeCtx, pool, logger, time.Now, keyPurgeInterval) })
+	purgeDone.Go(func() { purgeSessionsLoop(purgeCtx, con, logger, keyPurgeInterval) })
 	defer func() {
 		stopPurge()
 		purgeDone.Wait() // before the deferred pool.Close
@@ -198,6 +206,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
+	fmt.Fprintf(e.stdout, "console on http://%s/console/\n", addr)
 
 	select {
 	case err := <-serveErr:
@@ -236,6 +245,29 @@ func purgeKeysLoop(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger,
 			logger.Warn("purge idempotency keys", "err", err)
 		case n > 0:
 			logger.Info("purged idempotency keys", "deleted", n, "older_than", keyRetention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// purgeSessionsLoop deletes expired console sessions right away and then
+// every interval, until ctx is cancelled; failures are logged.
+func purgeSessionsLoop(ctx context.Context, con *console.Console, logger *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := con.PurgeSessions(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			logger.Warn("purge console sessions", "err", err)
+		case n > 0:
+			logger.Info("purged expired console sessions", "deleted", n)
 		}
 		select {
 		case <-ctx.Done():
