@@ -848,3 +848,42 @@ func wrongSecret(key string) string {
 	}
 	return key[:len(key)-1] + string(repl)
 }
+
+func TestPeriodLocks(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	oct := e.mustIssue("CH1", "2026-10-20")
+	e.wantError(e.do("POST", "/v1/periods/112026/lock", e.all, ""), 422, "period_not_ended") // November is today's month
+	e.wantError(e.do("POST", "/v1/periods/132026/lock", e.all, ""), 422, "invalid_period")
+	e.wantError(e.do("POST", "/v1/periods/102026/lock", e.read, ""), 403, "forbidden")
+	r := e.do("POST", "/v1/periods/102026/lock", e.all, "")
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"fp":"102026"`) || !strings.Contains(string(r.body), `"locked_by":"key ik_`) {
+		t.Fatalf("lock: %s", r.body)
+	}
+	e.wantStatus(e.do("POST", "/v1/periods/102026/lock", e.all, ""), 200)
+
+	// October is closed to backdating and cancelling; November is open.
+	r = e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-25"))
+	e.wantError(r, 409, "period_locked")
+	if !strings.Contains(string(r.body), "credit or debit note") {
+		t.Fatalf("period_locked message: %s", r.body)
+	}
+	e.wantError(e.do("POST", "/v1/invoices/"+oct.ID+"/cancel", e.all, `{"reason":"typo"}`), 409, "period_locked")
+	if inv := e.mustIssue("CH1", "2026-11-29"); inv.Serial != 2 {
+		t.Fatalf("serial %d, want 2: a refusal used a number", inv.Serial)
+	}
+
+	r = e.do("GET", "/v1/periods", e.read, "")
+	e.wantStatus(r, 200)
+	var list struct {
+		Locks   []map[string]string `json:"locks"`
+		History []map[string]string `json:"history"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Locks) != 1 || list.Locks[0]["fp"] != "102026" ||
+		len(list.History) != 1 || list.History[0]["action"] != "lock" {
+		t.Fatalf("periods: %s (%v)", r.body, err)
+	}
+	// Unlocking has no route.
+	e.wantError(e.do("POST", "/v1/periods/102026/unlock", e.all, ""), 404, "not_found")
+}

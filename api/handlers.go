@@ -141,6 +141,9 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err := invoice.CheckOriginal(ctx, s.pool, p.seller, &d); err != nil {
 		return err
 	}
+	if err := invoice.CheckPeriod(ctx, s.pool, p.seller, d.InvoiceDate, now); err != nil {
+		return err // the issuing transaction checks again, under the seller's row lock
+	}
 	d.IdempotencyKey, d.RequestHash = key, hash
 	r := s.committer.Issue(ctx, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
 	switch {

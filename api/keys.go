@@ -75,6 +75,7 @@ func (s scopeSet) has(b scopeSet) bool { return s&b == b }
 type principal struct {
 	seller series.Seller
 	scopes scopeSet
+	prefix string // the key's public prefix
 }
 
 // CreateKey creates an API key for the seller sellerID with scopes (each one
@@ -207,7 +208,7 @@ func authenticate(ctx context.Context, lookup func(ctx context.Context, prefix s
 	if !found || !match || row.revoked {
 		return principal{}, ErrUnauthorized
 	}
-	p := principal{seller: row.seller}
+	p := principal{seller: row.seller, prefix: prefix}
 	for _, s := range row.scopes {
 		p.scopes |= scopeBit(s)
 	}

@@ -46,8 +46,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !slices.Equal(inSpec, inCode) {
 		t.Fatalf("routes differ\nspec: %v\ncode: %v", inSpec, inCode)
 	}
-	if len(inCode) != 13 {
-		t.Fatalf("%d routes, want 13: %v", len(inCode), inCode)
+	if len(inCode) != 15 {
+		t.Fatalf("%d routes, want 15: %v", len(inCode), inCode)
 	}
 }
 

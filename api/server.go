@@ -168,6 +168,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/r/:public_id", s.receipt)
 
 	e.GET("/v1/series/:code/audit", s.audit)
+	e.POST("/v1/periods/:fp/lock", s.lockPeriod)
+	e.GET("/v1/periods", s.listPeriods)
 	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
 }
 

@@ -25,6 +25,7 @@ var funcs = template.FuncMap{
 	"date":    func(t time.Time) string { return t.Format("2 Jan 2006") },
 	"fyPath":  func(fy series.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
+	"ts":      invoice.Timestamp,
 	"state":   series.StateLabel,
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
@@ -325,6 +326,7 @@ type gstr1View struct {
 	Quick      []quickPeriod
 	HasPeriod  bool
 	TotalCount int64
+	Locks      []invoice.PeriodLock
 }
 
 type quickPeriod struct{ Label, FP string }
@@ -355,6 +357,12 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 	today := series.DateIST(c.now())
 	v := gstr1View{FP: strings.TrimSpace(r.URL.Query().Get("fp")), Quick: quickPeriods(today)}
 	status := http.StatusOK
+	locks, err := invoice.PeriodLocks(r.Context(), c.pool, s.principal.Seller.ID)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v.Locks = locks
 	if v.FP == "" {
 		v.FP = v.Quick[0].FP
 	}

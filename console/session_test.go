@@ -262,6 +262,17 @@ func TestDownloadsAndTable13(t *testing.T) {
 	if p := get(t, c, f.url+"/console/gstr1?fp=132026"); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "notice error") {
 		t.Fatalf("bad period: %d", p.status)
 	}
+	// Locked months show on the GSTR-1 page and in the audit summary.
+	oct, _ := invoice.ParseMonth("102026")
+	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, "cli", start); err != nil {
+		t.Fatal(err)
+	}
+	if p := get(t, c, f.url+"/console/gstr1"); !strings.Contains(p.body, "<strong>Oct 2026</strong> (102026) locked 29 Nov 2026 10:00 by cli") {
+		t.Fatalf("GSTR-1 page lacks the lock: %s", p.body)
+	}
+	if p := get(t, c, f.url+"/console/series/CH1/2026-27"); !strings.Contains(p.body, "<dt>Locked periods (GSTR-1 filed)</dt><dd>102026</dd>") {
+		t.Fatalf("series page lacks the lock")
+	}
 	// Paging: 100 rows a page, found by number.
 	if p := get(t, c, f.url+"/console/series/CH1/2026-27?number=ch1/26-27/00003"); strings.Count(p.body, "<tr class=\"issued\"") != 1 || !strings.Contains(p.body, "CH1/26-27/00003") {
 		t.Fatalf("find by number: %.500s", p.body)

@@ -102,11 +102,12 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		return w.out, errs, w.states, false, nil
 	}
 	batch := &pgx.Batch{}
+	guard := queuePeriodGuard(batch, groups, errs, now) // under the counter locks NextMany took
 	w.queue(batch)
 	series.QueueAdvanceChains(batch, w.hSeries, w.hFY, w.hLength, w.hHead)
 	committed, err = sendWrites(ctx, tx, batch, commit)
 	if err != nil {
-		return nil, nil, nil, false, err
+		return nil, nil, nil, false, guard.translate(err)
 	}
 	return w.out, errs, w.states, committed, nil
 }
@@ -145,9 +146,10 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 		advs[g] = series.Advance{Block: blocks[g], After: *w.states[g]}
 	}
 	series.QueueAdvance(batch, advs, opt)
+	guard := queuePeriodGuard(batch, groups, nil, now) // under the counter locks QueueAdvance took
 	w.queue(batch)
 	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
-		return nil, nil, err
+		return nil, nil, guard.translate(err)
 	}
 	return w.out, w.states, nil
 }
@@ -590,7 +592,8 @@ func Cancel(ctx context.Context, db Beginner, seller series.Seller, id int64, re
 // CancelTx marks the seller's invoice id cancelled with reason and appends a
 // cancellation record to its series-year's chain, under the counter lock.
 // The number stays used; nothing is deleted. It returns ErrInvalid for an
-// empty or overlong reason, ErrNotFound, ErrAlreadyCancelled, and
+// empty or overlong reason, ErrNotFound, ErrAlreadyCancelled,
+// ErrPeriodLocked when the invoice's month is locked, and
 // series.ErrLockTimeout when the counter stays locked past opt.LockTimeout.
 func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
 	if err := checkText("reason", reason, false); err != nil {
@@ -605,6 +608,9 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	}
 	length, head, err := series.LockChain(ctx, tx, inv.SeriesID, inv.FY, opt)
 	if err != nil {
+		return Invoice{}, err
+	}
+	if err := checkPeriodTx(ctx, tx, inv, now); err != nil {
 		return Invoice{}, err
 	}
 	at := now.UTC().Truncate(time.Microsecond)

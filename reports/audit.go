@@ -74,6 +74,9 @@ type Summary struct {
 	// anchor outside the database (docs/chain.md).
 	ChainLength int64  `json:"chain_length"`
 	ChainHead   string `json:"chain_head"`
+	// LockedPeriods are the months of the year locked after filing
+	// GSTR-1 (docs/periods.md), oldest first.
+	LockedPeriods []LockedPeriod `json:"locked_periods"`
 
 	Findings        []Finding `json:"findings"`
 	FindingsOmitted int       `json:"findings_omitted"`
@@ -118,6 +121,13 @@ type Row struct {
 	invoiceDate time.Time
 	cancelledAt *time.Time
 	items       []byte // the stored JSON, decoded into Items by the JSON writer
+}
+
+// LockedPeriod is a month locked after filing.
+type LockedPeriod struct {
+	FP       string `json:"fp"` // MMYYYY
+	LockedAt string `json:"locked_at"`
+	LockedBy string `json:"locked_by"`
 }
 
 // RowItem is one line of an invoice in the JSON audit, each value written
@@ -235,7 +245,11 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	if ctr == nil && res.Invoices == 0 && res.Records == 0 {
 		return Summary{}, apperr.Errorf(ErrSeriesYearNotFound, "series %s has no invoice in %s", s.Code, fy)
 	}
-	return summaryOf(seller, s, fy, res), nil
+	sum := summaryOf(seller, s, fy, res)
+	if sum.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy); err != nil {
+		return Summary{}, err
+	}
+	return sum, nil
 }
 
 func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
@@ -326,7 +340,10 @@ func (s Summary) fields() []summaryField {
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, dupS, dupN, regr []string
+	var gaps, dupS, dupN, regr, locked []string
+	for _, l := range s.LockedPeriods {
+		locked = append(locked, fmt.Sprintf("%s (locked %s by %s)", l.FP, l.LockedAt, l.LockedBy))
+	}
 	for _, g := range s.Gaps {
 		if g.From == g.To {
 			gaps = append(gaps, fmt.Sprint(g.From))
@@ -374,6 +391,7 @@ func (s Summary) fields() []summaryField {
 		{"Chain length", s.ChainLength},
 		{"Chain head", s.ChainHead},
 		{"Intact", intact},
+		{"Locked periods", none(locked)},
 	}
 	for _, f := range s.Findings {
 		out = append(out, summaryField{"Finding", f.String()})

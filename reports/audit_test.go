@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/xuri/excelize/v2"
@@ -223,5 +224,32 @@ func TestAuditEmptyAndBadFormat(t *testing.T) {
 	err := reports.WriteAudit(context.Background(), f.pool, f.seller, f.ch1, 2026, "pdf", &buf)
 	if !errors.Is(err, reports.ErrInvalidFormat) || buf.Len() != 0 {
 		t.Errorf("format pdf: %v, %d bytes written", err, buf.Len())
+	}
+}
+
+func TestAuditShowsLockedPeriods(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	oct, _ := invoice.ParseMonth("102026")
+	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.LockedPeriods) != 1 || sum.LockedPeriods[0].FP != "102026" || sum.LockedPeriods[0].LockedBy != "key ik_0a1b2c3d" {
+		t.Fatalf("locked periods %+v", sum.LockedPeriods)
+	}
+	if sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2025); err != nil || len(sum.LockedPeriods) != 0 {
+		t.Fatalf("2025-26 shows %+v (%v)", sum.LockedPeriods, err)
+	}
+	var buf bytes.Buffer
+	if err := reports.WriteAuditSummary(ctx, f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Locked periods,102026 (locked 2026-12-01T04:00:00.000000Z by key ik_0a1b2c3d)\r\n") {
+		t.Fatalf("summary CSV:\n%s", buf.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -242,6 +243,27 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.F
 		}
 	}
 	return translate(rows.Err(), "read invoices")
+}
+
+// lockedPeriods returns the seller's months of year fy locked after filing.
+func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]LockedPeriod, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT to_char(period, 'MMYYYY'), locked_at, locked_by FROM period_locks
+		WHERE seller_id = $1 AND period BETWEEN $2 AND $3 ORDER BY period`, sellerID, fy.Start(), fy.End())
+	if err != nil {
+		return nil, translate(err, "locked periods")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LockedPeriod, error) {
+		var l LockedPeriod
+		var at time.Time
+		err := r.Scan(&l.FP, &at, &l.LockedBy)
+		l.LockedAt = invoice.Timestamp(at)
+		return l, err
+	})
+	if out == nil {
+		out = []LockedPeriod{}
+	}
+	return out, translate(err, "locked periods")
 }
 
 // dailyCounts returns the invoices of a series-year per invoice date.

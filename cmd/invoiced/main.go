@@ -62,6 +62,7 @@ func commands() []command {
 		{"serve", "serve the HTTP API until SIGINT or SIGTERM, then drain and exit 0", runServe},
 		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
+		{"periods", "lock a month after filing GSTR-1, unlock it (recorded) or list locks: periods lock|unlock|list", runPeriods},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
 		{"version", "print the version", runVersion},
 	}

@@ -238,3 +238,36 @@ func TestReportUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestPeriodsCommands(t *testing.T) {
+	t.Parallel()
+	getenv, _ := reportSetup(t)
+	ctx := t.Context()
+	runP := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runPeriods(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
+		return out.String(), err
+	}
+	if out, err := runP("lock", "--gstin", demoGSTIN, "--fp", "042017"); err != nil || !strings.Contains(out, "locked Apr 2017 (042017)") {
+		t.Fatalf("lock: %q, %v", out, err)
+	}
+	if out, err := runP("lock", "--gstin", demoGSTIN, "--fp", "042017"); err != nil || !strings.Contains(out, "was locked already") {
+		t.Fatalf("lock again: %q, %v", out, err)
+	}
+	if _, err := runP("lock", "--gstin", demoGSTIN, "--fp", "012099"); !errors.Is(err, invoice.ErrPeriodNotEnded) {
+		t.Fatalf("lock a future month: %v", err)
+	}
+	if _, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017"); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Fatalf("unlock without --reason: %v", err)
+	}
+	if out, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017", "--reason", "GSTR-1 amended"); err != nil || !strings.Contains(out, "unlocked Apr 2017") {
+		t.Fatalf("unlock: %q, %v", out, err)
+	}
+	if _, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017", "--reason", "again"); !errors.Is(err, invoice.ErrPeriodNotLocked) {
+		t.Fatalf("unlock twice: %v", err)
+	}
+	out, err := runP("list", "--gstin", demoGSTIN)
+	if err != nil || !strings.Contains(out, "history:") || !strings.Contains(out, "unlock  042017  cli  GSTR-1 amended") {
+		t.Fatalf("list: %q, %v", out, err)
+	}
+}
