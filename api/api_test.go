@@ -853,6 +853,7 @@ func TestPeriodLocks(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
 	oct := e.mustIssue("CH1", "2026-10-20")
+	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21"), 201)
 	e.wantError(e.do("POST", "/v1/periods/112026/lock", e.all, ""), 422, "period_not_ended") // November is today's month
 	e.wantError(e.do("POST", "/v1/periods/132026/lock", e.all, ""), 422, "invalid_period")
 	e.wantError(e.do("POST", "/v1/periods/102026/lock", e.read, ""), 403, "forbidden")
@@ -870,8 +871,14 @@ func TestPeriodLocks(t *testing.T) {
 		t.Fatalf("period_locked message: %s", r.body)
 	}
 	e.wantError(e.do("POST", "/v1/invoices/"+oct.ID+"/cancel", e.all, `{"reason":"typo"}`), 409, "period_locked")
-	if inv := e.mustIssue("CH1", "2026-11-29"); inv.Serial != 2 {
-		t.Fatalf("serial %d, want 2: a refusal used a number", inv.Serial)
+	// A retry of a request answered before the lock still replays its answer.
+	r = e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21")
+	e.wantStatus(r, 201)
+	if r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after the lock was not a replay: %v %s", r.header, r.body)
+	}
+	if inv := e.mustIssue("CH1", "2026-11-29"); inv.Serial != 3 {
+		t.Fatalf("serial %d, want 3: a refusal used a number", inv.Serial)
 	}
 
 	r = e.do("GET", "/v1/periods", e.read, "")

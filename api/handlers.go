@@ -126,9 +126,17 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	now := s.now()
 	d, err := invoice.Prepare(req, p.seller, sr, now, s.policy)
+	if err == nil {
+		err = invoice.CheckOriginal(ctx, s.pool, p.seller, &d)
+	}
+	if err == nil {
+		// The issuing transaction checks again, under the seller's row lock.
+		err = invoice.CheckPeriod(ctx, s.pool, p.seller, d.InvoiceDate, now)
+	}
 	if err != nil {
 		// A retry of a request that succeeded earlier replays its answer
-		// even if it would no longer pass (its date is now too old).
+		// even if it would no longer pass (its date is now too old, its
+		// month is now locked).
 		if key != "" {
 			if inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, key, hash); rerr != nil {
 				return rerr
@@ -137,12 +145,6 @@ func (s *Server) issueInvoice(c echo.Context) error {
 			}
 		}
 		return err
-	}
-	if err := invoice.CheckOriginal(ctx, s.pool, p.seller, &d); err != nil {
-		return err
-	}
-	if err := invoice.CheckPeriod(ctx, s.pool, p.seller, d.InvoiceDate, now); err != nil {
-		return err // the issuing transaction checks again, under the seller's row lock
 	}
 	d.IdempotencyKey, d.RequestHash = key, hash
 	r := s.committer.Issue(ctx, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
