@@ -894,3 +894,50 @@ func TestPeriodLocks(t *testing.T) {
 	// Unlocking has no route.
 	e.wantError(e.do("POST", "/v1/periods/102026/unlock", e.all, ""), 404, "not_found")
 }
+
+func TestSeriesOpening(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	opening := `"opening":{"fy":"2026-27","last_serial":1233,"last_invoice_date":"2026-11-15","last_number":"%s"}`
+	// A last number the format does not render for the serial is refused, and no series is made.
+	e.wantError(e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}",`+fmt.Sprintf(opening, "CH2/26-27/01232")+`}`), 422, "invalid_invoice")
+	e.wantError(e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}","opening":{"fy":"2026-27","last_serial":1233,"last_invoice_date":"2026-12-15","last_number":"CH2/26-27/01233"}}`), 422, "invalid_invoice")
+	r := e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}",`+fmt.Sprintf(opening, "ch2/26-27/01233")+`}`)
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"last_serial":1233`) {
+		t.Fatalf("series with opening: %s", r.body)
+	}
+	// Nothing dated before the last declared invoice; then 1234.
+	e.wantError(e.do("POST", "/v1/series/CH2/invoices", e.all, issueJSON("2026-11-14")), 409, "date_out_of_order")
+	inv := e.invoice(e.do("POST", "/v1/series/CH2/invoices", e.all, issueJSON("2026-11-15")))
+	if inv.Serial != 1234 || inv.Number != "CH2/26-27/01234" {
+		t.Fatalf("first invoice after the opening: %+v", inv)
+	}
+	// A credit note may correct an invoice declared as issued before invoiced.
+	e.createSeries("CN", "credit_note", "CN/{FY}/{SEQ:4}")
+	item := `"items":[{"description":"Refund","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	e.wantStatus(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/00017","invoice_date":"2026-10-02"},`+item+`}`), 201)
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/01300","invoice_date":"2026-10-02"},`+item+`}`), 422, "original_not_found")
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/00017","invoice_date":"2026-11-16"},`+item+`}`), 422, "original_not_found")
+	// The audit reports 1..1233 as declared, not as a gap, and the chain verifies.
+	r = e.do("GET", "/v1/series/CH2/audit?fy=2026-27&format=json", e.read, "")
+	e.wantStatus(r, 200)
+	var doc struct {
+		Summary struct {
+			Intact  bool                      `json:"intact"`
+			Gaps    []map[string]int64        `json:"gaps"`
+			Opening *map[string]any           `json:"opening"`
+			Total   int64                     `json:"total"`
+			Chain   string                    `json:"chain"`
+			Locked  []map[string]any          `json:"locked_periods"`
+			X       map[string]map[string]any `json:"-"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Summary
+	if !s.Intact || len(s.Gaps) != 0 || s.Opening == nil || (*s.Opening)["last_number"] != "CH2/26-27/01233" || (*s.Opening)["declared_by"] == "" || s.Total != 1 || s.Chain != "ok" {
+		t.Fatalf("audit with an opening: %s", r.body)
+	}
+}

@@ -247,16 +247,42 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 
 // seriesBody is the JSON body of POST /v1/series.
 type seriesBody struct {
-	Code    string `json:"code"`
-	DocType string `json:"doc_type"`
-	Format  string `json:"format"`
-	Shop    string `json:"shop"`
+	Code    string       `json:"code"`
+	DocType string       `json:"doc_type"`
+	Format  string       `json:"format"`
+	Shop    string       `json:"shop"`
+	Opening *openingBody `json:"opening"`
+}
+
+// openingBody declares where the series stood before invoiced.
+type openingBody struct {
+	FY              string `json:"fy"`
+	LastSerial      int64  `json:"last_serial"`
+	LastInvoiceDate string `json:"last_invoice_date"`
+	LastNumber      string `json:"last_number"`
 }
 
 func decodeSeriesRequest(body []byte) (seriesBody, error) {
 	var b seriesBody
 	err := decodeStrict(body, &b, series.ErrInvalidSeries)
 	return b, err
+}
+
+// opening returns the declared opening, nil when there is none. It fails
+// with series.ErrInvalidDate for a year or date not written as expected.
+func (b seriesBody) opening() (*invoice.Opening, error) {
+	if b.Opening == nil {
+		return nil, nil
+	}
+	fy, err := series.ParseFY(b.Opening.FY)
+	if err != nil {
+		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
+	}
+	d, err := series.ParseDate(b.Opening.LastInvoiceDate)
+	if err != nil {
+		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
+	}
+	return &invoice.Opening{FY: fy, LastSerial: b.Opening.LastSerial, LastInvoiceDate: d, LastNumber: b.Opening.LastNumber}, nil
 }
 
 // cancelBody is the JSON body of POST /v1/invoices/{id}/cancel.

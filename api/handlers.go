@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
@@ -29,7 +30,8 @@ const (
 
 const headerReplayed = "Idempotent-Replayed"
 
-// createSeries serves POST /v1/series (scope manage).
+// createSeries serves POST /v1/series (with an optional opening, declared
+// in the same transaction) (scope manage).
 func (s *Server) createSeries(c echo.Context) error {
 	p, err := s.authorize(c, scopeManageBit)
 	if err != nil {
@@ -43,13 +45,31 @@ func (s *Server) createSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sr, err := series.CreateSeries(c.Request().Context(), s.pool, series.NewSeries{
-		SellerID: p.seller.ID, Code: b.Code, DocType: b.DocType, Format: b.Format, Shop: b.Shop,
+	op, err := b.opening()
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var sr series.Series
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		sr, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{
+			SellerID: p.seller.ID, Code: b.Code, DocType: b.DocType, Format: b.Format, Shop: b.Shop,
+		})
+		if err != nil || op == nil {
+			return err
+		}
+		_, err = invoice.DeclareOpeningTx(ctx, tx, p.seller, sr, *op, "key "+keyTag+p.prefix, s.now())
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, renderSeries(sr, nil))
+	var years []series.Usage
+	if op != nil {
+		years = []series.Usage{{FY: op.FY, LastSerial: op.LastSerial, LastNumber: strings.ToUpper(strings.TrimSpace(op.LastNumber)), LastInvoiceDate: op.LastInvoiceDate}}
+	}
+	return writeJSON(c, http.StatusCreated, renderSeries(sr, years))
 }
 
 // listSeries serves GET /v1/series (scope read).

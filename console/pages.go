@@ -327,6 +327,7 @@ type gstr1View struct {
 	HasPeriod  bool
 	TotalCount int64
 	Locks      []invoice.PeriodLock
+	Declared   []string // serials issued before invoiced (openings)
 }
 
 type quickPeriod struct{ Label, FP string }
@@ -377,7 +378,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	v.Period, v.HasPeriod, v.Warnings = p, true, rep.Warnings
+	v.Period, v.HasPeriod, v.Warnings, v.Declared = p, true, rep.Warnings, rep.Declared
 	for _, d := range rep.DocIssue.DocDet {
 		for _, doc := range d.Docs {
 			v.Rows = append(v.Rows, gstr1Row{Nature: series.NatureOf(d.DocNum), DocRange: doc})

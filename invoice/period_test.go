@@ -205,3 +205,66 @@ func TestPeriodLockRace(t *testing.T) {
 		t.Fatalf("%d invoices dated in the locked month after the lock (%v)", n, err)
 	}
 }
+
+func TestDeclareOpening(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	declare := func(o invoice.Opening) error {
+		tx, err := f.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := invoice.DeclareOpeningTx(ctx, tx, f.seller, f.s, o, "cli", december); err != nil {
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+	day := func(s string) time.Time { d, _ := time.Parse(time.DateOnly, s); return d }
+	for _, o := range []invoice.Opening{
+		{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/01232"},  // not the serial's number
+		{FY: 2026, LastSerial: 99999, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/99999"}, // the format's last: nothing left
+		{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-12-06"), LastNumber: "CH1/26-27/01233"},  // after today
+		{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-03-31"), LastNumber: "CH1/26-27/01233"},  // outside the year
+		{FY: 2026, LastSerial: 0, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/00000"},
+	} {
+		if err := declare(o); !errors.Is(err, invoice.ErrInvalid) {
+			t.Fatalf("declare %+v: %v, want ErrInvalid", o, err)
+		}
+	}
+	if err := declare(invoice.Opening{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-11-15"), LastNumber: "ch1/26-27/01233"}); err != nil {
+		t.Fatal(err)
+	}
+	// Once declared (or once the year has an invoice), never again.
+	if err := declare(invoice.Opening{FY: 2026, LastSerial: 5, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/00005"}); !errors.Is(err, invoice.ErrOpeningTooLate) {
+		t.Fatalf("declare twice: %v", err)
+	}
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-14"), december, series.Options{}); !errors.Is(err, series.ErrDateOutOfOrder) {
+		t.Fatalf("an invoice dated before the last declared one: %v", err)
+	}
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-15"), december, series.Options{})
+	if err != nil || inv.Serial != 1234 || inv.Number != "CH1/26-27/01234" {
+		t.Fatalf("first invoice after the opening: %+v, %v", inv, err)
+	}
+	o, found, err := invoice.OpeningOf(ctx, f.pool, f.s.ID, 2026)
+	if err != nil || !found || o.LastNumber != "CH1/26-27/01233" || o.DeclaredBy != "cli" {
+		t.Fatalf("OpeningOf: %+v, %v, %v", o, found, err)
+	}
+	// A year that already has an invoice cannot be declared.
+	ch9, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "CH9", DocType: "invoice", Format: "CH9/{FY}/{SEQ:5}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, ch9, dated(t, f, ch9, "2026-11-01"), december, series.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := invoice.DeclareOpeningTx(ctx, tx, f.seller, ch9, invoice.Opening{FY: 2026, LastSerial: 5, LastInvoiceDate: day("2026-10-15"), LastNumber: "CH9/26-27/00005"}, "cli", december); !errors.Is(err, invoice.ErrOpeningTooLate) {
+		t.Fatalf("declare a year with an invoice: %v", err)
+	}
+}

@@ -544,7 +544,9 @@ func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, afte
 
 // CheckOriginal checks the original that draft d (a note) names: unless it
 // is declared external, the seller must have issued here an invoice, bill
-// of supply or revised invoice with that number and date. Invoices are
+// of supply or revised invoice with that number and date, or declared it
+// as issued before invoiced (an opening whose serials include the number,
+// dated no later than the opening's last date). Invoices are
 // never deleted, so a check before issuing stays true. It returns nil for a
 // draft without an original, ErrOriginalNotFound, ErrInvalid when the
 // number names a note or a voucher, and database errors.
@@ -559,6 +561,10 @@ func CheckOriginal(ctx context.Context, db series.DB, seller series.Seller, d *D
 		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
 		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
 	if errors.Is(err, pgx.ErrNoRows) {
+		declared, derr := declaredOriginal(ctx, db, seller, o)
+		if derr != nil || declared {
+			return derr
+		}
 		return apperr.Errorf(ErrOriginalNotFound, "original %s dated %s was not issued by %s here; if it was issued elsewhere or before the move to invoiced, send \"external\": true with a \"reason\"",
 			o.Number, o.InvoiceDate.Format(time.DateOnly), seller.GSTIN)
 	}

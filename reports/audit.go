@@ -74,6 +74,10 @@ type Summary struct {
 	// anchor outside the database (docs/chain.md).
 	ChainLength int64  `json:"chain_length"`
 	ChainHead   string `json:"chain_head"`
+	// Opening declares the serials issued before invoiced (1..last_serial,
+	// not gaps) and seals them in the chain's first record; null when the
+	// series-year started here (docs/openings.md).
+	Opening *OpeningSummary `json:"opening"`
 	// LockedPeriods are the months of the year locked after filing
 	// GSTR-1 (docs/periods.md), oldest first.
 	LockedPeriods []LockedPeriod `json:"locked_periods"`
@@ -121,6 +125,18 @@ type Row struct {
 	invoiceDate time.Time
 	cancelledAt *time.Time
 	items       []byte // the stored JSON, decoded into Items by the JSON writer
+}
+
+// OpeningSummary is an opening declaration as the audit shows it, with
+// what a third party needs to rebuild the chain's first record.
+type OpeningSummary struct {
+	LastSerial      int64  `json:"last_serial"`
+	LastNumber      string `json:"last_number"`
+	LastInvoiceDate string `json:"last_invoice_date"` // YYYY-MM-DD
+	DeclaredAt      string `json:"declared_at"`       // UTC, invoice.Timestamp
+	DeclaredBy      string `json:"declared_by"`
+	Position        int64  `json:"position"` // always 1
+	Hash            string `json:"hash"`     // the opening record's stored hash
 }
 
 // LockedPeriod is a month locked after filing.
@@ -253,17 +269,26 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 }
 
 func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
+	highest := res.LastSerial // the declared serials count as stored
+	if res.Opening != nil {
+		highest = max(highest, res.Opening.LastSerial)
+	}
 	sum := Summary{
 		SellerGSTIN: string(seller.GSTIN), Series: s.Code, DocType: string(s.DocType), FY: fy.String(),
 		FirstNumber: res.FirstNumber, LastNumber: res.LastNumber,
 		Total: res.Invoices, Cancelled: res.Cancelled, NetIssued: res.NetIssued(),
 		Gaps: nonNil(res.Gaps), DuplicateSerials: nonNil(res.DuplicateSerials),
 		DuplicateNumbers: nonNil(res.DuplicateNumbers), DateRegressions: nonNil(res.DateRegressions),
-		CounterLastSerial: res.CounterLastSerial, MaxSerial: res.LastSerial,
-		CounterDrift: res.CounterLastSerial - res.LastSerial,
+		CounterLastSerial: res.CounterLastSerial, MaxSerial: highest,
+		CounterDrift: res.CounterLastSerial - highest,
 		ChainRecords: res.Records, Chain: res.Verdict(), Intact: res.OK(),
 		ChainLength: res.ChainLength, ChainHead: hex.EncodeToString(res.ChainHead),
 		Findings: nonNil(res.Findings), FindingsOmitted: res.Omitted,
+	}
+	if op := res.Opening; op != nil {
+		sum.Opening = &OpeningSummary{LastSerial: op.LastSerial, LastNumber: op.LastNumber,
+			LastInvoiceDate: op.LastInvoiceDate.Format(time.DateOnly), DeclaredAt: invoice.Timestamp(op.DeclaredAt),
+			DeclaredBy: op.DeclaredBy, Position: 1, Hash: hex.EncodeToString(res.OpeningHash)}
 	}
 	return sum
 }
@@ -341,6 +366,10 @@ func (s Summary) fields() []summaryField {
 		return strings.Join(parts, "; ")
 	}
 	var gaps, dupS, dupN, regr, locked []string
+	opening := "none"
+	if o := s.Opening; o != nil {
+		opening = fmt.Sprintf("1 to %d (last %s dated %s; declared %s by %s)", o.LastSerial, o.LastNumber, o.LastInvoiceDate, o.DeclaredAt, o.DeclaredBy)
+	}
 	for _, l := range s.LockedPeriods {
 		locked = append(locked, fmt.Sprintf("%s (locked %s by %s)", l.FP, l.LockedAt, l.LockedBy))
 	}
@@ -391,6 +420,7 @@ func (s Summary) fields() []summaryField {
 		{"Chain length", s.ChainLength},
 		{"Chain head", s.ChainHead},
 		{"Intact", intact},
+		{"Issued before invoiced", opening},
 		{"Locked periods", none(locked)},
 	}
 	for _, f := range s.Findings {

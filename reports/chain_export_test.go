@@ -1,6 +1,7 @@
 package reports_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,8 +9,11 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
 )
 
 // This file recomputes a series-year's chain from its JSON audit export
@@ -25,6 +29,15 @@ type exportDoc struct {
 		FY          string `json:"fy"`
 		ChainLength int64  `json:"chain_length"`
 		ChainHead   string `json:"chain_head"`
+		Opening     *struct {
+			LastSerial      int64  `json:"last_serial"`
+			LastNumber      string `json:"last_number"`
+			LastInvoiceDate string `json:"last_invoice_date"`
+			DeclaredAt      string `json:"declared_at"`
+			DeclaredBy      string `json:"declared_by"`
+			Position        int64  `json:"position"`
+			Hash            string `json:"hash"`
+		} `json:"opening"`
 	} `json:"summary"`
 	Rows []map[string]any `json:"rows"`
 }
@@ -61,6 +74,14 @@ func recomputeChain(doc exportDoc) []string {
 			byPos[p] = rec{row, "cancel", str(row, "cancel_hash")}
 		}
 	}
+	if o := doc.Summary.Opening; o != nil {
+		// The opening record: no buyer, items or amounts (0.00).
+		byPos[o.Position] = rec{map[string]any{
+			"serial": float64(o.LastSerial), "number": o.LastNumber, "invoice_date": o.LastInvoiceDate,
+			"issued_at": o.DeclaredAt, "cancelled_at": o.DeclaredAt, "cancel_reason": "declared by " + o.DeclaredBy,
+			"taxable": "0.00", "cgst": "0.00", "sgst": "0.00", "igst": "0.00", "total": "0.00", "items": []any{},
+		}, "opening", o.Hash}
+	}
 	positions := make([]int64, 0, len(byPos))
 	for p := range byPos {
 		positions = append(positions, p)
@@ -76,7 +97,7 @@ func recomputeChain(doc exportDoc) []string {
 		r := byPos[p]
 		row := r.row
 		recordedAt, reason := str(row, "issued_at"), ""
-		if r.kind == "cancel" {
+		if r.kind == "cancel" || r.kind == "opening" {
 			recordedAt, reason = str(row, "cancelled_at"), str(row, "cancel_reason")
 		}
 		var items []string
@@ -168,5 +189,91 @@ func TestChainRecomputedFromJSONExport(t *testing.T) {
 				t.Errorf("%s: editing %s in the export goes unnoticed", tc.name, field)
 			}
 		}
+	}
+}
+
+// TestChainWithOpeningRecomputedFromJSONExport: a series moved here
+// mid-year (an opening declared) recomputes from its export too, the
+// declaration sealed in the first record.
+func TestChainWithOpeningRecomputedFromJSONExport(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "MV", DocType: "invoice", Format: "MV/{FY}/{SEQ:5}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := invoice.Opening{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-11-15"), LastNumber: "MV/26-27/01233"}
+	if _, err := invoice.DeclareOpeningTx(ctx, tx, f.seller, s, op, "cli", clock); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, date := range []string{"2026-11-15", "2026-11-20"} {
+		d, err := invoice.Prepare(invoice.Request{InvoiceDate: day(date), Buyer: &invoice.Buyer{Name: "Ravi"}, Items: []invoice.ItemInput{
+			{Description: "Ginger chai", HSN: "0902", Quantity: "3", UnitPrice: "40", GSTRate: "5"}}}, f.seller, s, clock, invoice.Policy{BackdateDays: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := invoice.Issue(ctx, f.pool, f.seller, s, d, clock.Add(time.Duration(i+1)*time.Minute), series.Options{})
+		if err != nil || inv.Serial != 1234+int64(i) {
+			t.Fatalf("issue after the opening: %+v, %v", inv, err)
+		}
+		if i == 0 {
+			if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "wrong item", clock.Add(5*time.Minute), series.Options{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	raw := audit(t, f, s, 2026, reports.FormatJSON)
+	var doc exportDoc
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Summary.Opening == nil || doc.Summary.ChainLength != 4 {
+		t.Fatalf("summary: %s", raw)
+	}
+	if p := recomputeChain(doc); len(p) > 0 {
+		t.Fatalf("the export with an opening does not recompute:\n%s", strings.Join(p, "\n"))
+	}
+	doc.Summary.Opening.LastNumber = "MV/26-27/01200"
+	if p := recomputeChain(doc); len(p) == 0 {
+		t.Fatal("an edited declaration in the export goes unnoticed")
+	}
+	// Table 13: the declared serials are noted, not counted, and are no gap.
+	nov, _ := reports.ParsePeriod("112026")
+	rep13, err := reports.DocIssue(ctx, f.pool, f.seller, nov)
+	if err != nil || len(rep13.Warnings) != 0 || len(rep13.Declared) != 1 || !strings.Contains(rep13.Declared[0], "series MV 2026-27: serials 1 to 1233 (up to MV/26-27/01233") {
+		t.Fatalf("Table 13 for November: %+v, %v", rep13, err)
+	}
+	found := false
+	for _, d := range rep13.DocIssue.DocDet {
+		for _, doc := range d.Docs {
+			if doc.From == "MV/26-27/01234" && doc.To == "MV/26-27/01235" && doc.TotNum == 2 && doc.Cancel == 1 {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("Table 13 lacks MV 1234-1235: %+v", rep13.DocIssue)
+	}
+	dec, _ := reports.ParsePeriod("122026")
+	if rep13, err := reports.DocIssue(ctx, f.pool, f.seller, dec); err != nil || len(rep13.Declared) != 0 {
+		t.Fatalf("Table 13 for December notes %v (%v)", rep13.Declared, err)
+	}
+	// verify: intact, no gap for 1..1233; an edited declaration breaks position 1.
+	rep, err := reports.Verify(ctx, f.pool, f.seller, "MV", 2026)
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify: %v\n%s", err, strings.Join(findingLines(rep), "\n"))
+	}
+	f.exec(t, `UPDATE series_openings SET last_serial = 1200, last_number = 'MV/26-27/01200'`)
+	rep, err = reports.Verify(ctx, f.pool, f.seller, "MV", 2026)
+	if err != nil || rep.OK() || rep.Chains[0].Findings[0].Kind != reports.OpeningMismatch || rep.Chains[0].Findings[0].Position != 1 {
+		t.Fatalf("verify after editing the declaration: %v\n%s", err, strings.Join(findingLines(rep), "\n"))
 	}
 }

@@ -245,6 +245,30 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.F
 	return translate(rows.Err(), "read invoices")
 }
 
+// declaredOpening is an opening declaration with its series code.
+type declaredOpening struct {
+	Code string
+	invoice.Opening
+}
+
+// openingsOf returns the seller's opening declarations of year fy, by code.
+func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]declaredOpening, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT s.code, o.last_serial, o.last_invoice_date, o.last_number, o.declared_at, o.declared_by
+		FROM series_openings o JOIN series s ON s.id = o.series_id
+		WHERE s.seller_id = $1 AND o.fy = $2 ORDER BY s.code`, sellerID, int(fy))
+	if err != nil {
+		return nil, translate(err, "openings")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (declaredOpening, error) {
+		var d declaredOpening
+		err := r.Scan(&d.Code, &d.LastSerial, &d.LastInvoiceDate, &d.LastNumber, &d.DeclaredAt, &d.DeclaredBy)
+		d.FY = fy
+		return d, err
+	})
+	return out, translate(err, "openings")
+}
+
 // lockedPeriods returns the seller's months of year fy locked after filing.
 func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]LockedPeriod, error) {
 	rows, err := tx.Query(ctx, `

@@ -12,8 +12,10 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 )
 
 // cliError is an application error shown to the operator: its text is the
@@ -202,25 +204,56 @@ func runSeries(ctx context.Context, e env, args []string) error {
 // value is invalid, the code is taken, or the format overlaps another series
 // of the seller.
 func runSeriesAdd(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "series add", "--gstin GSTIN --code CODE --format FORMAT [--doc-type invoice] [--shop LABEL]")
+	fs := newFlagSet(e, "series add", "--gstin GSTIN --code CODE --format FORMAT [--doc-type invoice] [--shop LABEL] [--opening-fy 2026-27 --opening-last-serial N --opening-last-date YYYY-MM-DD --opening-last-number NUMBER]")
 	gstin := fs.String("gstin", "", "GSTIN of the seller that owns the series (required)")
 	code := fs.String("code", "", "series code, unique per seller, e.g. CH1 (required)")
 	docType := fs.String("doc-type", "invoice", "document type: invoice, bill_of_supply, credit_note, debit_note, receipt_voucher, payment_voucher, refund_voucher, delivery_challan, …")
 	format := fs.String("format", "", "number format, e.g. 'CH1/{FY}/{SEQ:5}' (required)")
 	shop := fs.String("shop", "", "free-text shop or counter label")
+	opFY := fs.String("opening-fy", "", "moving here mid-year: the financial year of the opening (with the three below)")
+	opSerial := fs.Int64("opening-last-serial", 0, "the last serial issued before invoiced in that year")
+	opDate := fs.String("opening-last-date", "", "the date of that last invoice, YYYY-MM-DD")
+	opNumber := fs.String("opening-last-number", "", "the number of that last invoice, as the format renders it")
 	if err := parseFlags(fs, args, "gstin", "code", "format", "doc-type"); err != nil {
 		return err
+	}
+	var op *invoice.Opening
+	if *opFY != "" || *opSerial != 0 || *opDate != "" || *opNumber != "" {
+		if *opFY == "" || *opSerial == 0 || *opDate == "" || *opNumber == "" {
+			return usageErrorf("series add: an opening needs all of --opening-fy, --opening-last-serial, --opening-last-date and --opening-last-number")
+		}
+		fy, err := series.ParseFY(*opFY)
+		if err != nil {
+			return explain("series add", err)
+		}
+		d, err := series.ParseDate(*opDate)
+		if err != nil {
+			return explain("series add", err)
+		}
+		op = &invoice.Opening{FY: fy, LastSerial: *opSerial, LastInvoiceDate: d, LastNumber: *opNumber}
 	}
 	pool, seller, err := openSeller(ctx, e, "series add", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	s, err := series.CreateSeries(ctx, pool, series.NewSeries{
-		SellerID: seller.ID, Code: *code, DocType: *docType, Format: *format, Shop: *shop,
+	var s series.Series
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		s, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{
+			SellerID: seller.ID, Code: *code, DocType: *docType, Format: *format, Shop: *shop,
+		})
+		if err != nil || op == nil {
+			return err
+		}
+		_, err = invoice.DeclareOpeningTx(ctx, tx, seller, s, *op, "cli", time.Now())
+		return err
 	})
 	if err != nil {
 		return explain("series add", err)
+	}
+	if op != nil {
+		fmt.Fprintf(e.stderr, "declared serials 1 to %d of %s as issued before invoiced; the next number is serial %d\n", op.LastSerial, op.FY, op.LastSerial+1)
 	}
 	writeSeries(e, []series.SeriesUsage{{Series: s}})
 	return nil

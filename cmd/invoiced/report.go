@@ -112,6 +112,9 @@ func runReportDocs(ctx context.Context, e env, args []string) error {
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
+	for _, d := range rep.Declared {
+		fmt.Fprintf(e.stderr, "note: %s\n", d)
+	}
 	return explain("report gstr1-docs", writeOut(e, *out, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

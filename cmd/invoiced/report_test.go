@@ -271,3 +271,34 @@ func TestPeriodsCommands(t *testing.T) {
 		t.Fatalf("list: %q, %v", out, err)
 	}
 }
+
+func TestSeriesAddWithOpening(t *testing.T) {
+	t.Parallel()
+	getenv, pool := reportSetup(t)
+	ctx := t.Context()
+	run := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		err := runSeries(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
+		return out.String(), errOut.String(), err
+	}
+	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26"); err == nil || !strings.Contains(err.Error(), "needs all of") {
+		t.Fatalf("partial opening: %v", err)
+	}
+	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, invoice.ErrInvalid) {
+		t.Fatalf("wrong last number: %v", err)
+	}
+	_, errOut, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00042")
+	if err != nil || !strings.Contains(errOut, "next number is serial 43") {
+		t.Fatalf("series add with an opening: %v, %q", err, errOut)
+	}
+	var last int64
+	if err := pool.QueryRow(ctx, `SELECT last_serial FROM series_counters c JOIN series s ON s.id = c.series_id WHERE s.code = 'MV' AND c.fy = 2025`).Scan(&last); err != nil || last != 42 {
+		t.Fatalf("counter after the opening: %d, %v", last, err)
+	}
+	var vout, verr bytes.Buffer
+	if err := runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN, "--series", "MV"}); err != nil || !strings.Contains(vout.String(), "MV 2025-26: chain head ") {
+		t.Fatalf("verify a declared year: %v\n%s", err, vout.String())
+	}
+}
