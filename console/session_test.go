@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
 )
 
 // page is an HTTP answer.
@@ -272,6 +273,29 @@ func TestDownloadsAndTable13(t *testing.T) {
 	}
 	if p := get(t, c, f.url+"/console/series/CH1/2026-27"); !strings.Contains(p.body, "<dt>Locked periods (GSTR-1 filed)</dt><dd>102026</dd>") {
 		t.Fatalf("series page lacks the lock")
+	}
+	// A series moved here mid-year shows its declared serials.
+	ctx := context.Background()
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv, err := series.CreateSeriesTx(ctx, tx, series.NewSeries{SellerID: f.seller.ID, Code: "MV", DocType: "invoice", Format: "MV/{FY}/{SEQ:5}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := time.Parse(time.DateOnly, "2026-11-15")
+	if _, err := invoice.DeclareOpeningTx(ctx, tx, f.seller, mv, invoice.Opening{FY: 2026, LastSerial: 1233, LastInvoiceDate: d, LastNumber: "MV/26-27/01233"}, "cli", start); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p := get(t, c, f.url+"/console/series/MV/2026-27"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 2026-11-15; declared 29 Nov 2026 10:00 by cli") {
+		t.Fatalf("series page lacks the opening: %d %.2000s", p.status, p.body)
+	}
+	if p := get(t, c, f.url+"/console/gstr1?fp=112026"); !strings.Contains(p.body, "series MV 2026-27: serials 1 to 1233") {
+		t.Fatalf("GSTR-1 page lacks the declared note")
 	}
 	// Paging: 100 rows a page, found by number.
 	if p := get(t, c, f.url+"/console/series/CH1/2026-27?number=ch1/26-27/00003"); strings.Count(p.body, "<tr class=\"issued\"") != 1 || !strings.Contains(p.body, "CH1/26-27/00003") {
