@@ -19,12 +19,12 @@ BIN        := bin/invoiced
 REVISION   := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 PG         := scripts/pg
 
-.PHONY: help build run test test-short fuzz fuzz-run bench lint migrate db-stop clean
+.PHONY: help build run test test-short fuzz fuzz-run bench lint migrate db-stop clean chromium console-screenshots
 
 help: ## Show this help
 	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
 	@echo
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-20s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## Build bin/invoiced
 	$(GO) build -ldflags "-X main.revision=$(REVISION)" -o $(BIN) ./cmd/invoiced
@@ -32,13 +32,19 @@ build: ## Build bin/invoiced
 run: build ## Build, then migrate, seed a demo seller/key and serve (persistent local DB)
 	$(PG) run -- scripts/run-demo
 
-test: ## go vet, then race-enabled tests against a throw-away PostgreSQL (PKG, TESTFLAGS)
+test: chromium ## go vet, then race-enabled tests against a throw-away PostgreSQL (PKG, TESTFLAGS)
 	$(GO) vet $(PKG)
 	$(PG) test -- $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
 
-test-short: ## Same as test, without -race
+test-short: chromium ## Same as test, without -race
 	$(GO) vet $(PKG)
 	$(PG) test -- $(GO) test -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
+
+chromium: ## Install Debian's chromium if missing (as root), for the console's browser tests
+	scripts/chromium
+
+console-screenshots: chromium ## Run the console's browser test, saving its screenshots in docs/img
+	$(PG) test -- env CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run TestConsoleInBrowser ./console/
 
 fuzz: ## Run every Fuzz target for FUZZTIME each (default 30s) against a throw-away PostgreSQL
 	$(PG) test -- $(MAKE) --no-print-directory fuzz-run

@@ -603,14 +603,61 @@ func TestCreditNoteNeedsOriginal(t *testing.T) {
 	e := setup(t)
 	e.createSeries("CN", "credit_note", "CN/{FY}/{SEQ:4}")
 	item := `"items":[{"description":"Refund","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	note := func(original string) resp {
+		return e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":`+original+`,`+item+`}`)
+	}
 	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{`+item+`}`), 422, "invalid_invoice")
-	r := e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"ch1/26-27/00001","invoice_date":"2026-11-20"},`+item+`}`)
+	orig := e.mustIssue("CH1", "2026-11-29")
+
+	// An original this seller did not issue here is refused, and no number is used.
+	e.wantError(note(`{"number":"XX/99/1","invoice_date":"2026-11-20"}`), 422, "original_not_found")
+	e.wantError(note(`{"number":"CH1/26-27/00002","invoice_date":"2026-11-29"}`), 422, "original_not_found")
+	e.wantError(note(`{"number":"CH1/26-27/00001","invoice_date":"2026-11-28"}`), 422, "original_not_found") // wrong date
+	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeManage)
+	r := e.do("POST", "/v1/series", otherKey, `{"code":"CN","doc_type":"credit_note","format":"CN/{FY}/{SEQ:4}"}`)
 	e.wantStatus(r, 201)
-	if !strings.Contains(string(r.body), `"original":{"number":"CH1/26-27/00001","invoice_date":"2026-11-20"}`) ||
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", otherKey, `{"original":{"number":"CH1/26-27/00001","invoice_date":"2026-11-29"},`+item+`}`), 422, "original_not_found")
+
+	r = note(`{"number":"ch1/26-27/00001","invoice_date":"2026-11-29"}`)
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"original":{"number":"`+orig.Number+`","invoice_date":"2026-11-29"}`) ||
 		!strings.Contains(string(r.body), `"number":"CN/26-27/0001"`) || !strings.Contains(string(r.body), `"doc_type":"credit_note"`) {
 		t.Fatalf("credit note %s", r.body)
 	}
+	// A note does not correct a note.
+	e.wantError(note(`{"number":"CN/26-27/0001","invoice_date":"2026-11-29"}`), 422, "invalid_invoice")
+
+	// An original issued elsewhere is declared, with a reason.
+	e.wantError(note(`{"number":"OLD/118","invoice_date":"2026-10-02","external":true}`), 422, "invalid_invoice")
+	e.wantError(note(`{"number":"OLD/118","invoice_date":"2026-10-02","reason":"Tally"}`), 422, "invalid_invoice")
+	r = note(`{"number":"OLD/118","invoice_date":"2026-10-02","external":true,"reason":"issued in Tally before the move to invoiced"}`)
+	e.wantStatus(r, 201)
+	ext := e.invoice(r)
+	if ext.Number != "CN/26-27/0002" {
+		t.Fatalf("external note numbered %s, want CN/26-27/0002 (refusals used no number)", ext.Number)
+	}
+	r = e.do("GET", "/v1/invoices/"+ext.ID, e.read, "")
+	e.wantStatus(r, 200)
+	if !strings.Contains(string(r.body), `"original":{"number":"OLD/118","invoice_date":"2026-10-02","external":true,"reason":"issued in Tally before the move to invoiced"}`) {
+		t.Fatalf("external note %s", r.body)
+	}
 	e.wantError(e.do("POST", "/v1/series/CH1/invoices", e.all, `{"original":{"number":"X1","invoice_date":"2026-11-20"},`+item+`}`), 422, "invalid_invoice")
+}
+
+func TestBuyerIsNotTheSeller(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	item := `"items":[{"description":"Chai","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	e.wantError(e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+sellerGSTIN+`","name":"Self"},`+item+`}`), 422, "invalid_invoice")
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},`+item+`}`)
+	e.wantStatus(r, 201)
+	if inv := e.invoice(r); inv.Serial != 1 {
+		t.Fatalf("serial %d, want 1: the refusal used a number", inv.Serial)
+	}
 }
 
 func TestListInvoicesPaging(t *testing.T) {
@@ -661,6 +708,10 @@ func TestListInvoicesPaging(t *testing.T) {
 func TestReceipt(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
+	addr, phone := "Platform 1, Pune Junction, Pune 411001", "+91 20 2612 0000"
+	if _, err := series.UpdateSeller(context.Background(), e.pool, sellerGSTIN, series.SellerUpdate{Address: &addr, Phone: &phone}); err != nil {
+		t.Fatal(err)
+	}
 	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"name":"<script>alert(1)</script> & Sons"},`+
 		`"items":[{"description":"Masala <b>chai</b>","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`)
 	e.wantStatus(r, 201)
@@ -669,22 +720,32 @@ func TestReceipt(t *testing.T) {
 	e.wantStatus(page, 200)
 	body := string(page.body)
 	for _, s := range []string{"CH1/26-27/00001", "27AAPFU0939F1ZV", "Chai &amp; Co &lt;Pune&gt;", "&lt;script&gt;alert(1)&lt;/script&gt; &amp; Sons",
-		"Masala &lt;b&gt;chai&lt;/b&gt;", "2026-11-29", "₹ 21.00", "₹ 0.50", "Tax Invoice"} {
+		"Masala &lt;b&gt;chai&lt;/b&gt;", "29 Nov 2026", "₹ 21.00", "₹ 0.50", "Tax Invoice",
+		// Rule 46: the seller's address and state, the place of supply with its state's name.
+		addr, "State: 27-Maharashtra", "Phone &#43;91 20 2612 0000", "Place of supply</td><td>27-Maharashtra",
+		"Issued 29 Nov 2026, 10:00 IST", "Rupees Twenty One Only", "<th class=\"n\">CGST</th><th class=\"n\">SGST</th>",
+		"@page{size:A4;margin:12mm}", "@media print{"} {
 		if !strings.Contains(body, s) {
 			t.Fatalf("receipt lacks %q:\n%s", s, body)
 		}
 	}
-	if strings.Contains(body, "<script>") || strings.Contains(body, "CANCELLED") {
-		t.Fatalf("receipt holds raw HTML or a cancel banner:\n%s", body)
+	if strings.Contains(body, "<script>") || strings.Contains(body, "CANCELLED") || strings.Contains(body, "04:30") || strings.Contains(body, "size:80mm") {
+		t.Fatalf("receipt holds raw HTML, a cancel banner, a UTC time or the roll layout:\n%s", body)
 	}
 	for h, want := range map[string]string{"Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store", "X-Robots-Tag": "noindex"} {
 		if got := page.header.Get(h); got != want {
 			t.Fatalf("%s %q, want %q", h, got, want)
 		}
 	}
+	// 80 mm thermal paper.
+	roll := string(e.do("GET", "/r/"+inv.PublicID+"?paper=80mm", "", "").body)
+	if !strings.Contains(roll, "@page{size:80mm 297mm;margin:3mm}") || strings.Contains(roll, "size:A4") || !strings.Contains(roll, "max-width:76mm") {
+		t.Fatalf("80 mm receipt:\n%s", roll)
+	}
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.all, `{"reason":"typo <i>"}`), 200)
 	page = e.do("GET", "/r/"+inv.PublicID, "", "")
-	if !strings.Contains(string(page.body), "CANCELLED: <bdi>typo &lt;i&gt;</bdi>") {
+	if !strings.Contains(string(page.body), `<div class="cancelled" role="alert">CANCELLED<small>on 29 Nov 2026, 10:00 IST: <bdi>typo &lt;i&gt;</bdi>`) ||
+		!strings.Contains(string(page.body), "<title>CANCELLED Tax Invoice") {
 		t.Fatalf("cancelled receipt lacks banner:\n%s", page.body)
 	}
 	for _, id := range []string{"aaaaaaaaaaaaaaaaaaaaaaaaaa", "nope", inv.ID} {
@@ -692,6 +753,24 @@ func TestReceipt(t *testing.T) {
 		if nf.status != 404 || nf.header.Get("Content-Type") != "text/html; charset=utf-8" || !strings.Contains(string(nf.body), "Receipt not found") {
 			t.Fatalf("unknown receipt %q: %d %s %s", id, nf.status, nf.header.Get("Content-Type"), nf.body)
 		}
+	}
+}
+
+func TestReceiptInterState(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},"place_of_supply":"29",`+
+		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"1000","unit_price":"123.45","gst_rate":"5"}]}`)
+	e.wantStatus(r, 201)
+	body := string(e.do("GET", "/r/"+e.invoice(r).PublicID, "", "").body)
+	for _, s := range []string{"Place of supply</td><td>29-Karnataka", "GSTIN " + buyerGSTIN, "<th class=\"n\">IGST</th>", "₹ 129622.50",
+		"Rupees One Lakh Twenty Nine Thousand Six Hundred Twenty Two and Fifty Paise Only"} {
+		if !strings.Contains(body, s) {
+			t.Fatalf("receipt lacks %q:\n%s", s, body)
+		}
+	}
+	if strings.Contains(body, "<th class=\"n\">CGST</th>") {
+		t.Fatalf("inter-state receipt shows CGST:\n%s", body)
 	}
 }
 
@@ -794,4 +873,97 @@ func wrongSecret(key string) string {
 		repl = 'b'
 	}
 	return key[:len(key)-1] + string(repl)
+}
+
+func TestPeriodLocks(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	oct := e.mustIssue("CH1", "2026-10-20")
+	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21"), 201)
+	e.wantError(e.do("POST", "/v1/periods/112026/lock", e.all, ""), 422, "period_not_ended") // November is today's month
+	e.wantError(e.do("POST", "/v1/periods/132026/lock", e.all, ""), 422, "invalid_period")
+	e.wantError(e.do("POST", "/v1/periods/102026/lock", e.read, ""), 403, "forbidden")
+	r := e.do("POST", "/v1/periods/102026/lock", e.all, "")
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"fp":"102026"`) || !strings.Contains(string(r.body), `"locked_by":"key ik_`) {
+		t.Fatalf("lock: %s", r.body)
+	}
+	e.wantStatus(e.do("POST", "/v1/periods/102026/lock", e.all, ""), 200)
+
+	// October is closed to backdating and cancelling; November is open.
+	r = e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-25"))
+	e.wantError(r, 409, "period_locked")
+	if !strings.Contains(string(r.body), "credit or debit note") {
+		t.Fatalf("period_locked message: %s", r.body)
+	}
+	e.wantError(e.do("POST", "/v1/invoices/"+oct.ID+"/cancel", e.all, `{"reason":"typo"}`), 409, "period_locked")
+	// A retry of a request answered before the lock still replays its answer.
+	r = e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21")
+	e.wantStatus(r, 201)
+	if r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after the lock was not a replay: %v %s", r.header, r.body)
+	}
+	if inv := e.mustIssue("CH1", "2026-11-29"); inv.Serial != 3 {
+		t.Fatalf("serial %d, want 3: a refusal used a number", inv.Serial)
+	}
+
+	r = e.do("GET", "/v1/periods", e.read, "")
+	e.wantStatus(r, 200)
+	var list struct {
+		Locks   []map[string]string `json:"locks"`
+		History []map[string]string `json:"history"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Locks) != 1 || list.Locks[0]["fp"] != "102026" ||
+		len(list.History) != 1 || list.History[0]["action"] != "lock" {
+		t.Fatalf("periods: %s (%v)", r.body, err)
+	}
+	// Unlocking has no route.
+	e.wantError(e.do("POST", "/v1/periods/102026/unlock", e.all, ""), 404, "not_found")
+}
+
+func TestSeriesOpening(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	opening := `"opening":{"fy":"2026-27","last_serial":1233,"last_invoice_date":"2026-11-15","last_number":"%s"}`
+	// A last number the format does not render for the serial is refused, and no series is made.
+	e.wantError(e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}",`+fmt.Sprintf(opening, "CH2/26-27/01232")+`}`), 422, "invalid_invoice")
+	e.wantError(e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}","opening":{"fy":"2026-27","last_serial":1233,"last_invoice_date":"2026-12-15","last_number":"CH2/26-27/01233"}}`), 422, "invalid_invoice")
+	r := e.do("POST", "/v1/series", e.all, `{"code":"CH2","doc_type":"invoice","format":"CH2/{FY}/{SEQ:5}",`+fmt.Sprintf(opening, "ch2/26-27/01233")+`}`)
+	e.wantStatus(r, 201)
+	if !strings.Contains(string(r.body), `"last_serial":1233`) {
+		t.Fatalf("series with opening: %s", r.body)
+	}
+	// Nothing dated before the last declared invoice; then 1234.
+	e.wantError(e.do("POST", "/v1/series/CH2/invoices", e.all, issueJSON("2026-11-14")), 409, "date_out_of_order")
+	inv := e.invoice(e.do("POST", "/v1/series/CH2/invoices", e.all, issueJSON("2026-11-15")))
+	if inv.Serial != 1234 || inv.Number != "CH2/26-27/01234" {
+		t.Fatalf("first invoice after the opening: %+v", inv)
+	}
+	// A credit note may correct an invoice declared as issued before invoiced.
+	e.createSeries("CN", "credit_note", "CN/{FY}/{SEQ:4}")
+	item := `"items":[{"description":"Refund","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	e.wantStatus(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/00017","invoice_date":"2026-10-02"},`+item+`}`), 201)
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/01300","invoice_date":"2026-10-02"},`+item+`}`), 422, "original_not_found")
+	e.wantError(e.do("POST", "/v1/series/CN/invoices", e.all, `{"original":{"number":"CH2/26-27/00017","invoice_date":"2026-11-16"},`+item+`}`), 422, "original_not_found")
+	// The audit reports 1..1233 as declared, not as a gap, and the chain verifies.
+	r = e.do("GET", "/v1/series/CH2/audit?fy=2026-27&format=json", e.read, "")
+	e.wantStatus(r, 200)
+	var doc struct {
+		Summary struct {
+			Intact  bool                      `json:"intact"`
+			Gaps    []map[string]int64        `json:"gaps"`
+			Opening *map[string]any           `json:"opening"`
+			Total   int64                     `json:"total"`
+			Chain   string                    `json:"chain"`
+			Locked  []map[string]any          `json:"locked_periods"`
+			X       map[string]map[string]any `json:"-"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(r.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Summary
+	if !s.Intact || len(s.Gaps) != 0 || s.Opening == nil || (*s.Opening)["last_number"] != "CH2/26-27/01233" || (*s.Opening)["declared_by"] == "" || s.Total != 1 || s.Chain != "ok" {
+		t.Fatalf("audit with an opening: %s", r.body)
+	}
 }

@@ -280,6 +280,8 @@ type buyerBody struct {
 type originalBody struct {
 	Number      string `json:"number"`
 	InvoiceDate string `json:"invoice_date"`
+	External    bool   `json:"external"`
+	Reason      string `json:"reason"`
 }
 
 type itemBody struct {
@@ -316,7 +318,10 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 	}
 	req.PlaceOfSupply = b.PlaceOfSupply
 	if b.Original != nil {
-		req.Original = &invoice.Original{Number: b.Original.Number}
+		if b.Original.External != (b.Original.Reason != "") {
+			return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "original.external and original.reason go together: an original issued outside invoiced is sent with \"external\": true and a \"reason\"")
+		}
+		req.Original = &invoice.Original{Number: b.Original.Number, ExternalReason: b.Original.Reason}
 		if b.Original.InvoiceDate != "" {
 			d, err := series.ParseDate(b.Original.InvoiceDate)
 			if err != nil {
@@ -346,10 +351,19 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 
 // seriesBody is the JSON body of POST /v1/series.
 type seriesBody struct {
-	Code    string `json:"code"`
-	DocType string `json:"doc_type"`
-	Format  string `json:"format"`
-	Shop    string `json:"shop"`
+	Code    string       `json:"code"`
+	DocType string       `json:"doc_type"`
+	Format  string       `json:"format"`
+	Shop    string       `json:"shop"`
+	Opening *openingBody `json:"opening"`
+}
+
+// openingBody declares where the series stood before invoiced.
+type openingBody struct {
+	FY              string `json:"fy"`
+	LastSerial      int64  `json:"last_serial"`
+	LastInvoiceDate string `json:"last_invoice_date"`
+	LastNumber      string `json:"last_number"`
 }
 
 func decodeSeriesRequest(body []byte) (seriesBody, error) {
@@ -359,6 +373,23 @@ func decodeSeriesRequest(body []byte) (seriesBody, error) {
 		err = apperr.Errorf(series.ErrInvalidSeries, "a series request holds no arrays")
 	}
 	return b, err
+}
+
+// opening returns the declared opening, nil when there is none. It fails
+// with series.ErrInvalidDate for a year or date not written as expected.
+func (b seriesBody) opening() (*invoice.Opening, error) {
+	if b.Opening == nil {
+		return nil, nil
+	}
+	fy, err := series.ParseFY(b.Opening.FY)
+	if err != nil {
+		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
+	}
+	d, err := series.ParseDate(b.Opening.LastInvoiceDate)
+	if err != nil {
+		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
+	}
+	return &invoice.Opening{FY: fy, LastSerial: b.Opening.LastSerial, LastInvoiceDate: d, LastNumber: b.Opening.LastNumber}, nil
 }
 
 // cancelBody is the JSON body of POST /v1/invoices/{id}/cancel.

@@ -133,3 +133,12 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// Problem returns what a client is shown for err: the HTTP status, the
+// error code and the sentence, and whether err is internal (to be logged;
+// its detail is not shown). Other front ends (the console) use it so that
+// errors map to statuses in this one place.
+func Problem(err error) (status int, code, message string, internal bool) {
+	p, internal := classify(err)
+	return p.status, p.code, p.message, internal
+}

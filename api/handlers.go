@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
@@ -31,7 +32,8 @@ const (
 
 const headerReplayed = "Idempotent-Replayed"
 
-// createSeries serves POST /v1/series (scope manage).
+// createSeries serves POST /v1/series (with an optional opening, declared
+// in the same transaction) (scope manage).
 func (s *Server) createSeries(c echo.Context) error {
 	p, err := s.authorize(c, scopeManageBit)
 	if err != nil {
@@ -45,13 +47,31 @@ func (s *Server) createSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sr, err := series.CreateSeries(c.Request().Context(), s.pool, series.NewSeries{
-		SellerID: p.seller.ID, Code: b.Code, DocType: b.DocType, Format: b.Format, Shop: b.Shop,
+	op, err := b.opening()
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	var sr series.Series
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		sr, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{
+			SellerID: p.seller.ID, Code: b.Code, DocType: b.DocType, Format: b.Format, Shop: b.Shop,
+		})
+		if err != nil || op == nil {
+			return err
+		}
+		_, err = invoice.DeclareOpeningTx(ctx, tx, p.seller, sr, *op, "key "+keyTag+p.prefix, s.now())
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusCreated, renderSeries(sr, nil))
+	var years []series.Usage
+	if op != nil {
+		years = []series.Usage{{FY: op.FY, LastSerial: op.LastSerial, LastNumber: strings.ToUpper(strings.TrimSpace(op.LastNumber)), LastInvoiceDate: op.LastInvoiceDate}}
+	}
+	return writeJSON(c, http.StatusCreated, renderSeries(sr, years))
 }
 
 // listSeries serves GET /v1/series (scope read).
@@ -129,11 +149,23 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	// The date window is judged in the transaction, once the key is
 	// claimed (Committer.DateWindow): a retry of a request that succeeded
 	// replays it even if its date is now too old, and a retry of one that
-	// may still commit is never refused for its date.
-	d, err := invoice.PrepareContent(req, p.seller, sr, s.now())
+	// may still commit is never refused for its date. The original of a
+	// note and a locked month are checked here, early; both stay true for
+	// an attempt that may still commit (invoices are never deleted, and the
+	// issuing transaction checks the month again under the seller's row
+	// lock, so a queued attempt in a month locked since is refused too).
+	now := s.now()
+	d, err := invoice.PrepareContent(req, p.seller, sr, now)
+	if err == nil {
+		err = invoice.CheckOriginal(ctx, s.pool, p.seller, &d)
+	}
+	if err == nil {
+		err = invoice.CheckPeriod(ctx, s.pool, p.seller, d.InvoiceDate, now)
+	}
 	if err != nil {
 		// A retry of a request that succeeded earlier replays its answer
-		// even if it would no longer pass.
+		// even if it would no longer pass (its date is now too old, its
+		// month is now locked).
 		if key != "" {
 			if inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, key, hash); rerr != nil {
 				return rerr

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"time"
 
+	"github.com/invoiced/invoiced/internal/inwords"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -25,35 +27,78 @@ var receiptTmpl = template.Must(template.New("receipt").Parse(`<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex">
-<title>{{.Title}} {{.Inv.Number}}</title>
+<title>{{if .Cancelled}}CANCELLED {{end}}{{.Title}} {{.Inv.Number}}</title>
 <style>
-body{font-family:system-ui,sans-serif;max-width:42em;margin:1em auto;padding:0 1em;color:#111}
-table{border-collapse:collapse;width:100%}th,td{padding:.25em .4em;border-bottom:1px solid #ccc;text-align:left}
-td.n,th.n{text-align:right}.cancelled{border:3px solid #b00;color:#b00;font-weight:bold;padding:.5em;text-align:center;font-size:1.4em}
-.tot td{font-weight:bold}@media print{body{margin:0}}
+*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;max-width:48em;margin:1em auto;padding:0 1em;color:#111;line-height:1.35}
+h1{font-size:1.4em;margin:.2em 0 .6em;letter-spacing:.02em}
+.parties{display:flex;flex-wrap:wrap;gap:1em;justify-content:space-between}
+.parties>div{flex:1 1 16em}
+.label{color:#555;font-size:.85em;text-transform:uppercase;letter-spacing:.05em}
+table{border-collapse:collapse;width:100%;margin:.6em 0}
+th,td{padding:.3em .4em;border-bottom:1px solid #ccc;text-align:left;vertical-align:top}
+th{font-size:.85em;color:#333;border-bottom:2px solid #333}
+td.n,th.n{text-align:right;white-space:nowrap}
+.totals{width:auto;margin-left:auto;min-width:18em}
+.tot td{font-weight:bold;border-top:2px solid #333;border-bottom:none}
+.words{font-style:italic}
+.cancelled{border:4px double #b00;color:#b00;font-weight:bold;padding:.5em;text-align:center;font-size:1.6em;letter-spacing:.1em;margin:.5em 0}
+.cancelled small{display:block;font-size:.55em;letter-spacing:0;font-weight:normal}
+.meta{width:auto}.meta td{border:none;padding:.1em 1.5em .1em 0}
+.paper{margin-top:1em;font-size:.85em}
+.paper a{color:#036}
+footer{margin-top:1.5em;color:#555;font-size:.8em}
+.sub{display:none;color:#444;font-size:.85em}
+{{if .Thermal}}
+@page{size:80mm 297mm;margin:3mm}
+{{else}}
+@page{size:A4;margin:12mm}
+{{end}}
+@media print{
+  body{margin:0;padding:0;max-width:none;font-size:10pt}
+  .paper{display:none}
+  .cancelled{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+  tr{break-inside:avoid}
+}
+{{if .Thermal}}
+body{max-width:76mm;font-size:9pt;padding:0 1mm}
+h1{font-size:1.2em;text-align:center}
+.parties{display:block}
+.hsn,.rate{display:none}
+.sub{display:inline}
+th,td{padding:.15em .2em}
+.totals{width:100%;min-width:0}
+{{end}}
 </style>
 </head>
 <body>
-{{if .Cancelled}}<div class="cancelled">CANCELLED{{with .Inv.CancelReason}}: <bdi>{{.}}</bdi>{{end}}</div>{{end}}
+{{if .Cancelled}}<div class="cancelled" role="alert">CANCELLED<small>{{with .CancelledAt}}on {{.}}{{end}}{{with .Inv.CancelReason}}: <bdi>{{.}}</bdi>{{end}} — this document is void</small></div>{{end}}
 <h1>{{.Title}}</h1>
-<p><strong><bdi>{{.Seller.Name}}</bdi></strong><br>GSTIN {{.Seller.GSTIN}}</p>
-<p>Number <strong>{{.Inv.Number}}</strong><br>Date {{.Inv.InvoiceDate}}<br>Place of supply {{.Inv.PlaceOfSupply}}</p>
-{{with .Inv.Buyer}}<p>Buyer: <bdi>{{.Name}}</bdi>{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</p>{{end}}
-{{with .Inv.Original}}<p>Against {{.Number}} dated {{.InvoiceDate}}</p>{{end}}
+<div class="parties">
+<div><span class="label">From</span><br><strong><bdi>{{.Seller.Name}}</bdi></strong>{{with .Seller.Address}}<br><bdi>{{.}}</bdi>{{end}}<br>State: {{.SellerState}}<br>GSTIN {{.Seller.GSTIN}}{{with .Seller.Phone}}<br>Phone {{.}}{{end}}{{with .Seller.Email}}<br>{{.}}{{end}}</div>
+{{with .Inv.Buyer}}<div><span class="label">Bill to</span><br><strong><bdi>{{.Name}}</bdi></strong>{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</div>{{end}}
+</div>
+<table class="meta">
+<tr><td>Number</td><td><strong>{{.Inv.Number}}</strong></td></tr>
+<tr><td>Date</td><td>{{.InvoiceDate}}</td></tr>
+<tr><td>Place of supply</td><td>{{.PlaceOfSupply}}</td></tr>
+{{with .Inv.Original}}<tr><td>Against</td><td>{{.Number}} dated {{.InvoiceDate}}{{if .External}} (issued outside invoiced: <bdi>{{.Reason}}</bdi>){{end}}</td></tr>{{end}}
+</table>
 <table>
-<thead><tr><th>Item</th><th>HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n">GST %</th><th class="n">Taxable</th><th class="n">Total</th></tr></thead>
+<thead><tr><th>Item</th><th class="hsn">HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n rate">GST %</th><th class="n">Taxable</th>{{if .InterState}}<th class="n">IGST</th>{{else}}<th class="n">CGST</th><th class="n">SGST</th>{{end}}<th class="n">Total</th></tr></thead>
 <tbody>
-{{range .Inv.Items}}<tr><td><bdi>{{.Description}}</bdi></td><td>{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td><td class="n">{{.Total}}</td></tr>
+{{range .Inv.Items}}<tr><td><bdi>{{.Description}}</bdi><span class="sub"><br>HSN {{.HSN}} · GST {{.GSTRate}}%</span></td><td class="hsn">{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n rate">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td>{{if $.InterState}}<td class="n">{{.IGST}}</td>{{else}}<td class="n">{{.CGST}}</td><td class="n">{{.SGST}}</td>{{end}}<td class="n">{{.Total}}</td></tr>
 {{end}}</tbody>
 </table>
-<table>
+<table class="totals">
 <tr><td>Taxable value</td><td class="n">₹ {{.Inv.Totals.Taxable}}</td></tr>
-<tr><td>CGST</td><td class="n">₹ {{.Inv.Totals.CGST}}</td></tr>
-<tr><td>SGST</td><td class="n">₹ {{.Inv.Totals.SGST}}</td></tr>
-<tr><td>IGST</td><td class="n">₹ {{.Inv.Totals.IGST}}</td></tr>
+{{if .InterState}}<tr><td>IGST</td><td class="n">₹ {{.Inv.Totals.IGST}}</td></tr>{{else}}<tr><td>CGST</td><td class="n">₹ {{.Inv.Totals.CGST}}</td></tr>
+<tr><td>SGST</td><td class="n">₹ {{.Inv.Totals.SGST}}</td></tr>{{end}}
 <tr class="tot"><td>Total</td><td class="n">₹ {{.Inv.Totals.Total}}</td></tr>
 </table>
-<p><small>Issued {{.Inv.IssuedAt}}</small></p>
+<p class="words">{{.InWords}}</p>
+<footer>Issued {{.IssuedAt}}</footer>
+<nav class="paper">Print on: <a href="?paper=a4">A4</a> · <a href="?paper=80mm">80 mm roll</a></nav>
 </body>
 </html>
 `))
@@ -64,11 +109,22 @@ var receiptErrorTmpl = template.Must(template.New("receipt-error").Parse(`<!DOCT
 `))
 
 type receiptView struct {
-	Title     string
-	Seller    series.Seller
-	Inv       invoiceJSON
-	Cancelled bool
+	Title         string
+	Seller        series.Seller
+	SellerState   string // "27-Maharashtra"
+	Inv           invoiceJSON
+	InvoiceDate   string // "29 Nov 2026"
+	IssuedAt      string // "29 Nov 2026, 10:00 IST"
+	PlaceOfSupply string // "29-Karnataka"
+	InterState    bool   // IGST rather than CGST + SGST
+	InWords       string // the total
+	Cancelled     bool
+	CancelledAt   string // IST, as IssuedAt; "" unless cancelled
+	Thermal       bool   // laid out for 80 mm roll paper
 }
+
+// istTime returns t as a receipt writes an instant: "29 Nov 2026, 10:00 IST".
+func istTime(t time.Time) string { return t.In(series.IST).Format("2 Jan 2006, 15:04") + " IST" }
 
 // titles names each document type on its receipt.
 var titles = map[series.DocType]string{
@@ -97,8 +153,9 @@ func validPublicID(v string) bool {
 	return true
 }
 
-// receipt serves GET /r/{public_id}: the printable receipt, or an HTML
-// error page (404 for an unknown id).
+// receipt serves GET /r/{public_id}[?paper=a4|80mm]: the printable receipt
+// (Rule 46's particulars; laid out for A4, or for 80 mm thermal roll paper
+// with paper=80mm), or an HTML error page (404 for an unknown id).
 func (s *Server) receipt(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set("Cache-Control", "no-store")
@@ -131,7 +188,14 @@ func (s *Server) receipt(c echo.Context) error {
 		title = inv.DocType.Nature()
 	}
 	var buf bytes.Buffer
-	v := receiptView{Title: title, Seller: seller, Inv: renderInvoice(inv), Cancelled: inv.Status == invoice.StatusCancelled}
+	v := receiptView{Title: title, Seller: seller, SellerState: series.StateLabel(seller.StateCode), Inv: renderInvoice(inv),
+		InvoiceDate: inv.InvoiceDate.Format("2 Jan 2006"), IssuedAt: istTime(inv.IssuedAt),
+		PlaceOfSupply: series.StateLabel(inv.PlaceOfSupply), InterState: inv.PlaceOfSupply != seller.StateCode,
+		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == invoice.StatusCancelled,
+		Thermal: c.QueryParam("paper") == "80mm"}
+	if inv.CancelledAt != nil {
+		v.CancelledAt = istTime(*inv.CancelledAt)
+	}
 	if err := receiptTmpl.Execute(&buf, v); err != nil {
 		return err
 	}

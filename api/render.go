@@ -50,6 +50,8 @@ type buyerJSON struct {
 type originalJSON struct {
 	Number      string `json:"number"`
 	InvoiceDate string `json:"invoice_date"`
+	External    bool   `json:"external,omitempty"`
+	Reason      string `json:"reason,omitempty"`
 }
 
 type totalsJSON struct {
@@ -145,7 +147,8 @@ func renderInvoice(inv invoice.Invoice) invoiceJSON {
 		out.Buyer = &buyerJSON{GSTIN: inv.Buyer.GSTIN, Name: inv.Buyer.Name}
 	}
 	if inv.Original != nil {
-		out.Original = &originalJSON{Number: inv.Original.Number, InvoiceDate: date(inv.Original.InvoiceDate)}
+		out.Original = &originalJSON{Number: inv.Original.Number, InvoiceDate: date(inv.Original.InvoiceDate),
+			External: inv.Original.ExternalReason != "", Reason: inv.Original.ExternalReason}
 	}
 	if inv.CancelledAt != nil {
 		out.CancelledAt = invoice.Timestamp(*inv.CancelledAt)

@@ -16,12 +16,15 @@ import (
 const exportTimeout = 30 * time.Minute
 
 // audit serves GET /v1/series/{code}/audit?fy=2026-27&format=csv|json|xlsx
-// (scope read): the serial audit of one series-year from one database
-// snapshot. fy defaults to the current financial year (IST), format to
-// json. The export is spooled to a temporary file inside its transaction
-// and sent after the transaction ends, with Content-Length, so a slow
-// reader never holds a database connection and a truncated download is
-// recognisable. Past the export limits the answer is 429
+// [&part=rows|summary] (scope read): the serial audit of one series-year
+// from one database snapshot, or its summary alone. fy defaults to the
+// current financial year (IST), format to json, part to rows (in CSV the
+// rows alone; in JSON and XLSX the summary and the rows). The export is
+// spooled to a temporary file inside its transaction and sent after the
+// transaction ends, with Content-Length, so a slow reader never holds a
+// database connection, an error (series_year_not_found when the
+// series-year holds nothing) gets the usual error body, and a truncated
+// download is recognisable. Past the export limits the answer is 429
 // too_many_exports; a client that stops reading for the stall timeout is
 // cut off.
 func (s *Server) audit(c echo.Context) error {
@@ -43,6 +46,14 @@ func (s *Server) audit(c echo.Context) error {
 	if ctype == "" {
 		return apperr.Errorf(reports.ErrInvalidFormat, "format %q: must be csv, json or xlsx", clip(format))
 	}
+	write, suffix := reports.WriteAudit, ""
+	switch part := q.Get("part"); part {
+	case "", "rows":
+	case "summary":
+		write, suffix = reports.WriteAuditSummary, "-summary"
+	default:
+		return apperr.Errorf(errInvalidPart, "part %q: must be rows or summary", clip(part))
+	}
 	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
 		return err
@@ -57,7 +68,7 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	}
 	defer sp.Close()
-	if err := reports.WriteAudit(ctx, s.pool, p.seller, sr, fy, format, sp); err != nil {
+	if err := write(ctx, s.pool, p.seller, sr, fy, format, sp); err != nil {
 		return err
 	}
 	size, err := sp.rewind()
@@ -65,7 +76,7 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit." + format)
+	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit" + suffix + "." + format)
 	w.Header().Set(echo.HeaderContentType, ctype)
 	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
 	w.Header().Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
@@ -78,6 +89,9 @@ func (s *Server) audit(c echo.Context) error {
 	}
 	return nil
 }
+
+// errInvalidPart answers an audit part other than rows and summary.
+var errInvalidPart = apperr.New(apperr.Invalid, "invalid_report_part", "the report part must be rows or summary")
 
 // docIssue serves GET /v1/reports/gstr1/doc-issue?fp=112026 (scope read):
 // GSTR-1 Table 13 ("documents issued") for the documents dated in the

@@ -34,23 +34,29 @@ func TestAuditExport(t *testing.T) {
 	if !ok {
 		t.Fatal("CSV has no UTF-8 BOM")
 	}
-	cr := csv.NewReader(bytes.NewReader(body))
-	cr.FieldsPerRecord = -1
-	recs, err := cr.ReadAll()
+	recs, err := csv.NewReader(bytes.NewReader(body)).ReadAll()
 	if err != nil {
-		t.Fatalf("CSV does not parse: %v", err)
+		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	var rows [][]string
-	for i, rec := range recs {
-		if rec[0] == "Serial" {
-			rows = recs[i+1:]
-		}
+	if recs[0][0] != "Serial" {
+		t.Fatalf("CSV header %q", recs[0])
 	}
+	rows := recs[1:]
 	if len(rows) != 4 || rows[3][1] != "CH1/26-27/00004" || rows[3][4] != "cancelled" || rows[3][5] != "wrong buyer" {
 		t.Fatalf("audit rows %v", rows)
 	}
 
-	r = e.do("GET", "/v1/series/CH1/audit?format=json", e.read, "")
+	// The summary is a table of its own.
+	r = e.do("GET", "/v1/series/CH1/audit?fy=2026-27&format=csv&part=summary", e.read, "")
+	e.wantStatus(r, http.StatusOK)
+	if cd := r.header.Get("Content-Disposition"); cd != `attachment; filename="CH1-2026-27-audit-summary.csv"` {
+		t.Fatalf("content disposition %q", cd)
+	}
+	sum, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(r.body, []byte("\xef\xbb\xbf")))).ReadAll()
+	if err != nil || sum[0][0] != "Field" || sum[7][0] != "Total" || sum[7][1] != "4" {
+		t.Fatalf("summary CSV %q, %v", sum, err)
+	}
+	r = e.do("GET", "/v1/series/CH1/audit?format=json&part=rows", e.read, "")
 	e.wantStatus(r, http.StatusOK)
 	var audit struct {
 		Summary map[string]any   `json:"summary"`
@@ -75,6 +81,9 @@ func TestAuditExport(t *testing.T) {
 	}
 
 	e.wantError(e.do("GET", "/v1/series/CH1/audit?format=pdf", e.read, ""), http.StatusUnprocessableEntity, "invalid_report_format")
+	e.wantError(e.do("GET", "/v1/series/CH1/audit?part=head", e.read, ""), http.StatusUnprocessableEntity, "invalid_report_part")
+	e.wantError(e.do("GET", "/v1/series/CH1/audit?fy=2025-26", e.read, ""), http.StatusNotFound, "series_year_not_found")
+	e.wantError(e.do("GET", "/v1/series/CH1/audit?fy=2025-26&part=summary&format=csv", e.read, ""), http.StatusNotFound, "series_year_not_found")
 	e.wantError(e.do("GET", "/v1/series/CH1/audit?fy=2026", e.read, ""), http.StatusUnprocessableEntity, "invalid_date")
 	e.wantError(e.do("GET", "/v1/series/NOPE/audit", e.read, ""), http.StatusNotFound, "series_not_found")
 	e.wantError(e.do("GET", "/v1/series/CH1/audit", "", ""), http.StatusUnauthorized, "unauthorized")

@@ -220,6 +220,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/r/:public_id", s.receipt)
 
 	e.GET("/v1/series/:code/audit", s.audit)
+	e.POST("/v1/periods/:fp/lock", s.lockPeriod)
+	e.GET("/v1/periods", s.listPeriods)
 	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
 }
 
@@ -303,7 +305,21 @@ func printableASCII(s string, max int) bool {
 // failures gets 429 before any lookup, whichever the kind of failure, so
 // that too takes the same time.
 func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
-	r := c.Request()
+	p, err := s.authenticate(c.Request(), c.Request().Header.Get("Authorization"))
+	if err != nil {
+		return principal{}, err
+	}
+	c.Set(ctxSeller, string(p.seller.GSTIN))
+	if !p.scopes.has(need) {
+		return principal{}, ErrForbidden
+	}
+	return p, nil
+}
+
+// authenticate returns the principal of the bearer key in header (the
+// Authorization header's value) for request r; the errors and the cost of
+// a failure are authorize's.
+func (s *Server) authenticate(r *http.Request, header string) (principal, error) {
 	var prefix string
 	var cached bool
 	p, err := authenticate(r.Context(), func(ctx context.Context, pfx string) (keyRow, bool, error) {
@@ -322,7 +338,7 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 			return lookupKey(ctx, s.pool, pfx)
 		}
 		return s.keys.load(ctx, s.pool, pfx, now, s.keyTTL)
-	}, r.Header.Get("Authorization"))
+	}, header)
 	if errors.Is(err, ErrUnauthorized) {
 		peer, now := peerAddr(r), s.now()
 		if !s.failures.allow(peer, now) {
@@ -335,14 +351,21 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 			}
 		}
 	}
-	if err != nil {
-		return principal{}, err
+	return p, err
+}
+
+// cachedKey returns the key row of prefix through the key cache (straight
+// from the database when the cache is off); found is false for an unknown
+// prefix.
+func (s *Server) cachedKey(ctx context.Context, prefix string) (keyRow, bool, error) {
+	now := s.now()
+	if s.keyTTL < 0 {
+		return lookupKey(ctx, s.pool, prefix)
 	}
-	c.Set(ctxSeller, string(p.seller.GSTIN))
-	if !p.scopes.has(need) {
-		return principal{}, ErrForbidden
+	if row, ok := s.keys.peek(prefix, now); ok {
+		return row, true, nil
 	}
-	return p, nil
+	return s.keys.load(ctx, s.pool, prefix, now, s.keyTTL)
 }
 
 // writeJSON writes v as the JSON body with status. encoding/json writes

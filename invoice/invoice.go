@@ -49,6 +49,10 @@ type Buyer struct {
 type Original struct {
 	Number      string
 	InvoiceDate time.Time
+	// ExternalReason is set when the original was not issued by invoiced
+	// (issued by other software, or before the seller moved here) and says
+	// so; CheckOriginal then does not look for it. Empty otherwise.
+	ExternalReason string
 }
 
 // Request is an invoice as asked for.
@@ -188,8 +192,10 @@ func (p Policy) Check(date, now time.Time) error {
 
 // Prepare validates req for seller's series s on the day now (IST) and
 // computes its amounts. It returns ErrInvalid, series.ErrInvalidGSTIN or
-// series.ErrInvalidDate with a message naming the offending field; it
-// touches no database and consumes no number.
+// series.ErrInvalidDate with a message naming the offending field (a
+// buyer GSTIN equal to the seller's is ErrInvalid); it touches no database
+// and consumes no number. A note's original is checked against the
+// database by CheckOriginal.
 func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, p Policy) (Draft, error) {
 	d, err := PrepareContent(req, seller, s, now)
 	if err != nil {
@@ -229,6 +235,9 @@ func PrepareContent(req Request, seller series.Seller, s series.Series, now time
 		if err := checkText("buyer.name", b.Name, b.GSTIN != ""); err != nil {
 			return Draft{}, err
 		}
+		if b.GSTIN != "" && b.GSTIN == string(seller.GSTIN) {
+			return Draft{}, apperr.Errorf(ErrInvalid, "buyer.gstin %s is the seller's own GSTIN: a registration does not invoice itself (for a transfer to another state, use that state's GSTIN)", b.GSTIN)
+		}
 		d.Buyer = &b
 	}
 	d.PlaceOfSupply = req.PlaceOfSupply
@@ -243,7 +252,13 @@ func PrepareContent(req Request, seller series.Seller, s series.Series, now time
 		if req.Original == nil {
 			return Draft{}, apperr.Errorf(ErrInvalid, "a %s must name the original invoice (original.number and original.invoice_date)", s.DocType)
 		}
-		o := Original{Number: strings.ToUpper(req.Original.Number), InvoiceDate: req.Original.InvoiceDate}
+		o := Original{Number: strings.ToUpper(req.Original.Number), InvoiceDate: req.Original.InvoiceDate,
+			ExternalReason: strings.TrimSpace(req.Original.ExternalReason)}
+		if req.Original.ExternalReason != "" {
+			if err := checkText("original.reason", o.ExternalReason, false); err != nil {
+				return Draft{}, err
+			}
+		}
 		if !numberRE.MatchString(o.Number) {
 			return Draft{}, apperr.Errorf(ErrInvalid, "original.number %q is not a valid document number", req.Original.Number)
 		}

@@ -100,6 +100,9 @@ func TestPrepareRefusesBadInput(t *testing.T) {
 		{"future date", s, invoice.Request{InvoiceDate: day("2026-11-30"), Items: ok}, invoice.Policy{}, series.ErrInvalidDate, "future"},
 		{"too far back", s, invoice.Request{InvoiceDate: day("2026-11-26"), Items: ok}, invoice.Policy{BackdateDays: 2}, series.ErrInvalidDate, "more than 2 days"},
 		{"note without original", cn, invoice.Request{Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "original"},
+		{"buyer is the seller", s, invoice.Request{Buyer: &invoice.Buyer{GSTIN: "27aapfu0939f1zv", Name: "Self"}, Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "seller's own GSTIN"},
+		{"external original, reason of spaces", cn, invoice.Request{Items: ok, Original: &invoice.Original{Number: "OLD/1", InvoiceDate: day("2026-11-01"), ExternalReason: "   "}}, invoice.Policy{}, invoice.ErrInvalid, "original.reason"},
+		{"external original, control characters", cn, invoice.Request{Items: ok, Original: &invoice.Original{Number: "OLD/1", InvoiceDate: day("2026-11-01"), ExternalReason: "Tally\x00"}}, invoice.Policy{}, invoice.ErrInvalid, "original.reason"},
 		{"original on an invoice", s, invoice.Request{Items: ok, Original: &invoice.Original{Number: "CH1/26-27/00001", InvoiceDate: day("2026-11-01")}}, invoice.Policy{}, invoice.ErrInvalid, "original"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -136,11 +136,12 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		return w.out, errs, w.states, false, nil
 	}
 	batch := &pgx.Batch{}
+	guard := queuePeriodGuard(batch, groups, errs, now) // under the counter locks NextMany took
 	w.queue(batch)
 	series.QueueAdvanceChains(batch, w.hSeries, w.hFY, w.hLength, w.hHead)
 	committed, err = sendWrites(ctx, tx, batch, commit)
 	if err != nil {
-		return nil, nil, nil, false, err
+		return nil, nil, nil, false, guard.translate(err)
 	}
 	return w.out, errs, w.states, committed, nil
 }
@@ -218,6 +219,9 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 		advs[g] = series.Advance{Block: blocks[g], After: *w.states[g]}
 	}
 	series.QueueAdvance(batch, advs, opt)
+	// Under the counter locks QueueAdvance took. A locked month fails the
+	// round trip like a misprediction: the ordinary path answers it.
+	queuePeriodGuard(batch, groups, nil, now)
 	w.queue(batch)
 	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
 		return nil, nil, err
@@ -232,11 +236,12 @@ var errPredictRefused = errors.New("invoice: prediction says the series refuses 
 // refused a prediction (IsMoved), an idempotency key's lock (codeKeyHeld),
 // a key already used (ErrKeyRace: the unique index refused its row) or an
 // invoice date outside the window by the database's clock
-// (codeOutOfWindow); nothing was taken.
+// (codeOutOfWindow), or a backdated invoice's month locked
+// (codePeriodLocked); nothing was taken.
 func mispredicted(err error) bool {
 	var pg *pgconn.PgError
 	return series.IsMoved(err) || errors.Is(err, ErrKeyRace) ||
-		errors.As(err, &pg) && (pg.Code == codeKeyHeld || pg.Code == codeOutOfWindow)
+		errors.As(err, &pg) && (pg.Code == codeKeyHeld || pg.Code == codeOutOfWindow || pg.Code == codePeriodLocked)
 }
 
 // codeKeyHeld is the SQLSTATE queueRequireKeyLocks raises, codeOutOfWindow
@@ -347,6 +352,7 @@ type writes struct {
 	cFY                              []int32
 	cAt                              []time.Time
 	cHashes                          [][]byte
+	origExt                          []*string
 	hSeries, hLength                 []int64
 	hFY                              []int32
 	hHead                            [][]byte
@@ -384,7 +390,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			w.sellerIDs, w.seriesIDs, w.serials = append(w.sellerIDs, gr.Seller.ID), append(w.seriesIDs, gr.Series.ID), append(w.serials, inv.Serial)
 			w.fys, w.dates, w.issuedAt = append(w.fys, int32(b.FY)), append(w.dates, inv.InvoiceDate), append(w.issuedAt, inv.IssuedAt)
 			w.numbers, w.publicIDs, w.pos, w.items = append(w.numbers, inv.Number), append(w.publicIDs, inv.PublicID), append(w.pos, inv.PlaceOfSupply), append(w.items, sl.itemsJSON)
-			var bg, bn, on *string
+			var bg, bn, on, oext *string
 			var od *time.Time
 			if inv.Buyer != nil {
 				if inv.Buyer.GSTIN != "" {
@@ -396,8 +402,12 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			}
 			if inv.Original != nil {
 				on, od = &inv.Original.Number, &inv.Original.InvoiceDate
+				if inv.Original.ExternalReason != "" {
+					oext = &inv.Original.ExternalReason
+				}
 			}
 			w.bGSTIN, w.bName, w.origNum, w.origDate = append(w.bGSTIN, bg), append(w.bName, bn), append(w.origNum, on), append(w.origDate, od)
+			w.origExt = append(w.origExt, oext)
 			w.taxable, w.cgst, w.sgst = append(w.taxable, sl.money[0]), append(w.cgst, sl.money[1]), append(w.sgst, sl.money[2])
 			w.igst, w.total = append(w.igst, sl.money[3]), append(w.total, sl.money[4])
 
@@ -423,15 +433,15 @@ func (w *writes) queue(b *pgx.Batch) {
 		WITH ins AS (
 			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-				taxable, cgst, sgst, igst, total)
+				taxable, cgst, sgst, igst, total, original_external_reason)
 			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
 				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
-				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric
+				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext
 			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
 				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
-				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[])
+				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $26::text[])
 				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
-				taxable, cgst, sgst, igst, total)
+				taxable, cgst, sgst, igst, total, oext)
 			RETURNING id, series_id, fy, serial
 		), keys AS (
 			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
@@ -446,7 +456,7 @@ func (w *writes) queue(b *pgx.Batch) {
 		ORDER BY o.n`,
 		w.sellerIDs, w.seriesIDs, w.fys, w.serials, w.numbers, w.dates, w.issuedAt, w.publicIDs, w.bGSTIN, w.bName, w.pos, w.origNum, w.origDate, w.items,
 		w.taxable, w.cgst, w.sgst, w.igst, w.total,
-		w.kSeller, w.kSeries, w.kFY, w.kSerial, w.keys, w.keyHashes).Query(func(rows pgx.Rows) error {
+		w.kSeller, w.kSeries, w.kFY, w.kSerial, w.keys, w.keyHashes, w.origExt).Query(func(rows pgx.Rows) error {
 		i := 0
 		for rows.Next() {
 			if i == len(w.all) {
@@ -600,7 +610,7 @@ func PurgeKeys(ctx context.Context, db series.DB, cutoff time.Time, batch int) (
 const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_type, i.fy, i.serial, i.number,
 	i.invoice_date, i.issued_at, i.status, i.buyer_gstin, i.buyer_name, i.place_of_supply,
 	i.original_number, i.original_date, i.items, i.taxable, i.cgst, i.sgst, i.igst, i.total,
-	i.cancelled_at, i.cancel_reason`
+	i.cancelled_at, i.cancel_reason, i.original_external_reason`
 
 const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id `
 
@@ -608,13 +618,13 @@ func scanInvoice(row pgx.Row) (Invoice, error) {
 	var inv Invoice
 	var dt string
 	var fy int
-	var bg, bn, on, reason *string
+	var bg, bn, on, reason, oext *string
 	var od *time.Time
 	var items []byte
 	var taxable, cgst, sgst, igst, total decimal.Decimal
 	err := row.Scan(&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
-		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason)
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext)
 	if err != nil {
 		return Invoice{}, err
 	}
@@ -623,7 +633,7 @@ func scanInvoice(row pgx.Row) (Invoice, error) {
 		inv.Buyer = &Buyer{GSTIN: deref(bg), Name: deref(bn)}
 	}
 	if on != nil && od != nil {
-		inv.Original = &Original{Number: *on, InvoiceDate: *od}
+		inv.Original = &Original{Number: *on, InvoiceDate: *od, ExternalReason: deref(oext)}
 	}
 	inv.Totals = Totals{Taxable: taxable, CGST: cgst, SGST: sgst, IGST: igst, Total: total}
 	inv.CancelReason = deref(reason)
@@ -694,6 +704,42 @@ func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, afte
 	return out, nil
 }
 
+// CheckOriginal checks the original that draft d (a note) names: unless it
+// is declared external, the seller must have issued here an invoice, bill
+// of supply or revised invoice with that number and date, or declared it
+// as issued before invoiced (an opening whose serials include the number,
+// dated no later than the opening's last date). Invoices are
+// never deleted, so a check before issuing stays true. It returns nil for a
+// draft without an original, ErrOriginalNotFound, ErrInvalid when the
+// number names a note or a voucher, and database errors.
+func CheckOriginal(ctx context.Context, db series.DB, seller series.Seller, d *Draft) error {
+	o := d.Original
+	if o == nil || o.ExternalReason != "" {
+		return nil
+	}
+	var dt string
+	err := db.QueryRow(ctx, `
+		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id
+		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
+		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		declared, derr := declaredOriginal(ctx, db, seller, o)
+		if derr != nil || declared {
+			return derr
+		}
+		return apperr.Errorf(ErrOriginalNotFound, "original %s dated %s was not issued by %s here; if it was issued elsewhere or before the move to invoiced, send \"external\": true with a \"reason\"",
+			o.Number, o.InvoiceDate.Format(time.DateOnly), seller.GSTIN)
+	}
+	if err != nil {
+		return translate(err, "find original")
+	}
+	switch series.DocType(dt) {
+	case series.Invoice, series.BillOfSupply, series.RevisedInvoice, series.InwardSupplyUnregistered:
+		return nil
+	}
+	return apperr.Errorf(ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)
+}
+
 // Cancel cancels an invoice in its own transaction; see CancelTx. It also
 // returns ErrOutcomeUnknown when the COMMIT's answer was lost.
 func Cancel(ctx context.Context, db Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
@@ -754,7 +800,8 @@ func CancelOnce(ctx context.Context, db Beginner, seller series.Seller, req Canc
 // CancelTx marks the seller's invoice id cancelled with reason and appends a
 // cancellation record to its series-year's chain, under the counter lock.
 // The number stays used; nothing is deleted. It returns ErrInvalid for an
-// empty or overlong reason, ErrNotFound, ErrAlreadyCancelled, and
+// empty or overlong reason, ErrNotFound, ErrAlreadyCancelled,
+// ErrPeriodLocked when the invoice's month is locked, and
 // series.ErrLockTimeout when the invoice row or the counter stays locked
 // past opt.LockTimeout.
 func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
@@ -777,6 +824,9 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	}
 	length, head, err := series.LockChain(ctx, tx, inv.SeriesID, inv.FY, opt)
 	if err != nil {
+		return Invoice{}, err
+	}
+	if err := checkPeriodTx(ctx, tx, inv, now); err != nil {
 		return Invoice{}, err
 	}
 	at := now.UTC().Truncate(time.Microsecond)

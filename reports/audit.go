@@ -69,36 +69,104 @@ type Summary struct {
 	ChainRecords int64  `json:"chain_records"`
 	Chain        string `json:"chain"`  // "ok" or "broken at position N: reason"
 	Intact       bool   `json:"intact"` // no finding of any kind
+	// ChainLength and ChainHead are the counter row's chain_length and
+	// chain_head (lower-case hex; "" when there is none): the values to
+	// anchor outside the database (docs/chain.md).
+	ChainLength int64  `json:"chain_length"`
+	ChainHead   string `json:"chain_head"`
+	// Opening declares the serials issued before invoiced (1..last_serial,
+	// not gaps) and seals them in the chain's first record; null when the
+	// series-year started here (docs/openings.md).
+	Opening *OpeningSummary `json:"opening"`
+	// LockedPeriods are the months of the year locked after filing
+	// GSTR-1 (docs/periods.md), oldest first.
+	LockedPeriods []LockedPeriod `json:"locked_periods"`
 
 	Findings        []Finding `json:"findings"`
 	FindingsOmitted int       `json:"findings_omitted"`
 }
 
-// Row is one invoice of a serial audit. Amounts are decimal strings with
-// two places; Hash is the hex SHA-256 of the invoice's issue record as
-// stored ("" when the record is missing).
+// Row is one invoice of a serial audit, with every field its chain records
+// seal, so that a third party can recompute the chain from the JSON export
+// alone (docs/chain.md). Amounts are decimal strings with two places;
+// instants are UTC as the chain writes them (invoice.Timestamp). Hash and
+// CancelHash are the hex SHA-256 of the invoice's issue and cancel records
+// as stored, at IssuePosition and CancelPosition ("" and 0 when there is no
+// such record).
 type Row struct {
-	Serial       int64  `json:"serial"`
-	Number       string `json:"number"`
-	InvoiceDate  string `json:"invoice_date"` // YYYY-MM-DD
-	IssuedAt     string `json:"issued_at"`    // UTC, invoice.Timestamp
-	Status       string `json:"status"`
-	CancelReason string `json:"cancel_reason"`
-	BuyerGSTIN   string `json:"buyer_gstin"`
-	Taxable      string `json:"taxable"`
-	CGST         string `json:"cgst"`
-	SGST         string `json:"sgst"`
-	IGST         string `json:"igst"`
-	Total        string `json:"total"`
-	Hash         string `json:"hash"`
+	Serial         int64  `json:"serial"`
+	Number         string `json:"number"`
+	InvoiceDate    string `json:"invoice_date"` // YYYY-MM-DD
+	IssuedAt       string `json:"issued_at"`
+	Status         string `json:"status"`
+	CancelReason   string `json:"cancel_reason"`
+	BuyerGSTIN     string `json:"buyer_gstin"`
+	Taxable        string `json:"taxable"`
+	CGST           string `json:"cgst"`
+	SGST           string `json:"sgst"`
+	IGST           string `json:"igst"`
+	Total          string `json:"total"`
+	Hash           string `json:"hash"`
+	BuyerName      string `json:"buyer_name"`
+	PlaceOfSupply  string `json:"place_of_supply"` // state code
+	OriginalNumber string `json:"original_number"` // the invoice a note corrects; "" otherwise
+	OriginalDate   string `json:"original_date"`   // its date, YYYY-MM-DD; "" otherwise
+	CancelledAt    string `json:"cancelled_at"`    // "" unless cancelled
+	IssuePosition  int64  `json:"issue_position"`
+	CancelPosition int64  `json:"cancel_position"`
+	CancelHash     string `json:"cancel_hash"`
+	// Items are the lines as the chain seals them (JSON export only).
+	Items []RowItem `json:"items,omitempty"`
+	// InvoiceID is the invoice's id in the API (not exported: it is not
+	// part of the record).
+	InvoiceID int64 `json:"-"`
 
 	issuedAt    time.Time // for XLSX
 	invoiceDate time.Time
+	cancelledAt *time.Time
+	items       []byte // the stored JSON, decoded into Items by the JSON writer
+}
+
+// OpeningSummary is an opening declaration as the audit shows it, with
+// what a third party needs to rebuild the chain's first record.
+type OpeningSummary struct {
+	LastSerial      int64  `json:"last_serial"`
+	LastNumber      string `json:"last_number"`
+	LastInvoiceDate string `json:"last_invoice_date"` // YYYY-MM-DD
+	DeclaredAt      string `json:"declared_at"`       // UTC, invoice.Timestamp
+	DeclaredBy      string `json:"declared_by"`
+	Position        int64  `json:"position"` // always 1
+	Hash            string `json:"hash"`     // the opening record's stored hash
+}
+
+// LockedPeriod is a month locked after filing.
+type LockedPeriod struct {
+	FP       string `json:"fp"` // MMYYYY
+	LockedAt string `json:"locked_at"`
+	LockedBy string `json:"locked_by"`
+}
+
+// RowItem is one line of an invoice in the JSON audit, each value written
+// exactly as the chain's canonical form takes it: quantity, unit price and
+// rate as the shortest decimal, amounts with two places.
+type RowItem struct {
+	Description string `json:"description"`
+	HSN         string `json:"hsn"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	GSTRate     string `json:"gst_rate"`
+	Taxable     string `json:"taxable"`
+	CGST        string `json:"cgst"`
+	SGST        string `json:"sgst"`
+	IGST        string `json:"igst"`
+	Total       string `json:"total"`
 }
 
 // WriteAudit writes the serial audit of series s of seller for year fy to
 // w in format (FormatCSV, FormatJSON or FormatXLSX; docs/reports.md
-// describes each): a summary, then one row per invoice in serial order.
+// describes each): one row per invoice in serial order, after the summary
+// in JSON and XLSX (the CSV is the rows alone, one rectangular table;
+// WriteAuditSummary writes its summary).
 //
 // It reads one snapshot (a read-only REPEATABLE READ transaction) in two
 // streaming passes: the first verifies the series-year as Verify does and
@@ -106,9 +174,10 @@ type Row struct {
 // database, so memory stays flat whatever the size (XLSX rows pass through
 // excelize's temporary file).
 //
-// It returns ErrInvalidFormat before touching the database or w, database
-// errors, and w's write errors; after a failure w may hold a partial
-// export.
+// It returns ErrInvalidFormat before touching the database or w,
+// ErrSeriesYearNotFound (before writing) when the series-year has no
+// counter row, invoice or chain record, database errors, and w's write
+// errors; after a failure w may hold a partial export.
 func WriteAudit(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
 	if ContentType(format) == "" {
 		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
@@ -138,6 +207,9 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	if err := aw.summary(sum); err != nil {
 		return err
 	}
+	if err := aw.beginRows(); err != nil {
+		return err
+	}
 	err = walkInvoices(ctx, tx, s.ID, fy, func(r *invoiceRow) error { return aw.row(rowOf(r)) })
 	if err != nil {
 		return err
@@ -145,9 +217,38 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	return aw.close()
 }
 
+// WriteAuditSummary writes the summary of the serial audit alone, as
+// WriteAudit would head it: in CSV two columns (Field, Value), in JSON
+// {"summary": {…}}, in XLSX the Summary sheet. It fails as WriteAudit does.
+func WriteAuditSummary(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+	var aw auditWriter
+	switch format {
+	case FormatCSV:
+		aw = newCSVWriter(w)
+	case FormatJSON:
+		aw = newJSONWriter(w)
+	case FormatXLSX:
+		aw = newXLSXWriter(w)
+	default:
+		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+	}
+	defer aw.abort()
+	return readTx(ctx, db, func(tx pgx.Tx) error {
+		sum, err := AuditSummaryTx(ctx, tx, seller, s, fy)
+		if err != nil {
+			return err
+		}
+		if err := aw.summary(sum); err != nil {
+			return err
+		}
+		return aw.close()
+	})
+}
+
 // AuditSummaryTx returns the summary of the serial audit of s in fy, read
-// inside tx (the first pass of WriteAudit). It fails only when the
-// database fails.
+// inside tx (the first pass of WriteAudit). It returns
+// ErrSeriesYearNotFound when the series-year holds nothing (no counter
+// row, invoice or chain record), and database errors.
 func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
 	ctr, err := counterOf(ctx, tx, s.ID, fy)
 	if err != nil {
@@ -157,20 +258,37 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	if err != nil {
 		return Summary{}, err
 	}
-	return summaryOf(seller, s, fy, res), nil
+	if ctr == nil && res.Invoices == 0 && res.Records == 0 {
+		return Summary{}, apperr.Errorf(ErrSeriesYearNotFound, "series %s has no invoice in %s", s.Code, fy)
+	}
+	sum := summaryOf(seller, s, fy, res)
+	if sum.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy); err != nil {
+		return Summary{}, err
+	}
+	return sum, nil
 }
 
 func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
+	highest := res.LastSerial // the declared serials count as stored
+	if res.Opening != nil {
+		highest = max(highest, res.Opening.LastSerial)
+	}
 	sum := Summary{
 		SellerGSTIN: string(seller.GSTIN), Series: s.Code, DocType: string(s.DocType), FY: fy.String(),
 		FirstNumber: res.FirstNumber, LastNumber: res.LastNumber,
 		Total: res.Invoices, Cancelled: res.Cancelled, NetIssued: res.NetIssued(),
 		Gaps: nonNil(res.Gaps), DuplicateSerials: nonNil(res.DuplicateSerials),
 		DuplicateNumbers: nonNil(res.DuplicateNumbers), DateRegressions: nonNil(res.DateRegressions),
-		CounterLastSerial: res.CounterLastSerial, MaxSerial: res.LastSerial,
-		CounterDrift: res.CounterLastSerial - res.LastSerial,
+		CounterLastSerial: res.CounterLastSerial, MaxSerial: highest,
+		CounterDrift: res.CounterLastSerial - highest,
 		ChainRecords: res.Records, Chain: res.Verdict(), Intact: res.OK(),
+		ChainLength: res.ChainLength, ChainHead: hex.EncodeToString(res.ChainHead),
 		Findings: nonNil(res.Findings), FindingsOmitted: res.Omitted,
+	}
+	if op := res.Opening; op != nil {
+		sum.Opening = &OpeningSummary{LastSerial: op.LastSerial, LastNumber: op.LastNumber,
+			LastInvoiceDate: op.LastInvoiceDate.Format(time.DateOnly), DeclaredAt: invoice.Timestamp(op.DeclaredAt),
+			DeclaredBy: op.DeclaredBy, Position: 1, Hash: hex.EncodeToString(res.OpeningHash)}
 	}
 	return sum
 }
@@ -184,17 +302,43 @@ func nonNil[T any](s []T) []T {
 
 func rowOf(r *invoiceRow) *Row {
 	row := &Row{
-		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly),
+		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
 		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
-		Hash: hex.EncodeToString(r.IssueHash), issuedAt: r.IssuedAt, invoiceDate: r.InvoiceDate,
+		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,
+		OriginalNumber: r.OriginalNumber, IssuePosition: r.IssuePosition, CancelPosition: r.CancelPosition,
+		CancelHash: hex.EncodeToString(r.CancelHash),
+		issuedAt:   r.IssuedAt, invoiceDate: r.InvoiceDate, cancelledAt: r.CancelledAt, items: r.Items,
+	}
+	if r.OriginalDate != nil {
+		row.OriginalDate = r.OriginalDate.Format(time.DateOnly)
+	}
+	if r.CancelledAt != nil {
+		row.CancelledAt = invoice.Timestamp(*r.CancelledAt)
 	}
 	return row
+}
+
+// rowItems decodes stored items JSON into the chain's canonical values.
+func rowItems(stored []byte) ([]RowItem, error) {
+	var items []invoice.Item
+	if err := json.Unmarshal(stored, &items); err != nil {
+		return nil, err
+	}
+	out := make([]RowItem, len(items))
+	for i, it := range items {
+		out[i] = RowItem{Description: it.Description, HSN: it.HSN,
+			Quantity: it.Quantity.String(), UnitPrice: it.UnitPrice.String(), GSTRate: it.GSTRate.String(),
+			Taxable: invoice.Money(it.Taxable), CGST: invoice.Money(it.CGST), SGST: invoice.Money(it.SGST),
+			IGST: invoice.Money(it.IGST), Total: invoice.Money(it.Total)}
+	}
+	return out, nil
 }
 
 // auditWriter renders one export format.
 type auditWriter interface {
 	summary(Summary) error
+	beginRows() error // after summary, before the first row
 	row(*Row) error
 	close() error // completes the export
 	abort()       // releases resources; harmless after close
@@ -202,7 +346,9 @@ type auditWriter interface {
 
 // rowHeader is the header of the rows, shared by CSV and XLSX.
 var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (UTC)", "Status", "Cancel reason", "Buyer GSTIN",
-	"Taxable", "CGST", "SGST", "IGST", "Total", "Hash"}
+	"Taxable", "CGST", "SGST", "IGST", "Total", "Hash",
+	"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (UTC)",
+	"Issue position", "Cancel position", "Cancel hash"}
 
 // summaryField is one line of the summary block (CSV, XLSX).
 type summaryField struct {
@@ -219,7 +365,14 @@ func (s Summary) fields() []summaryField {
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, dupS, dupN, regr []string
+	var gaps, dupS, dupN, regr, locked []string
+	opening := "none"
+	if o := s.Opening; o != nil {
+		opening = fmt.Sprintf("1 to %d (last %s dated %s; declared %s by %s)", o.LastSerial, o.LastNumber, o.LastInvoiceDate, o.DeclaredAt, o.DeclaredBy)
+	}
+	for _, l := range s.LockedPeriods {
+		locked = append(locked, fmt.Sprintf("%s (locked %s by %s)", l.FP, l.LockedAt, l.LockedBy))
+	}
 	for _, g := range s.Gaps {
 		if g.From == g.To {
 			gaps = append(gaps, fmt.Sprint(g.From))
@@ -264,7 +417,11 @@ func (s Summary) fields() []summaryField {
 		{"Counter drift", drift},
 		{"Chain records", s.ChainRecords},
 		{"Chain", s.Chain},
+		{"Chain length", s.ChainLength},
+		{"Chain head", s.ChainHead},
 		{"Intact", intact},
+		{"Issued before invoiced", opening},
+		{"Locked periods", none(locked)},
 	}
 	for _, f := range s.Findings {
 		out = append(out, summaryField{"Finding", f.String()})
@@ -281,9 +438,10 @@ func (s Summary) fields() []summaryField {
 const utf8BOM = "\uFEFF"
 
 type csvWriter struct {
-	w   *bufio.Writer
-	c   *csv.Writer
-	rec []string
+	w             *bufio.Writer
+	c             *csv.Writer
+	rec           []string
+	summaryFields []summaryField // set by summary until beginRows
 }
 
 func newCSVWriter(w io.Writer) *csvWriter {
@@ -293,15 +451,18 @@ func newCSVWriter(w io.Writer) *csvWriter {
 	return &csvWriter{w: bw, c: c, rec: make([]string, len(rowHeader))}
 }
 
+// summary writes the summary as a table of its own (Field, Value), which
+// only WriteAuditSummary asks for: the audit's CSV is the rows alone.
 func (cw *csvWriter) summary(s Summary) error {
+	cw.summaryFields = s.fields()
+	return nil
+}
+
+func (cw *csvWriter) beginRows() error {
+	cw.summaryFields = nil
 	if _, err := cw.w.WriteString(utf8BOM); err != nil {
 		return err
 	}
-	cw.c.Write([]string{"Field", "Value"})
-	for _, f := range s.fields() {
-		cw.c.Write([]string{f.label, fmt.Sprint(f.value)})
-	}
-	cw.c.Write([]string{""}) // the blank line between the blocks
 	return cw.c.Write(rowHeader)
 }
 
@@ -310,10 +471,29 @@ func (cw *csvWriter) row(r *Row) error {
 	rec[0], rec[1], rec[2], rec[3], rec[4] = strconv.FormatInt(r.Serial, 10), r.Number, r.InvoiceDate, r.IssuedAt, r.Status
 	rec[5], rec[6], rec[7], rec[8], rec[9] = defuse(r.CancelReason), r.BuyerGSTIN, r.Taxable, r.CGST, r.SGST
 	rec[10], rec[11], rec[12] = r.IGST, r.Total, r.Hash
+	rec[13], rec[14], rec[15], rec[16], rec[17] = defuse(r.BuyerName), r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, r.CancelledAt
+	rec[18], rec[19], rec[20] = position(r.IssuePosition), position(r.CancelPosition), r.CancelHash
 	return cw.c.Write(rec)
 }
 
+// position returns p in decimal, or "" for 0 (no such record).
+func position(p int64) string {
+	if p == 0 {
+		return ""
+	}
+	return strconv.FormatInt(p, 10)
+}
+
 func (cw *csvWriter) close() error {
+	if cw.summaryFields != nil { // the summary alone
+		if _, err := cw.w.WriteString(utf8BOM); err != nil {
+			return err
+		}
+		cw.c.Write([]string{"Field", "Value"})
+		for _, f := range cw.summaryFields {
+			cw.c.Write([]string{f.label, defuse(fmt.Sprint(f.value))})
+		}
+	}
 	cw.c.Flush()
 	if err := cw.c.Error(); err != nil {
 		return err
@@ -328,7 +508,8 @@ func (cw *csvWriter) abort() {}
 // (OWASP "CSV injection"). A spreadsheet in a locale whose list separator
 // is ';' splits each line at semicolons, quotes or not (a quote opens a
 // field only at its start), so every ';'-separated part is defused as if
-// it began a cell. Only the cancel reason is free text in the rows.
+// it began a cell. The cancel reason and the buyer's name are the free
+// text in the rows.
 func defuse(s string) string {
 	if !strings.ContainsRune(s, ';') {
 		return defusePart(s)
@@ -352,6 +533,7 @@ func defusePart(s string) string {
 type jsonWriter struct {
 	w     *bufio.Writer
 	first bool
+	rows  bool // beginRows was called
 }
 
 func newJSONWriter(w io.Writer) *jsonWriter {
@@ -364,12 +546,22 @@ func (jw *jsonWriter) summary(s Summary) error {
 		return err
 	}
 	jw.w.WriteString(`{"summary":`)
-	jw.w.Write(b)
-	_, err = jw.w.WriteString(",\n\"rows\":[")
+	_, err = jw.w.Write(b)
+	return err
+}
+
+func (jw *jsonWriter) beginRows() error {
+	jw.rows = true
+	_, err := jw.w.WriteString(",\n\"rows\":[")
 	return err
 }
 
 func (jw *jsonWriter) row(r *Row) error {
+	items, err := rowItems(r.items)
+	if err != nil {
+		return fmt.Errorf("reports: items of serial %d: %w", r.Serial, err)
+	}
+	r.Items = items
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -384,7 +576,10 @@ func (jw *jsonWriter) row(r *Row) error {
 }
 
 func (jw *jsonWriter) close() error {
-	jw.w.WriteString("\n]}\n")
+	if jw.rows {
+		jw.w.WriteString("\n]")
+	}
+	jw.w.WriteString("}\n")
 	return jw.w.Flush()
 }
 
@@ -471,11 +666,10 @@ func (xw *xlsxWriter) summary(s Summary) error {
 			return err
 		}
 	}
-	if err := sw.Flush(); err != nil {
-		return err
-	}
-	return xw.newRowsSheet()
+	return sw.Flush()
 }
+
+func (xw *xlsxWriter) beginRows() error { return xw.newRowsSheet() }
 
 // newRowsSheet flushes the current rows sheet, if any, and starts the next.
 func (xw *xlsxWriter) newRowsSheet() error {
@@ -499,7 +693,7 @@ func (xw *xlsxWriter) newRowsSheet() error {
 	if err != nil {
 		return err
 	}
-	widths := []float64{9, 18, 12, 20, 10, 30, 17, 14, 12, 12, 12, 14, 66}
+	widths := []float64{9, 18, 12, 20, 10, 30, 17, 14, 12, 12, 12, 14, 66, 30, 8, 18, 12, 20, 9, 9, 66}
 	for i, wd := range widths {
 		if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
 			return err
@@ -510,9 +704,7 @@ func (xw *xlsxWriter) newRowsSheet() error {
 	}
 	head := make([]any, len(rowHeader))
 	for i, h := range rowHeader {
-		if h == "Issued at (UTC)" {
-			h = "Issued at (IST)"
-		}
+		h = strings.Replace(h, "(UTC)", "(IST)", 1)
 		head[i] = excelize.Cell{StyleID: xw.bold, Value: h}
 	}
 	if err := sw.SetRow("A1", head); err != nil {
@@ -542,6 +734,19 @@ func (xw *xlsxWriter) row(r *Row) error {
 		c[7+i] = excelize.Cell{StyleID: xw.amount, Value: v}
 	}
 	c[12] = r.Hash
+	c[13], c[14], c[15] = nilIfEmpty(r.BuyerName), r.PlaceOfSupply, nilIfEmpty(r.OriginalNumber)
+	c[16], c[17] = nil, nil
+	if r.OriginalDate != "" {
+		d, err := time.Parse(time.DateOnly, r.OriginalDate)
+		if err != nil {
+			return err
+		}
+		c[16] = excelize.Cell{StyleID: xw.date, Value: d}
+	}
+	if r.cancelledAt != nil {
+		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(series.IST)}
+	}
+	c[18], c[19], c[20] = r.IssuePosition, nilIfZero(r.CancelPosition), nilIfEmpty(r.CancelHash)
 	cell, _ := excelize.CoordinatesToCellName(1, xw.n+1)
 	return xw.sw.SetRow(cell, c)
 }
@@ -553,9 +758,18 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
+func nilIfZero(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
 func (xw *xlsxWriter) close() error {
-	if err := xw.sw.Flush(); err != nil {
-		return err
+	if xw.sw != nil {
+		if err := xw.sw.Flush(); err != nil {
+			return err
+		}
 	}
 	// File.WriteTo assembles the whole zip in a bytes.Buffer it passes to
 	// the ZipWriter factory; ignoring that buffer and zipping straight to

@@ -6,9 +6,11 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/xuri/excelize/v2"
@@ -32,28 +34,79 @@ func TestAuditCSV(t *testing.T) {
 	if !bytes.HasPrefix(got, []byte("\xEF\xBB\xBF")) {
 		t.Fatal("no UTF-8 BOM")
 	}
-	r := csv.NewReader(bytes.NewReader(got[3:]))
-	r.FieldsPerRecord = -1
-	recs, err := r.ReadAll()
+	// One rectangular table: encoding/csv with its defaults (every record
+	// as wide as the first) reads the header and exactly one row per number.
+	recs, err := csv.NewReader(bytes.NewReader(got[3:])).ReadAll()
 	if err != nil {
-		t.Fatalf("CSV does not parse: %v", err)
+		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	// The summary block, then the header, then 6 rows.
-	hdr := -1
-	for i, rec := range recs {
-		if rec[0] == "Serial" {
-			hdr = i
+	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Cancel hash" {
+		t.Fatalf("%d records, header %q; want the header and 6 rows", len(recs), recs[0])
+	}
+	for i, rec := range recs[1:] {
+		if rec[0] != fmt.Sprint(i+1) {
+			t.Errorf("record %d has serial %q", i+1, rec[0])
 		}
 	}
-	if hdr < 0 || len(recs)-hdr-1 != 6 {
-		t.Fatalf("header at %d of %d records; want 6 rows after it", hdr, len(recs))
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
 	}
-	if recs[0][0] != "Field" || recs[1][1] != "27AAPFU0939F1ZV" {
-		t.Errorf("summary starts %q, %q", recs[0], recs[1])
-	}
-	row2 := recs[hdr+2]
-	if row2[1] != "CH1/26-27/00002" || row2[4] != "cancelled" || row2[5] != `Wrong buyer, "duplicate" entry` || len(row2[12]) != 64 {
+	row2 := recs[2]
+	if row2[col["Number"]] != "CH1/26-27/00002" || row2[col["Status"]] != "cancelled" || row2[col["Cancel reason"]] != `Wrong buyer, "duplicate" entry` ||
+		len(row2[col["Hash"]]) != 64 || len(row2[col["Cancel hash"]]) != 64 || row2[col["Issue position"]] != "2" || row2[col["Cancel position"]] != "4" ||
+		row2[col["Cancelled at (UTC)"]] != "2026-12-01T04:05:00.000000Z" {
 		t.Errorf("row of serial 2 = %q", row2)
+	}
+	row1 := recs[1]
+	if row1[col["Buyer name"]] != "Bengaluru Traders" || row1[col["Place of supply"]] != "29" || row1[col["Cancel position"]] != "" || row1[col["Cancel hash"]] != "" {
+		t.Errorf("row of serial 1 = %q", row1)
+	}
+	if recs[3][col["Buyer name"]] != "Śrī Stores, Kothrud" {
+		t.Errorf("buyer name of serial 3 = %q", recs[3][col["Buyer name"]])
+	}
+}
+
+func TestAuditSummaryCSV(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var buf bytes.Buffer
+	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "audit_ch1_2026-27_summary.csv", buf.Bytes())
+	recs, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(buf.Bytes(), []byte("\xEF\xBB\xBF")))).ReadAll()
+	if err != nil {
+		t.Fatalf("summary CSV does not parse as one table: %v", err)
+	}
+	fields := map[string]string{}
+	for _, r := range recs {
+		fields[r[0]] = r[1]
+	}
+	if recs[0][0] != "Field" || fields["Seller GSTIN"] != "27AAPFU0939F1ZV" || fields["Chain length"] != "7" || len(fields["Chain head"]) != 64 || fields["Intact"] != "yes" {
+		t.Errorf("summary = %q", recs)
+	}
+	// JSON: the summary object alone.
+	buf.Reset()
+	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatJSON, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]reports.Summary
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc) != 1 || doc["summary"].ChainHead != fields["Chain head"] {
+		t.Errorf("JSON summary: %v, %s", err, buf.Bytes())
+	}
+	// XLSX: the Summary sheet alone.
+	buf.Reset()
+	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatXLSX, &buf); err != nil {
+		t.Fatal(err)
+	}
+	x, err := excelize.OpenReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	if sheets := strings.Join(x.GetSheetList(), ","); sheets != "Summary" {
+		t.Errorf("sheets = %s", sheets)
 	}
 }
 
@@ -101,7 +154,11 @@ func TestAuditShowsTampering(t *testing.T) {
 		s.DateRegressions[0].Serial != 4 || s.Intact || !strings.HasPrefix(s.Chain, "broken at position 3: ") {
 		t.Errorf("summary = %+v", s)
 	}
-	csvOut := string(audit(t, f, f.ch1, 2026, reports.FormatCSV))
+	var sumCSV bytes.Buffer
+	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &sumCSV); err != nil {
+		t.Fatal(err)
+	}
+	csvOut := sumCSV.String()
 	for _, w := range []string{"Gaps,3; 7\r\n", "Chain,broken at position 3: ", "counter ahead by 1"} {
 		if !strings.Contains(csvOut, w) {
 			t.Errorf("CSV lacks %q", w)
@@ -151,20 +208,48 @@ func TestAuditXLSX(t *testing.T) {
 func TestAuditEmptyAndBadFormat(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	got := audit(t, f, f.cn1, 2027, reports.FormatJSON)
-	var doc struct {
-		Summary reports.Summary `json:"summary"`
-		Rows    []reports.Row   `json:"rows"`
-	}
-	if err := json.Unmarshal(got, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Summary.Total != 0 || doc.Summary.Chain != "ok" || doc.Rows == nil || len(doc.Rows) != 0 {
-		t.Errorf("empty audit = %s", got)
+	// A series-year that holds nothing is not found, never an empty "intact" audit.
+	for _, format := range []string{reports.FormatCSV, reports.FormatJSON, reports.FormatXLSX} {
+		var buf bytes.Buffer
+		err := reports.WriteAudit(context.Background(), f.pool, f.seller, f.cn1, 2027, format, &buf)
+		if !errors.Is(err, reports.ErrSeriesYearNotFound) || buf.Len() != 0 {
+			t.Errorf("audit of an empty series-year (%s): %v, %d bytes written", format, err, buf.Len())
+		}
+		err = reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.cn1, 2027, format, &buf)
+		if !errors.Is(err, reports.ErrSeriesYearNotFound) || buf.Len() != 0 {
+			t.Errorf("summary of an empty series-year (%s): %v, %d bytes written", format, err, buf.Len())
+		}
 	}
 	var buf bytes.Buffer
 	err := reports.WriteAudit(context.Background(), f.pool, f.seller, f.ch1, 2026, "pdf", &buf)
 	if !errors.Is(err, reports.ErrInvalidFormat) || buf.Len() != 0 {
 		t.Errorf("format pdf: %v, %d bytes written", err, buf.Len())
+	}
+}
+
+func TestAuditShowsLockedPeriods(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	oct, _ := invoice.ParseMonth("102026")
+	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2026)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.LockedPeriods) != 1 || sum.LockedPeriods[0].FP != "102026" || sum.LockedPeriods[0].LockedBy != "key ik_0a1b2c3d" {
+		t.Fatalf("locked periods %+v", sum.LockedPeriods)
+	}
+	if sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2025); err != nil || len(sum.LockedPeriods) != 0 {
+		t.Fatalf("2025-26 shows %+v (%v)", sum.LockedPeriods, err)
+	}
+	var buf bytes.Buffer
+	if err := reports.WriteAuditSummary(ctx, f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Locked periods,102026 (locked 2026-12-01T04:00:00.000000Z by key ik_0a1b2c3d)\r\n") {
+		t.Fatalf("summary CSV:\n%s", buf.String())
 	}
 }

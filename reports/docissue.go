@@ -122,6 +122,11 @@ type DocIssueReport struct {
 	FP       string          `json:"fp"`
 	DocIssue DocIssueSection `json:"doc_issue"`
 	Warnings []string        `json:"-"`
+	// Declared notes each series-year whose serials up to an opening
+	// (docs/openings.md) were issued before invoiced and dated in or
+	// before the period: those documents are not in this table, and the
+	// serials that follow are not a gap. Not part of the GST JSON.
+	Declared []string `json:"-"`
 }
 
 // DocIssueSection is the doc_issue section.
@@ -192,6 +197,17 @@ func DocIssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, period Per
 		if g := groups[n]; g != nil {
 			rep.DocIssue.DocDet = append(rep.DocIssue.DocDet, *g)
 		}
+	}
+	ops, err := openingsOf(ctx, tx, seller.ID, series.FYOf(period.FirstDay()))
+	if err != nil {
+		return DocIssueReport{}, err
+	}
+	for _, o := range ops {
+		if o.LastInvoiceDate.Before(period.FirstDay()) {
+			continue
+		}
+		rep.Declared = append(rep.Declared, fmt.Sprintf("series %s %s: serials 1 to %d (up to %s, dated up to %s) were issued before invoiced, declared %s by %s; report them from the earlier records",
+			o.Code, o.FY, o.LastSerial, o.LastNumber, o.LastInvoiceDate.Format(time.DateOnly), o.DeclaredAt.Format(time.DateOnly), o.DeclaredBy))
 	}
 	return rep, nil
 }

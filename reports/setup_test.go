@@ -89,7 +89,7 @@ func setup(t *testing.T) fixture {
 	issue(f.ch1, "2026-03-20", nil, nil)
 	first := issue(f.ch1, "2026-10-30", karnataka, nil)
 	second := issue(f.ch1, "2026-11-02", nil, nil)
-	issue(f.ch1, "2026-11-02", &invoice.Buyer{GSTIN: "27AAPFU0939F1ZV", Name: "Self"}, nil)
+	issue(f.ch1, "2026-11-02", &invoice.Buyer{Name: "Śrī Stores, Kothrud"}, nil)
 	cancel(second, `Wrong buyer, "duplicate" entry`)
 	issue(f.ch1, "2026-11-15", nil, nil)
 	issue(f.ch1, "2026-11-28", karnataka, nil)

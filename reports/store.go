@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -184,28 +185,46 @@ func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, f
 // it: how many issue and cancel records name its serial, and the stored
 // hash of its (first) issue record.
 type invoiceRow struct {
+	ID int64 // the invoice row's id
 	invoiceFields
-	Issues, Cancels int64
-	IssueHash       []byte
+	Issues, Cancels               int64
+	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
+	IssueHash, CancelHash         []byte
 }
 
 // walkInvoices streams the invoices of a series-year in serial order.
 func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*invoiceRow) error) error {
+	return walkInvoicePage(ctx, tx, seriesID, fy, RowQuery{}, fn)
+}
+
+// walkInvoicePage streams the invoices of a series-year that q selects
+// (the zero RowQuery: all of them), in serial order.
+func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, q RowQuery, fn func(*invoiceRow) error) error {
+	limit := int64(q.Limit)
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
 	rows, err := tx.Query(ctx, `
-		SELECT i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
+		SELECT i.id, i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
-			coalesce(c.issues, 0), coalesce(c.cancels, 0), c.issue_hash
+			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
+			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
+			c.issue_hash, c.cancel_hash
 		FROM invoices i
 		LEFT JOIN (
 			SELECT serial,
 				count(*) FILTER (WHERE kind = 'issue') AS issues,
 				count(*) FILTER (WHERE kind = 'cancel') AS cancels,
-				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'issue'))[1] AS issue_hash
+				min(position) FILTER (WHERE kind = 'issue') AS issue_position,
+				min(position) FILTER (WHERE kind = 'cancel') AS cancel_position,
+				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'issue'))[1] AS issue_hash,
+				(array_agg(hash ORDER BY position) FILTER (WHERE kind = 'cancel'))[1] AS cancel_hash
 			FROM chain_records WHERE series_id = $1 AND fy = $2
 			GROUP BY serial
 		) c ON c.serial = i.serial
-		WHERE i.series_id = $1 AND i.fy = $2
-		ORDER BY i.serial, i.id`, seriesID, int(fy))
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4)
+		ORDER BY i.serial, i.id
+		LIMIT CASE WHEN $5::bigint < 0 THEN NULL ELSE $5::bigint END`, seriesID, int(fy), q.After, q.Number, limit)
 	if err != nil {
 		return translate(err, "read invoices")
 	}
@@ -213,9 +232,10 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 	var r invoiceRow
 	for rows.Next() {
 		r = invoiceRow{}
-		if err := rows.Scan(&r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
+		if err := rows.Scan(&r.ID, &r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
-			&r.Issues, &r.Cancels, &r.IssueHash); err != nil {
+			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
+			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash); err != nil {
 			return translate(err, "read invoices")
 		}
 		if err := fn(&r); err != nil {
@@ -223,6 +243,91 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 		}
 	}
 	return translate(rows.Err(), "read invoices")
+}
+
+// declaredOpening is an opening declaration with its series code.
+type declaredOpening struct {
+	Code string
+	invoice.Opening
+}
+
+// openingsOf returns the seller's opening declarations of year fy, by code.
+func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]declaredOpening, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT s.code, o.last_serial, o.last_invoice_date, o.last_number, o.declared_at, o.declared_by
+		FROM series_openings o JOIN series s ON s.id = o.series_id
+		WHERE s.seller_id = $1 AND o.fy = $2 ORDER BY s.code`, sellerID, int(fy))
+	if err != nil {
+		return nil, translate(err, "openings")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (declaredOpening, error) {
+		var d declaredOpening
+		err := r.Scan(&d.Code, &d.LastSerial, &d.LastInvoiceDate, &d.LastNumber, &d.DeclaredAt, &d.DeclaredBy)
+		d.FY = fy
+		return d, err
+	})
+	return out, translate(err, "openings")
+}
+
+// lockedPeriods returns the seller's months of year fy locked after filing.
+func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]LockedPeriod, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT to_char(period, 'MMYYYY'), locked_at, locked_by FROM period_locks
+		WHERE seller_id = $1 AND period BETWEEN $2 AND $3 ORDER BY period`, sellerID, fy.Start(), fy.End())
+	if err != nil {
+		return nil, translate(err, "locked periods")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (LockedPeriod, error) {
+		var l LockedPeriod
+		var at time.Time
+		err := r.Scan(&l.FP, &at, &l.LockedBy)
+		l.LockedAt = invoice.Timestamp(at)
+		return l, err
+	})
+	if out == nil {
+		out = []LockedPeriod{}
+	}
+	return out, translate(err, "locked periods")
+}
+
+// dailyCounts returns the invoices of a series-year per invoice date.
+func dailyCounts(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) ([]DayCount, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT invoice_date, count(*), count(*) FILTER (WHERE status = 'cancelled')
+		FROM invoices WHERE series_id = $1 AND fy = $2
+		GROUP BY invoice_date ORDER BY invoice_date`, seriesID, int(fy))
+	if err != nil {
+		return nil, translate(err, "count per day")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DayCount, error) {
+		var d DayCount
+		err := r.Scan(&d.Date, &d.Issued, &d.Cancelled)
+		return d, err
+	})
+	return out, translate(err, "count per day")
+}
+
+// activityCounts returns, per series of the seller, the invoices dated
+// today and the invoices of year fy cancelled.
+func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.Time, fy series.FY) (map[int64][2]int64, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT series_id, count(*) FILTER (WHERE invoice_date = $2), count(*) FILTER (WHERE status = 'cancelled')
+		FROM invoices WHERE seller_id = $1 AND fy = $3
+		GROUP BY series_id`, sellerID, today, int(fy))
+	if err != nil {
+		return nil, translate(err, "series activity")
+	}
+	defer rows.Close()
+	out := map[int64][2]int64{}
+	for rows.Next() {
+		var id int64
+		var c [2]int64
+		if err := rows.Scan(&id, &c[0], &c[1]); err != nil {
+			return nil, translate(err, "series activity")
+		}
+		out[id] = c
+	}
+	return out, translate(rows.Err(), "series activity")
 }
 
 // duplicateNumbers returns up to limit numbers of a series-year held by

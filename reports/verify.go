@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,12 @@ const (
 	ChainHeadMismatch FindingKind = "chain_head_mismatch"
 	// CounterMissing: invoices or records exist but the counter row does not.
 	CounterMissing FindingKind = "counter_missing"
+	// OpeningMismatch: the opening record (position 1) does not match the
+	// stored declaration, or one of them is missing or misplaced.
+	OpeningMismatch FindingKind = "opening_mismatch"
+	// DeclaredSerial: an invoice holds a serial declared as issued before
+	// invoiced (1..the opening's last serial), or is dated before its date.
+	DeclaredSerial FindingKind = "declared_serial"
 
 	// SerialGap: serials Serial..To are missing.
 	SerialGap FindingKind = "serial_gap"
@@ -84,7 +91,7 @@ const (
 func (k FindingKind) Chain() bool {
 	switch k {
 	case HashMismatch, RecordMissing, InvoiceMissing, RecordedAtMismatch, RecordOrder, IssueRecordMissing,
-		IssueRecordDuplicate, CancelRecordMissing, CancelRecordUnexpected, ChainLengthMismatch, ChainHeadMismatch, CounterMissing:
+		IssueRecordDuplicate, CancelRecordMissing, CancelRecordUnexpected, ChainLengthMismatch, ChainHeadMismatch, CounterMissing, OpeningMismatch:
 		return true
 	}
 	return false
@@ -137,6 +144,14 @@ type ChainResult struct {
 	// false when the row is missing.
 	CounterLastSerial int64
 	HasCounter        bool
+	// ChainLength and ChainHead are the counter row's chain_length and
+	// chain_head: what to anchor outside the database.
+	ChainLength int64
+	ChainHead   []byte
+	// Opening is the declaration of serials issued before invoiced (nil
+	// when there is none): serials 1..Opening.LastSerial are not gaps.
+	Opening     *invoice.Opening
+	OpeningHash []byte // the opening record's stored hash
 
 	Findings []Finding // in walk order: chain, then invoices, then counter
 	Omitted  int       // findings beyond MaxFindings, not kept
@@ -244,8 +259,10 @@ func (r VerifyReport) Findings() []Finding {
 // by series, year, position and serial. It streams both walks and keeps
 // only the findings (at most MaxFindings per series-year).
 //
-// A report with no finding is OK. It fails only when the database fails;
-// an unknown seriesCode gives series.ErrNotFound.
+// A report with no finding is OK. An unknown seriesCode gives
+// series.ErrNotFound, filters that select no series-year
+// ErrSeriesYearNotFound (never an empty, "intact" report); otherwise it
+// fails only when the database fails.
 func Verify(ctx context.Context, db DB, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
 	var rep VerifyReport
 	err := readTx(ctx, db, func(tx pgx.Tx) error {
@@ -271,6 +288,9 @@ func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode s
 	if err != nil {
 		return rep, err
 	}
+	if len(years) == 0 {
+		return rep, apperr.Errorf(ErrSeriesYearNotFound, "%s has no invoice%s", seller.GSTIN, filterText(seriesCode, fy))
+	}
 	for _, sy := range years {
 		res, err := check(ctx, tx, string(seller.GSTIN), sy)
 		if err != nil {
@@ -279,6 +299,18 @@ func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode s
 		rep.Chains = append(rep.Chains, res)
 	}
 	return rep, nil
+}
+
+// filterText returns " in series CODE in 2026-27" for the filters set.
+func filterText(code string, fy series.FY) string {
+	var s string
+	if code != "" {
+		s += " in series " + code
+	}
+	if fy != 0 {
+		s += " in " + fy.String()
+	}
+	return s
 }
 
 func sortSeriesYears(ys []seriesYear) {
@@ -313,6 +345,13 @@ func addCapped[T any](list *[]T, v T) {
 func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainResult, error) {
 	c := &checker{gstin: gstin, sy: sy}
 	c.res.Series, c.res.DocType, c.res.FY = sy.Series.Code, sy.Series.DocType, sy.FY
+	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series.ID, sy.FY)
+	if err != nil {
+		return ChainResult{}, err
+	}
+	if found {
+		c.res.Opening = &op
+	}
 	lastHash, lastPos, err := c.walkChain(ctx, tx)
 	if err != nil {
 		return ChainResult{}, err
@@ -354,6 +393,17 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 			c.add(Finding{Kind: RecordMissing, Position: lastPos + 1, To: r.Position - 1,
 				Message: fmt.Sprintf("%s missing (deleted); the record at position %d no longer links to its predecessor", what, r.Position)})
 			linkKnown = false
+		}
+		if r.Kind == invoice.KindOpening {
+			c.checkOpening(r, linkKnown)
+			c.res.OpeningHash = r.Hash
+			if c.res.Opening != nil {
+				lastIssueSerial = max(lastIssueSerial, c.res.Opening.LastSerial)
+			}
+			lastHash, lastPos = r.Hash, r.Position
+			c.res.Records++
+			group = group[:0]
+			return
 		}
 		switch r.Kind {
 		case invoice.KindIssue:
@@ -413,6 +463,22 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 	return lastHash, lastPos, nil
 }
 
+// checkOpening checks the opening record r against the declaration.
+func (c *checker) checkOpening(r recordRow, linkKnown bool) {
+	op := c.res.Opening
+	switch {
+	case op == nil:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: "an opening record has no stored declaration (the declaration was deleted)"})
+	case r.Position != 1:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("the opening record is at position %d, not 1", r.Position)})
+	case !bytes.Equal(invoice.OpeningRecord(c.gstin, c.sy.Series, *op).Hash(), r.Hash) && linkKnown:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: "the opening record does not match the stored declaration: the declaration or the record was altered"})
+	}
+}
+
 // record rebuilds the chain record of kind for the invoice fields f; ok is
 // false when a stored amount does not parse.
 func (c *checker) record(kind string, f *invoiceFields, position int64, prev []byte) (invoice.Record, bool) {
@@ -458,7 +524,12 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 		prevSerial int64
 		prevDate   time.Time
 		dupOf      int64 = -1
+		declared   int64 // serials 1..declared were issued before invoiced
+		openedOn   time.Time
 	)
+	if op := c.res.Opening; op != nil {
+		declared, openedOn, expected = op.LastSerial, op.LastInvoiceDate, op.LastSerial+1
+	}
 	err := walkInvoices(ctx, tx, c.sy.Series.ID, c.sy.FY, func(r *invoiceRow) error {
 		c.res.Invoices++
 		if r.Status == invoice.StatusCancelled {
@@ -478,6 +549,11 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 			}
 		case r.Serial > expected:
 			c.gap(expected, r.Serial-1, "")
+		}
+		if r.Serial <= declared || r.InvoiceDate.Before(openedOn) {
+			c.add(Finding{Kind: DeclaredSerial, Serial: r.Serial,
+				Message: fmt.Sprintf("%s (serial %d, dated %s) falls among the serials declared as issued before invoiced (1 to %d, up to %s)",
+					r.Number, r.Serial, r.InvoiceDate.Format(time.DateOnly), declared, openedOn.Format(time.DateOnly))})
 		}
 		expected = max(expected, r.Serial+1)
 		if havePrev && r.InvoiceDate.Before(prevDate) {
@@ -539,7 +615,12 @@ func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
 		return
 	}
 	c.res.HasCounter, c.res.CounterLastSerial = true, ctr.LastSerial
-	switch max := c.res.LastSerial; {
+	c.res.ChainLength, c.res.ChainHead = ctr.ChainLength, ctr.ChainHead
+	highest := c.res.LastSerial
+	if c.res.Opening != nil {
+		highest = max(highest, c.res.Opening.LastSerial)
+	}
+	switch max := highest; {
 	case ctr.LastSerial > max:
 		c.gap(max+1, ctr.LastSerial, fmt.Sprintf(" (the counter says %d were issued)", ctr.LastSerial))
 		c.add(Finding{Kind: CounterAhead, Serial: max + 1, To: ctr.LastSerial,

@@ -47,6 +47,15 @@ func TestVerifyIntact(t *testing.T) {
 	if _, err := reports.Verify(context.Background(), f.pool, f.seller, "NOPE", 0); !errors.Is(err, series.ErrNotFound) {
 		t.Errorf("Verify(NOPE) error = %v, want series.ErrNotFound", err)
 	}
+	// Filters that select no series-year say so, never "intact".
+	for _, tc := range []struct {
+		code string
+		fy   series.FY
+	}{{"CN1", 2025}, {"", 2030}} {
+		if rep, err := reports.Verify(context.Background(), f.pool, f.seller, tc.code, tc.fy); !errors.Is(err, reports.ErrSeriesYearNotFound) {
+			t.Errorf("Verify(%q, %s) = %d chains, %v; want ErrSeriesYearNotFound", tc.code, tc.fy, len(rep.Chains), err)
+		}
+	}
 }
 
 // want is a finding a tamper test expects: kind, series, year, position

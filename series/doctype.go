@@ -109,3 +109,14 @@ func (d DocType) Nature() string {
 func (d DocType) NeedsOriginal() bool {
 	return d == CreditNote || d == DebitNote || d == RevisedInvoice
 }
+
+// NatureOf returns the "nature of document" text of GSTR-1 Table 13 row
+// docNum (1–12), or "" for another number.
+func NatureOf(docNum int) string {
+	for _, r := range docTypeTable {
+		if r.docNum == docNum {
+			return r.nature
+		}
+	}
+	return ""
+}

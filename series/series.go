@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/freetext"
@@ -27,6 +29,15 @@ type Seller struct {
 	Name      string
 	StateCode string
 	CreatedAt time.Time
+	Contact
+}
+
+// Contact is how a seller is reached, printed on its receipts (Rule 46(a)
+// wants the supplier's address). Empty fields are not printed.
+type Contact struct {
+	Address string // one line, e.g. "12 MG Road, Pune 411001"
+	Phone   string
+	Email   string
 }
 
 // Series is one numbering series of a seller.
@@ -95,4 +106,36 @@ func (n NewSeries) validate() (code string, dt DocType, f Format, err error) {
 		err = apperr.Errorf(ErrInvalidSeries, "shop label holds %s; control, bidi and invisible characters are refused", p)
 	}
 	return
+}
+
+var (
+	phoneRE = regexp.MustCompile(`^\+?[0-9][0-9 -]{5,18}[0-9]$`)
+	emailRE = regexp.MustCompile(`^[^\s@<>"]{1,64}@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)+$`)
+)
+
+func checkSellerName(name string) error {
+	if name == "" || len(name) > 200 {
+		return apperr.Errorf(ErrInvalidSeries, "seller name must be 1 to 200 bytes")
+	}
+	return nil
+}
+
+// CheckContact returns ErrInvalidSeries when c's address is longer than
+// 300 bytes or holds control characters or invalid UTF-8, its phone is not
+// digits (with an optional leading + and spaces or hyphens, 7 to 20
+// characters) or its e-mail is not an address; empty fields are valid.
+func CheckContact(c Contact) error {
+	if len(c.Address) > 300 || !utf8.ValidString(c.Address) || strings.ContainsFunc(c.Address, unicode.IsControl) {
+		return apperr.Errorf(ErrInvalidSeries, "address must be one line of at most 300 bytes of text")
+	}
+	if p := freetext.Problem(c.Address); p != "" {
+		return apperr.Errorf(ErrInvalidSeries, "address holds %s; control, bidi and invisible characters are refused", p)
+	}
+	if c.Phone != "" && !phoneRE.MatchString(c.Phone) {
+		return apperr.Errorf(ErrInvalidSeries, "phone %q must be digits, optionally with a leading + and spaces or hyphens", c.Phone)
+	}
+	if c.Email != "" && (len(c.Email) > 254 || !emailRE.MatchString(c.Email)) {
+		return apperr.Errorf(ErrInvalidSeries, "email %q is not an e-mail address", c.Email)
+	}
+	return nil
 }

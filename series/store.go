@@ -15,24 +15,33 @@ import (
 
 // This file holds the package's SQL. pgx errors are translated here, once.
 
-// CreateSeller registers a seller. It returns ErrInvalidGSTIN for a bad GSTIN,
-// ErrInvalidSeries for an empty name and ErrSellerExists when the GSTIN is
-// already registered.
+// CreateSeller registers a seller; see CreateSellerWith.
 func CreateSeller(ctx context.Context, db DB, gstin, name string) (Seller, error) {
+	return CreateSellerWith(ctx, db, gstin, name, Contact{})
+}
+
+// CreateSellerWith registers a seller with its contact. It returns
+// ErrInvalidGSTIN for a bad GSTIN, ErrInvalidSeries for an empty name or
+// an invalid contact (CheckContact) and ErrSellerExists when the GSTIN is
+// already registered.
+func CreateSellerWith(ctx context.Context, db DB, gstin, name string, c Contact) (Seller, error) {
 	g, err := ParseGSTIN(gstin)
 	if err != nil {
 		return Seller{}, err
 	}
-	if name == "" || len(name) > 200 {
-		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name must be 1 to 200 bytes")
+	if err := checkSellerName(name); err != nil {
+		return Seller{}, err
 	}
 	if p := freetext.Problem(name); p != "" {
 		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name holds %s; control, bidi and invisible characters are refused", p)
 	}
-	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode()}
+	if err := CheckContact(c); err != nil {
+		return Seller{}, err
+	}
+	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode(), Contact: c}
 	err = db.QueryRow(ctx, `
-		INSERT INTO sellers (gstin, name, state_code) VALUES ($1, $2, $3)
-		RETURNING id, created_at`, string(g), name, s.StateCode).Scan(&s.ID, &s.CreatedAt)
+		INSERT INTO sellers (gstin, name, state_code, address, phone, email) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING id, created_at`, string(g), name, s.StateCode, c.Address, c.Phone, c.Email).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
 		return Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
 	}
@@ -42,6 +51,39 @@ func CreateSeller(ctx context.Context, db DB, gstin, name string) (Seller, error
 	return s, nil
 }
 
+// SellerUpdate is a change to a seller: nil fields stay as they are.
+type SellerUpdate struct {
+	Name, Address, Phone, Email *string
+}
+
+// UpdateSeller applies u to the seller registered under gstin and returns
+// it as stored. It returns ErrInvalidGSTIN, ErrInvalidSeries for an empty
+// name or an invalid contact, and ErrSellerNotFound.
+func UpdateSeller(ctx context.Context, db DB, gstin string, u SellerUpdate) (Seller, error) {
+	s, err := SellerByGSTIN(ctx, db, gstin)
+	if err != nil {
+		return Seller{}, err
+	}
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&s.Name, u.Name)
+	set(&s.Address, u.Address)
+	set(&s.Phone, u.Phone)
+	set(&s.Email, u.Email)
+	if err := checkSellerName(s.Name); err != nil {
+		return Seller{}, err
+	}
+	if err := CheckContact(s.Contact); err != nil {
+		return Seller{}, err
+	}
+	return scanSeller(db.QueryRow(ctx, `
+		UPDATE sellers SET name = $2, address = $3, phone = $4, email = $5 WHERE id = $1
+		RETURNING `+sellerCols, s.ID, s.Name, s.Address, s.Phone, s.Email))
+}
+
 // SellerByGSTIN returns the seller registered under gstin, or
 // ErrSellerNotFound (ErrInvalidGSTIN when gstin is malformed).
 func SellerByGSTIN(ctx context.Context, db DB, gstin string) (Seller, error) {
@@ -49,27 +91,29 @@ func SellerByGSTIN(ctx context.Context, db DB, gstin string) (Seller, error) {
 	if err != nil {
 		return Seller{}, err
 	}
-	return scanSeller(db.QueryRow(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers WHERE gstin = $1`, string(g)))
+	return scanSeller(db.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE gstin = $1`, string(g)))
 }
 
 // SellerByID returns the seller with id, or ErrSellerNotFound.
 func SellerByID(ctx context.Context, db DB, id int64) (Seller, error) {
-	return scanSeller(db.QueryRow(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers WHERE id = $1`, id))
+	return scanSeller(db.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE id = $1`, id))
 }
 
 // Sellers returns every seller, oldest first.
 func Sellers(ctx context.Context, db DB) ([]Seller, error) {
-	rows, err := db.Query(ctx, `SELECT id, gstin, name, state_code, created_at FROM sellers ORDER BY id`)
+	rows, err := db.Query(ctx, `SELECT `+sellerCols+` FROM sellers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sellers: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Seller, error) { return scanSeller(r) })
 }
 
+const sellerCols = `id, gstin, name, state_code, created_at, address, phone, email`
+
 func scanSeller(row pgx.Row) (Seller, error) {
 	var s Seller
 	var g string
-	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt)
+	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt, &s.Address, &s.Phone, &s.Email)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Seller{}, ErrSellerNotFound
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -12,8 +13,10 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/freetext"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 )
 
 // cliError is an application error shown to the operator: its text is the
@@ -64,21 +67,25 @@ func runMigrate(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// runSellers dispatches `invoiced sellers add|list`.
+// runSellers dispatches `invoiced sellers add|update|list`.
 func runSellers(ctx context.Context, e env, args []string) error {
 	return dispatch(ctx, e, "sellers", args, []subcommand{
 		{"add", runSellersAdd},
+		{"update", runSellersUpdate},
 		{"list", runSellersList},
 	})
 }
 
 // runSellersAdd registers a seller and prints it as one sellers-list row. It
-// fails with the validation sentence for an invalid GSTIN or name, and when
-// the GSTIN is already registered.
+// fails with the validation sentence for an invalid GSTIN, name or contact,
+// and when the GSTIN is already registered.
 func runSellersAdd(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "sellers add", "--gstin GSTIN --name NAME")
+	fs := newFlagSet(e, "sellers add", "--gstin GSTIN --name NAME [--address TEXT] [--phone P] [--email E]")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (15 characters, check character verified) (required)")
 	name := fs.String("name", "", "the seller's legal or trade name (required)")
+	address := fs.String("address", "", "the seller's address, one line, printed on receipts (Rule 46)")
+	phone := fs.String("phone", "", "phone number printed on receipts (optional)")
+	email := fs.String("email", "", "e-mail address printed on receipts (optional)")
 	if err := parseFlags(fs, args, "gstin", "name"); err != nil {
 		return err
 	}
@@ -87,14 +94,69 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 	if _, err := series.ParseGSTIN(*gstin); err != nil {
 		return explain("sellers add", err)
 	}
+	c := series.Contact{Address: strings.TrimSpace(*address), Phone: strings.TrimSpace(*phone), Email: strings.TrimSpace(*email)}
+	if err := series.CheckContact(c); err != nil {
+		return explain("sellers add", err)
+	}
 	pool, err := openPool(ctx, e.getenv)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	s, err := series.CreateSeller(ctx, pool, *gstin, strings.TrimSpace(*name))
+	s, err := series.CreateSellerWith(ctx, pool, *gstin, strings.TrimSpace(*name), c)
 	if err != nil {
 		return explain("sellers add", err)
+	}
+	writeSellers(e, []series.Seller{s})
+	return nil
+}
+
+// runSellersUpdate changes the name or contact of the seller with --gstin
+// (only the flags given) and prints it as one sellers-list row. It fails
+// with the validation sentence for an invalid value, and when the seller is
+// unknown.
+func runSellersUpdate(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "sellers update", "--gstin GSTIN [--name NAME] [--address TEXT] [--phone P] [--email E]")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	fs.String("name", "", "the new name")
+	fs.String("address", "", "the new address (\"\" clears it)")
+	fs.String("phone", "", "the new phone (\"\" clears it)")
+	fs.String("email", "", "the new e-mail (\"\" clears it)")
+	if err := parseFlags(fs, args, "gstin"); err != nil {
+		return err
+	}
+	var u series.SellerUpdate
+	given := 0
+	fs.Visit(func(f *flag.Flag) {
+		v := strings.TrimSpace(f.Value.String())
+		switch f.Name {
+		case "name":
+			u.Name = &v
+		case "address":
+			u.Address = &v
+		case "phone":
+			u.Phone = &v
+		case "email":
+			u.Email = &v
+		default:
+			return
+		}
+		given++
+	})
+	if given == 0 {
+		return usageErrorf("sellers update: give at least one of --name, --address, --phone, --email")
+	}
+	if _, err := series.ParseGSTIN(*gstin); err != nil {
+		return explain("sellers update", err)
+	}
+	pool, err := openPool(ctx, e.getenv)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := series.UpdateSeller(ctx, pool, *gstin, u)
+	if err != nil {
+		return explain("sellers update", err)
 	}
 	writeSellers(e, []series.Seller{s})
 	return nil
@@ -123,9 +185,9 @@ func runSellersList(ctx context.Context, e env, args []string) error {
 // writeSellers prints sellers as an aligned table on stdout.
 func writeSellers(e env, ss []series.Seller) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME")
+	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME\tADDRESS\tPHONE\tEMAIL")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, freetext.Visible(s.Name))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, freetext.Visible(s.Name), freetext.Visible(s.Address), s.Phone, s.Email)
 	}
 	tw.Flush()
 }
@@ -143,25 +205,56 @@ func runSeries(ctx context.Context, e env, args []string) error {
 // value is invalid, the code is taken, or the format overlaps another series
 // of the seller.
 func runSeriesAdd(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "series add", "--gstin GSTIN --code CODE --format FORMAT [--doc-type invoice] [--shop LABEL]")
+	fs := newFlagSet(e, "series add", "--gstin GSTIN --code CODE --format FORMAT [--doc-type invoice] [--shop LABEL] [--opening-fy 2026-27 --opening-last-serial N --opening-last-date YYYY-MM-DD --opening-last-number NUMBER]")
 	gstin := fs.String("gstin", "", "GSTIN of the seller that owns the series (required)")
 	code := fs.String("code", "", "series code, unique per seller, e.g. CH1 (required)")
 	docType := fs.String("doc-type", "invoice", "document type: invoice, bill_of_supply, credit_note, debit_note, receipt_voucher, payment_voucher, refund_voucher, delivery_challan, …")
 	format := fs.String("format", "", "number format, e.g. 'CH1/{FY}/{SEQ:5}' (required)")
 	shop := fs.String("shop", "", "free-text shop or counter label")
+	opFY := fs.String("opening-fy", "", "moving here mid-year: the financial year of the opening (with the three below)")
+	opSerial := fs.Int64("opening-last-serial", 0, "the last serial issued before invoiced in that year")
+	opDate := fs.String("opening-last-date", "", "the date of that last invoice, YYYY-MM-DD")
+	opNumber := fs.String("opening-last-number", "", "the number of that last invoice, as the format renders it")
 	if err := parseFlags(fs, args, "gstin", "code", "format", "doc-type"); err != nil {
 		return err
+	}
+	var op *invoice.Opening
+	if *opFY != "" || *opSerial != 0 || *opDate != "" || *opNumber != "" {
+		if *opFY == "" || *opSerial == 0 || *opDate == "" || *opNumber == "" {
+			return usageErrorf("series add: an opening needs all of --opening-fy, --opening-last-serial, --opening-last-date and --opening-last-number")
+		}
+		fy, err := series.ParseFY(*opFY)
+		if err != nil {
+			return explain("series add", err)
+		}
+		d, err := series.ParseDate(*opDate)
+		if err != nil {
+			return explain("series add", err)
+		}
+		op = &invoice.Opening{FY: fy, LastSerial: *opSerial, LastInvoiceDate: d, LastNumber: *opNumber}
 	}
 	pool, seller, err := openSeller(ctx, e, "series add", *gstin)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	s, err := series.CreateSeries(ctx, pool, series.NewSeries{
-		SellerID: seller.ID, Code: *code, DocType: *docType, Format: *format, Shop: *shop,
+	var s series.Series
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		s, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{
+			SellerID: seller.ID, Code: *code, DocType: *docType, Format: *format, Shop: *shop,
+		})
+		if err != nil || op == nil {
+			return err
+		}
+		_, err = invoice.DeclareOpeningTx(ctx, tx, seller, s, *op, "cli", time.Now())
+		return err
 	})
 	if err != nil {
 		return explain("series add", err)
+	}
+	if op != nil {
+		fmt.Fprintf(e.stderr, "declared serials 1 to %d of %s as issued before invoiced; the next number is serial %d\n", op.LastSerial, op.FY, op.LastSerial+1)
 	}
 	writeSeries(e, []series.SeriesUsage{{Series: s}})
 	return nil

@@ -56,12 +56,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "apply pending database migrations and print the schema version", runMigrate},
-		{"sellers", "add or list sellers (GST registrations): sellers add|list", runSellers},
+		{"sellers", "add, update or list sellers (GST registrations): sellers add|update|list", runSellers},
 		{"series", "add or list numbering series of a seller: series add|list", runSeries},
 		{"keys", "create, list or revoke API keys: keys add|list|revoke", runKeys},
 		{"serve", "serve the HTTP API until SIGINT or SIGTERM, then drain and exit 0", runServe},
 		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
+		{"periods", "lock a month after filing GSTR-1, unlock it (recorded) or list locks: periods lock|unlock|list", runPeriods},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
 		{"version", "print the module version, VCS revision and Go version (also --version)", runVersion},
 	}

@@ -178,8 +178,19 @@ func TestEndToEnd(t *testing.T) {
 	if _, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", demoGSTIN, "--name", "Again"); !errors.Is(err, series.ErrSellerExists) {
 		t.Fatalf("duplicate sellers add: err = %v, want ErrSellerExists", err)
 	}
+	// The contact printed on receipts is set by sellers update (and add).
+	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--phone", "call me"); !errors.Is(err, series.ErrInvalidSeries) {
+		t.Fatalf("sellers update with a bad phone: err = %v, want ErrInvalidSeries", err)
+	}
+	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--address", "Platform 1, Pune Junction, Pune 411001", "--phone", "+91 20 2612 0000"); err != nil {
+		t.Fatalf("sellers update: %v", err)
+	}
+	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--email", "chai@example.in"); err != nil {
+		t.Fatalf("sellers update: %v", err)
+	}
 	out, _, err := cli(ctx, f.url, "sellers", "list")
-	if err != nil || !strings.Contains(out, demoGSTIN) || !strings.Contains(out, "Demo Chai Stall, Pune") {
+	if err != nil || !strings.Contains(out, demoGSTIN) || !strings.Contains(out, "Demo Chai Stall, Pune") ||
+		!strings.Contains(out, "Platform 1, Pune Junction, Pune 411001") || !strings.Contains(out, "+91 20 2612 0000") || !strings.Contains(out, "chai@example.in") {
 		t.Fatalf("sellers list = %q, %v", out, err)
 	}
 	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN); err != nil || !strings.Contains(out, "active") || strings.Contains(out, f.key) {
@@ -450,7 +461,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, "no command"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
-		{[]string{"sellers"}, "sellers add|list"},
+		{[]string{"sellers"}, "sellers add|update|list"},
+		{[]string{"sellers", "update", "--gstin", demoGSTIN}, "at least one of"},
 		{[]string{"sellers", "remove"}, `unknown command "remove"`},
 		{[]string{"sellers", "add", "--name", "X"}, "missing required flag --gstin"},
 		{[]string{"sellers", "add"}, "--gstin, --name"},

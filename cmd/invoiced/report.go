@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,19 +12,21 @@ import (
 
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
+	"github.com/mattn/go-isatty"
 )
 
 // runReport runs `invoiced report audit|gstr1-docs FLAGS…`; args start at the
 // subcommand.
 //
-//	report audit --gstin G --series CODE --fy 2026-27 [--format csv|json|xlsx] [--out FILE]
+//	report audit --gstin G --series CODE --fy 2026-27 [--format csv|json|xlsx] [--part rows|summary] [--out FILE]
 //	report gstr1-docs --gstin G --fp 112026|042026-062026|2026-27-Q1 [--out FILE]
 //
 // --out - or no --out writes to stdout; a file is written under a temporary
 // name and renamed into place only when complete. It returns a *usageError
 // for a bad command line, the validation sentence for a bad GSTIN, series
 // code, year, format or period (checked before connecting), and database
-// or write errors.
+// or write errors. An XLSX audit is refused before connecting when it would
+// be written to a terminal.
 func runReport(ctx context.Context, e env, args []string) error {
 	return dispatch(ctx, e, "report", args, []subcommand{
 		{"audit", runReportAudit},
@@ -33,11 +36,12 @@ func runReport(ctx context.Context, e env, args []string) error {
 
 // runReportAudit writes the serial audit of one series-year.
 func runReportAudit(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "report audit", "--gstin GSTIN --series CODE --fy 2026-27 [--format csv|json|xlsx] [--out FILE]")
+	fs := newFlagSet(e, "report audit", "--gstin GSTIN --series CODE --fy 2026-27 [--format csv|json|xlsx] [--part rows|summary] [--out FILE]")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
 	code := fs.String("series", "", "the series code (required)")
 	fyText := fs.String("fy", "", "the financial year, e.g. 2026-27 (required)")
 	format := fs.String("format", "csv", "csv (UTF-8 with BOM, for Excel), json or xlsx")
+	part := fs.String("part", "rows", "rows (in CSV the rows alone; in JSON and XLSX the summary too) or summary")
 	out := fs.String("out", "-", "output file; - for stdout")
 	if err := parseFlags(fs, args, "gstin", "series", "fy"); err != nil {
 		return err
@@ -55,6 +59,17 @@ func runReportAudit(ctx context.Context, e env, args []string) error {
 	if reports.ContentType(*format) == "" {
 		return usageErrorf("report audit: --format %q must be csv, json or xlsx", *format)
 	}
+	write := reports.WriteAudit
+	switch *part {
+	case "rows":
+	case "summary":
+		write = reports.WriteAuditSummary
+	default:
+		return usageErrorf("report audit: --part %q must be rows or summary", *part)
+	}
+	if *format == reports.FormatXLSX && (*out == "" || *out == "-") && isTerminal(e.stdout) {
+		return usageErrorf("report audit: an XLSX file is binary; write it with --out FILE (or redirect stdout)")
+	}
 	pool, seller, err := openSeller(ctx, e, "report audit", *gstin)
 	if err != nil {
 		return err
@@ -65,7 +80,7 @@ func runReportAudit(ctx context.Context, e env, args []string) error {
 		return explain("report audit", err)
 	}
 	return explain("report audit", writeOut(e, *out, func(w io.Writer) error {
-		return reports.WriteAudit(ctx, pool, seller, s, fy, *format, w)
+		return write(ctx, pool, seller, s, fy, *format, w)
 	}))
 }
 
@@ -97,11 +112,20 @@ func runReportDocs(ctx context.Context, e env, args []string) error {
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(e.stderr, "warning: %s\n", w)
 	}
+	for _, d := range rep.Declared {
+		fmt.Fprintf(e.stderr, "note: %s\n", d)
+	}
 	return explain("report gstr1-docs", writeOut(e, *out, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}))
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }
 
 // writeOut runs write against stdout (out "" or "-") or against a temporary
@@ -138,11 +162,14 @@ func writeOut(e env, out string, write func(io.Writer) error) error {
 var errNotIntact = errors.New("the records are NOT intact")
 
 // runVerify runs `invoiced verify --gstin G [--series CODE] [--fy 2026-27]`
-// (args start after "verify"): it prints every finding, one line per
-// series-year, and a verdict line, and returns nil only when every
-// series-year checked is intact (errNotIntact otherwise, so the process
-// exits 1). It returns a *usageError for a bad command line and the
-// validation sentence for a bad GSTIN, series code or year.
+// (args start after "verify"): it prints every finding, two lines per
+// series-year (its counts and verdict; its chain head and length, the
+// values to anchor outside the database), and a verdict line, and returns
+// nil only when every series-year checked is intact (errNotIntact
+// otherwise, so the process exits 1). It returns a *usageError for a bad
+// command line, the validation sentence for a bad GSTIN, series code or
+// year, and reports.ErrSeriesYearNotFound's sentence when the filters
+// select no series-year.
 func runVerify(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "verify", "--gstin GSTIN [--series CODE] [--fy 2026-27]")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
@@ -190,6 +217,11 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
 			c.Series, c.FY, c.Invoices, c.Cancelled, c.Records, c.FirstSerial, c.LastSerial, status)
+		head := "(none)"
+		if len(c.ChainHead) > 0 {
+			head = hex.EncodeToString(c.ChainHead)
+		}
+		fmt.Fprintf(e.stdout, "%s %s: chain head %s length %d\n", c.Series, c.FY, head, c.ChainLength)
 	}
 	if rep.OK() {
 		fmt.Fprintf(e.stdout, "verdict: intact (%d series-years of %s checked)\n", len(rep.Chains), rep.GSTIN)

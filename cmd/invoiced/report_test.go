@@ -5,17 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/xuri/excelize/v2"
+	"golang.org/x/sys/unix"
 )
 
 // reportSetup seeds a fresh database with seller demoGSTIN, series CH1 and
@@ -77,7 +81,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 		t.Fatalf("report audit csv: %v (%s)", err, e)
 	}
 	b, err := os.ReadFile(csvPath)
-	if err != nil || !bytes.HasPrefix(b, []byte("\xEF\xBB\xBFField,Value\r\n")) || !bytes.Contains(b, []byte("typo in buyer name")) {
+	if err != nil || !bytes.HasPrefix(b, []byte("\xEF\xBB\xBFSerial,Number,")) || !bytes.Contains(b, []byte("typo in buyer name")) {
 		t.Errorf("CSV file: %v, %.200q", err, b)
 	}
 	if _, e, err := runR("audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "xlsx", "--out", xlsxPath); err != nil {
@@ -127,8 +131,26 @@ func TestReportAndVerifyCommands(t *testing.T) {
 	if err := runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN}); err != nil {
 		t.Fatalf("verify intact: %v\n%s", err, vout.String())
 	}
-	if !strings.Contains(vout.String(), "verdict: intact") {
+	if !strings.Contains(vout.String(), "verdict: intact") || !chainHeadLine.MatchString(vout.String()) {
 		t.Errorf("verify printed %q", vout.String())
+	}
+	// The head printed is the audit summary's.
+	sumOut, _, err := runR("audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--part", "summary")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := chainHeadLine.FindStringSubmatch(vout.String())[1]
+	if !strings.Contains(sumOut, "Chain head,"+head+"\r\n") || !strings.Contains(sumOut, "Chain length,4\r\n") {
+		t.Errorf("summary %q lacks head %s", sumOut, head)
+	}
+	// Filters that match no series-year fail, never "intact".
+	vout.Reset()
+	err = runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN, "--fy", "2025-26"})
+	if !errors.Is(err, reports.ErrSeriesYearNotFound) || strings.Contains(vout.String(), "intact") {
+		t.Errorf("verify of an empty year: %v, printed %q", err, vout.String())
+	}
+	if _, _, err := runR("audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2025-26"); !errors.Is(err, reports.ErrSeriesYearNotFound) {
+		t.Errorf("audit of an empty year: %v", err)
 	}
 	if _, err := pool.Exec(ctx, `UPDATE invoices SET total = total * 10 WHERE serial = 3`); err != nil {
 		t.Fatal(err)
@@ -145,6 +167,45 @@ func TestReportAndVerifyCommands(t *testing.T) {
 	}
 }
 
+var chainHeadLine = regexp.MustCompile(`CH1 2026-27: chain head ([0-9a-f]{64}) length 4\n`)
+
+// TestReportXLSXToTerminal: binary is never written to a terminal.
+func TestReportXLSXToTerminal(t *testing.T) {
+	t.Parallel()
+	tty := openTTY(t)
+	var errOut bytes.Buffer
+	noEnv := func(string) string { return "" }
+	err := runReport(t.Context(), env{getenv: noEnv, stdout: tty, stderr: &errOut},
+		[]string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "xlsx"})
+	var ue *usageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "--out") {
+		t.Fatalf("xlsx to a terminal: %v, want a usage error naming --out", err)
+	}
+}
+
+// openTTY returns the terminal end of a new pseudo-terminal.
+func openTTY(t *testing.T) *os.File {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ptmx.Close() })
+	if err := unix.IoctlSetPointerInt(int(ptmx.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tty, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tty.Close() })
+	return tty
+}
+
 func TestReportUsageErrors(t *testing.T) {
 	t.Parallel()
 	noEnv := func(string) string { return "" }
@@ -157,6 +218,7 @@ func TestReportUsageErrors(t *testing.T) {
 		{false, nil, "report audit|gstr1-docs", true},
 		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1"}, "missing required flag --fy", true},
 		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--format", "pdf"}, "csv, json or xlsx", true},
+		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27", "--part", "head"}, "rows or summary", true},
 		{false, []string{"audit", "--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026"}, "2026-27", false},
 		{false, []string{"gstr1-docs", "--gstin", demoGSTIN, "--fp", "132026"}, "not a month", false},
 		{false, []string{"gstr1-docs", "--gstin", "27AAPFU0939F1ZX", "--fp", "112026"}, "check character", false},
@@ -174,5 +236,69 @@ func TestReportUsageErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.As(err, &ue) != tc.usage {
 			t.Errorf("%v: err = %v, want it to mention %q (usage error: %v)", tc.args, err, tc.want, tc.usage)
 		}
+	}
+}
+
+func TestPeriodsCommands(t *testing.T) {
+	t.Parallel()
+	getenv, _ := reportSetup(t)
+	ctx := t.Context()
+	runP := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runPeriods(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
+		return out.String(), err
+	}
+	if out, err := runP("lock", "--gstin", demoGSTIN, "--fp", "042017"); err != nil || !strings.Contains(out, "locked Apr 2017 (042017)") {
+		t.Fatalf("lock: %q, %v", out, err)
+	}
+	if out, err := runP("lock", "--gstin", demoGSTIN, "--fp", "042017"); err != nil || !strings.Contains(out, "was locked already") {
+		t.Fatalf("lock again: %q, %v", out, err)
+	}
+	if _, err := runP("lock", "--gstin", demoGSTIN, "--fp", "012099"); !errors.Is(err, invoice.ErrPeriodNotEnded) {
+		t.Fatalf("lock a future month: %v", err)
+	}
+	if _, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017"); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Fatalf("unlock without --reason: %v", err)
+	}
+	if out, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017", "--reason", "GSTR-1 amended"); err != nil || !strings.Contains(out, "unlocked Apr 2017") {
+		t.Fatalf("unlock: %q, %v", out, err)
+	}
+	if _, err := runP("unlock", "--gstin", demoGSTIN, "--fp", "042017", "--reason", "again"); !errors.Is(err, invoice.ErrPeriodNotLocked) {
+		t.Fatalf("unlock twice: %v", err)
+	}
+	out, err := runP("list", "--gstin", demoGSTIN)
+	if err != nil || !strings.Contains(out, "history:") || !strings.Contains(out, "unlock  042017  cli  GSTR-1 amended") {
+		t.Fatalf("list: %q, %v", out, err)
+	}
+}
+
+func TestSeriesAddWithOpening(t *testing.T) {
+	t.Parallel()
+	getenv, pool := reportSetup(t)
+	ctx := t.Context()
+	run := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		err := runSeries(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
+		return out.String(), errOut.String(), err
+	}
+	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26"); err == nil || !strings.Contains(err.Error(), "needs all of") {
+		t.Fatalf("partial opening: %v", err)
+	}
+	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, invoice.ErrInvalid) {
+		t.Fatalf("wrong last number: %v", err)
+	}
+	_, errOut, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00042")
+	if err != nil || !strings.Contains(errOut, "next number is serial 43") {
+		t.Fatalf("series add with an opening: %v, %q", err, errOut)
+	}
+	var last int64
+	if err := pool.QueryRow(ctx, `SELECT last_serial FROM series_counters c JOIN series s ON s.id = c.series_id WHERE s.code = 'MV' AND c.fy = 2025`).Scan(&last); err != nil || last != 42 {
+		t.Fatalf("counter after the opening: %d, %v", last, err)
+	}
+	var vout, verr bytes.Buffer
+	if err := runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN, "--series", "MV"}); err != nil || !strings.Contains(vout.String(), "MV 2025-26: chain head ") {
+		t.Fatalf("verify a declared year: %v\n%s", err, vout.String())
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,6 +52,7 @@ type serveConfig struct {
 	keyRetention time.Duration
 	verifyEvery  time.Duration
 	limits       limits
+	cookieSecure bool
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -72,6 +74,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
+	fs.BoolVar(&c.cookieSecure, "cookie-secure", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); it is Secure anyway over TLS")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
 	addLimitFlags(fs, &c.limits)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics on this address instead of the API's (e.g. 127.0.0.1:9464); empty: on the API's address")
@@ -190,9 +193,13 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		LogRequests:     c.logRequests,
 	}
 	c.limits.apiLimits(&apiConfig)
-	handler := api.New(apiConfig).Handler()
+	apiSrv := api.New(apiConfig)
+	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
+	mux := http.NewServeMux()
+	mux.Handle("/console/", con) // "/console" redirects here
+	mux.Handle("/", apiSrv.Handler())
 	srv := &http.Server{
-		Handler: handler,
+		Handler: mux,
 		// Request contexts must not derive from ctx: a signal would cancel
 		// the in-flight requests the drain is meant to finish.
 		ReadHeaderTimeout: 5 * time.Second,
@@ -214,6 +221,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		check := chainCheck{pool: pool, logger: logger, metrics: m, now: time.Now}
 		background.Go(func() { check.loop(bgCtx, chainCheckFirst, c.verifyEvery) })
 	}
+	background.Go(func() { purgeSessionsLoop(bgCtx, con, logger, keyPurgeInterval) })
 	defer func() {
 		stopBackground()
 		background.Wait() // before the deferred pool.Close
@@ -244,6 +252,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
 	fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", cmp.Or(metricsAt, addr))
+	fmt.Fprintf(e.stdout, "console on http://%s/console/\n", addr)
 
 	select {
 	case err := <-serveErr:
@@ -324,6 +333,29 @@ func serveMetrics(addr string, m *metrics.Metrics, logger *slog.Logger) (string,
 	go srv.Serve(ln)
 	logger.Info("metrics", "addr", ln.Addr().String())
 	return ln.Addr().String(), func() { srv.Close() }, nil
+}
+
+// purgeSessionsLoop deletes expired console sessions right away and then
+// every interval, until ctx is cancelled; failures are logged.
+func purgeSessionsLoop(ctx context.Context, con *console.Console, logger *slog.Logger, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		n, err := con.PurgeSessions(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			logger.Warn("purge console sessions", "err", err)
+		case n > 0:
+			logger.Info("purged expired console sessions", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // servePprof serves net/http/pprof on addr, on a listener and mux of its

@@ -1,0 +1,76 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Chart geometry, in SVG user units.
+const (
+	chartW, chartH = 720.0, 200.0
+	padL, padB     = 36.0, 22.0
+	padT, padR     = 10.0, 8.0
+)
+
+// chartSVG returns a bar chart of the invoices per day of year fy, from the
+// month of its first invoice to its last day or today, whichever is earlier: one bar per day,
+// its cancelled part in red, month labels below and the highest count on
+// the axis. It holds only numbers and dates the code writes, so it is safe
+// to embed. Without invoices it returns a short note.
+func chartSVG(days []reports.DayCount, fy series.FY, today time.Time) template.HTML {
+	if len(days) == 0 {
+		return template.HTML(`<p class="muted">No invoices in this year yet.</p>`)
+	}
+	// From the month of the first invoice (a year moved here mid-way, or
+	// just begun, gets readable bars), to the year's end or today.
+	first := days[0].Date
+	start, end := time.Date(first.Year(), first.Month(), 1, 0, 0, 0, 0, time.UTC), fy.End()
+	if start.Before(fy.Start()) {
+		start = fy.Start()
+	}
+	if today.Before(end) {
+		end = today
+	}
+	if last := days[len(days)-1].Date; last.After(end) {
+		end = last
+	}
+	n := int(end.Sub(start).Hours()/24) + 1
+	var maxN int64 = 1
+	for _, d := range days {
+		maxN = max(maxN, d.Issued)
+	}
+	plotW, plotH := chartW-padL-padR, chartH-padT-padB
+	bw := plotW / float64(n)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %g %g" role="img" aria-label="Invoices per day, %s" xmlns="http://www.w3.org/2000/svg">`, chartW, chartH, fy)
+	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" class="axis"/>`, padL, padT+plotH, padL+plotW, padT+plotH)
+	fmt.Fprintf(&b, `<text x="%g" y="%g" class="lbl" text-anchor="end">%d</text>`, padL-4, padT+8, maxN)
+	fmt.Fprintf(&b, `<text x="%g" y="%g" class="lbl" text-anchor="end">0</text>`, padL-4, padT+plotH)
+	for d := start; !d.After(end); d = d.AddDate(0, 1, 0) {
+		x := padL + float64(int(d.Sub(start).Hours()/24))*bw
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" class="tick"/><text x="%.1f" y="%g" class="lbl">%s</text>`,
+			x, padT+plotH, x, padT+plotH+4, x+2, chartH-6, d.Format("Jan"))
+	}
+	for _, d := range days {
+		i := int(d.Date.Sub(start).Hours() / 24)
+		if i < 0 || i >= n {
+			continue
+		}
+		x := padL + float64(i)*bw
+		h := plotH * float64(d.Issued) / float64(maxN)
+		hc := plotH * float64(d.Cancelled) / float64(maxN)
+		w := max(bw-0.5, 0.8)
+		fmt.Fprintf(&b, `<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" class="bar"><title>%s: %d issued, %d cancelled</title></rect>`,
+			x, padT+plotH-h, w, h, d.Date.Format("2 Jan 2006"), d.Issued, d.Cancelled)
+		if hc > 0 {
+			fmt.Fprintf(&b, `<rect x="%.2f" y="%.2f" width="%.2f" height="%.2f" class="bar-cancelled"/>`, x, padT+plotH-hc, w, hc)
+		}
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String())
+}

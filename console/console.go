@@ -1,0 +1,320 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Session lifetimes.
+const (
+	IdleTimeout     = 30 * time.Minute
+	AbsoluteTimeout = 12 * time.Hour
+	// touchEvery is how stale last_seen_at may get before a request
+	// rewrites it: a session's idle expiry is exact to this much, and a
+	// page view writes at most once a minute.
+	touchEvery = time.Minute
+)
+
+// CookieName is the session cookie.
+const CookieName = "invoiced_session"
+
+// Keys checks API keys; *api.Server satisfies it.
+type Keys interface {
+	// Authenticate returns the principal of a whole key sent with a
+	// request (whose client address pays for a failure).
+	Authenticate(r *http.Request, key string) (api.Principal, error)
+	// KeyPrincipal returns the principal of the live key with prefix
+	// (api.ErrUnauthorized once it is revoked).
+	KeyPrincipal(ctx context.Context, prefix string) (api.Principal, error)
+	// Options returns the options invoices are cancelled with.
+	Options() series.Options
+}
+
+// Config configures a Console.
+type Config struct {
+	Pool *pgxpool.Pool // required
+	Keys Keys          // required
+	// Logger receives internal errors; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// CookieSecure marks the session cookie Secure even on plain HTTP
+	// (behind a TLS-terminating proxy); it is Secure anyway over TLS.
+	CookieSecure bool
+}
+
+// Console serves the web console under /console/. Make one with New.
+type Console struct {
+	pool         *pgxpool.Pool
+	keys         Keys
+	log          *slog.Logger
+	now          func() time.Time
+	cookieSecure bool
+	pages        map[string]*template.Template
+	mux          *http.ServeMux
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// New returns a Console for cfg. It does not touch the database.
+func New(cfg Config) *Console {
+	c := &Console{pool: cfg.Pool, keys: cfg.Keys, log: cfg.Logger, now: cfg.Now, cookieSecure: cfg.CookieSecure}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	c.pages = parsePages()
+	c.mux = http.NewServeMux()
+	c.routes()
+	return c
+}
+
+// parsePages returns each page template joined with the layout.
+func parsePages() map[string]*template.Template {
+	layout := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html"))
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	pages := map[string]*template.Template{}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		pages[base] = template.Must(template.Must(layout.Clone()).ParseFS(templateFS, n))
+	}
+	return pages
+}
+
+func (c *Console) routes() {
+	static, _ := fs.Sub(staticFS, "static")
+	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+	c.mux.HandleFunc("GET /console/login", c.loginForm)
+	c.mux.HandleFunc("POST /console/login", c.login)
+	c.mux.HandleFunc("POST /console/logout", c.signedIn(c.logout))
+	c.mux.HandleFunc("GET /console/{$}", c.signedIn(c.overview))
+	c.mux.HandleFunc("GET /console/series/{code}/{fy}", c.signedIn(c.seriesYear))
+	c.mux.HandleFunc("GET /console/series/{code}/{fy}/audit", c.signedIn(c.auditDownload))
+	c.mux.HandleFunc("GET /console/invoices/{id}/cancel", c.signedIn(c.cancelForm))
+	c.mux.HandleFunc("POST /console/invoices/{id}/cancel", c.signedIn(c.cancel))
+	c.mux.HandleFunc("GET /console/gstr1", c.signedIn(c.gstr1))
+	c.mux.HandleFunc("GET /console/gstr1.json", c.signedIn(c.gstr1JSON))
+	c.mux.HandleFunc("GET /console/verify", c.signedIn(c.verify))
+	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
+		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
+	})
+}
+
+// ServeHTTP serves the console's pages (paths under /console/).
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("X-Frame-Options", "DENY")
+	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// session is a signed-in request's session.
+type session struct {
+	idHash    []byte
+	csrf      string
+	principal api.Principal
+}
+
+type sessionKey struct{}
+
+// sessionOf returns the request's session (set by signedIn).
+func sessionOf(r *http.Request) *session { return r.Context().Value(sessionKey{}).(*session) }
+
+// signedIn runs h for a request with a live session whose key is still
+// valid; others are sent to the sign-in page (GET) or refused (POST, 403).
+// A POST must carry the session's csrf_token field (403 otherwise).
+func (c *Console) signedIn(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, err := c.lookup(r)
+		if err != nil {
+			c.fail(w, r, nil, err)
+			return
+		}
+		if s == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+				return
+			}
+			c.page(w, r, http.StatusForbidden, "error", nil, "Signed out", errorView{Message: "Your session has ended. Sign in again."})
+			return
+		}
+		if r.Method == http.MethodPost {
+			got := r.PostFormValue("csrf_token")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+				c.page(w, r, http.StatusForbidden, "error", s, "Forbidden", errorView{Message: "The form is missing its security token or it is stale. Go back, reload the page and try again."})
+				return
+			}
+		}
+		h(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	}
+}
+
+// lookup returns the request's live session, or nil when there is none
+// (no cookie, unknown, expired, or its key revoked).
+func (c *Console) lookup(r *http.Request) (*session, error) {
+	ck, err := r.Cookie(CookieName)
+	if err != nil || ck.Value == "" {
+		return nil, nil
+	}
+	id, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil || len(id) != 32 {
+		return nil, nil
+	}
+	hash := sha256.Sum256(id)
+	now := c.now()
+	ctx := r.Context()
+	row, found, err := liveSession(ctx, c.pool, hash[:], now.Add(-IdleTimeout), now.Add(-AbsoluteTimeout))
+	if err != nil || !found {
+		return nil, err
+	}
+	p, err := c.keys.KeyPrincipal(ctx, row.KeyPrefix)
+	if errors.Is(err, api.ErrUnauthorized) || err == nil && p.Seller.ID != row.SellerID {
+		return nil, deleteSession(ctx, c.pool, hash[:])
+	}
+	if err != nil {
+		return nil, err
+	}
+	if now.Sub(row.LastSeen) > touchEvery {
+		if err := touchSession(ctx, c.pool, hash[:], now); err != nil {
+			return nil, err
+		}
+	}
+	return &session{idHash: hash[:], csrf: row.CSRF, principal: p}, nil
+}
+
+// loginForm serves GET /console/login.
+func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
+	if s, err := c.lookup(r); err == nil && s != nil {
+		http.Redirect(w, r, "/console/", http.StatusSeeOther)
+		return
+	}
+	c.page(w, r, http.StatusOK, "login", nil, "Sign in", loginView{})
+}
+
+// login serves POST /console/login (field key): a valid key starts a
+// session and redirects to the overview; a wrong one shows the form again
+// with 401.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	p, err := c.keys.Authenticate(r, key)
+	if errors.Is(err, api.ErrUnauthorized) {
+		c.page(w, r, http.StatusUnauthorized, "login", nil, "Sign in", loginView{Error: "That API key is not valid (unknown, revoked or mistyped)."})
+		return
+	}
+	if err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	id, csrf := random(32), random(32)
+	hash := sha256.Sum256(id)
+	now := c.now()
+	row := sessionRow{SellerID: p.Seller.ID, KeyPrefix: p.KeyPrefix, CSRF: base64.RawURLEncoding.EncodeToString(csrf), CreatedAt: now, LastSeen: now}
+	if err := insertSession(r.Context(), c.pool, hash[:], row); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: CookieName, Value: base64.RawURLEncoding.EncodeToString(id), Path: "/console/",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cookieSecure || r.TLS != nil,
+		MaxAge: int(AbsoluteTimeout / time.Second),
+	})
+	http.Redirect(w, r, "/console/", http.StatusSeeOther)
+}
+
+// logout serves POST /console/logout: it deletes the session and the cookie.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if err := deleteSession(r.Context(), c.pool, sessionOf(r).idHash); err != nil {
+		c.fail(w, r, nil, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/console/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cookieSecure || r.TLS != nil})
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// PurgeSessions deletes expired sessions and returns how many; serve runs
+// it now and then.
+func (c *Console) PurgeSessions(ctx context.Context) (int64, error) {
+	now := c.now()
+	return purgeSessions(ctx, c.pool, now.Add(-IdleTimeout), now.Add(-AbsoluteTimeout))
+}
+
+func random(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b) // never fails (crypto/rand documents it)
+	return b
+}
+
+// view is what every page's layout reads.
+type view struct {
+	Title   string
+	Seller  series.Seller
+	CSRF    string
+	Nav     string // the nav entry to highlight
+	Content any    // the page's own data
+}
+
+type errorView struct{ Message string }
+
+type loginView struct{ Error string }
+
+// page renders template name with data inside the layout, with status and
+// title. s is the session (nil on the sign-in and some error pages).
+func (c *Console) page(w http.ResponseWriter, r *http.Request, status int, name string, s *session, title string, data any) {
+	v := view{Title: title, Content: data, Nav: name}
+	if s != nil {
+		v.Seller, v.CSRF = s.principal.Seller, s.csrf
+	}
+	var buf bytes.Buffer
+	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		c.log.ErrorContext(r.Context(), "console: render", "page", name, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fail shows err as an error page with the status the API would give it;
+// internal errors are logged and shown without detail.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, s *session, err error) {
+	status, _, msg, internal := api.Problem(err)
+	if internal {
+		c.log.ErrorContext(r.Context(), "console: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	c.page(w, r, status, "error", s, http.StatusText(status), errorView{Message: msg})
+}

@@ -1,0 +1,454 @@
+package console
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
+)
+
+// pageRows is how many audit rows a series-year page shows.
+const pageRows = 100
+
+var funcs = template.FuncMap{
+	"date":    func(t time.Time) string { return t.Format("2 Jan 2006") },
+	"fyPath":  func(fy series.FY) string { return fy.String() },
+	"pathEsc": url.PathEscape,
+	"ts":      invoice.Timestamp,
+	"state":   series.StateLabel,
+	"istTime": func(s string) string {
+		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
+		if err != nil {
+			return s
+		}
+		return t.In(series.IST).Format("2 Jan 2006 15:04")
+	},
+}
+
+// errForbidden is shown when the key lacks a scope.
+var errForbidden = api.ErrForbidden
+
+// require returns api.ErrForbidden unless the session's key has scope.
+func require(s *session, scope string) error {
+	if !s.principal.Has(scope) {
+		return apperr.Errorf(errForbidden, "the API key you signed in with lacks the %q scope this needs", scope)
+	}
+	return nil
+}
+
+// ---- overview
+
+type seriesLine struct {
+	reports.Activity
+	Numbers   []yearNumber
+	Verdict   string // "intact", "NOT intact: …" or "no invoices yet"
+	Intact    bool
+	CurrentFY series.FY
+}
+
+type yearNumber struct {
+	FY     series.FY
+	Last   string // the last number issued
+	Serial int64
+}
+
+type overviewView struct {
+	Series []seriesLine
+	Today  time.Time
+}
+
+// overview serves GET /console/: each series with its last numbers, today's
+// count, this year's cancellations and whether this year's chain is intact.
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ctx := r.Context()
+	today := series.DateIST(c.now())
+	fy := series.FYOf(today)
+	acts, err := reports.SeriesActivity(ctx, c.pool, s.principal.Seller, today)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v := overviewView{Today: today}
+	for _, a := range acts {
+		line := seriesLine{Activity: a, CurrentFY: fy}
+		for _, u := range a.Years {
+			n, _ := a.Series.Format.Render(u.FY, u.LastSerial)
+			line.Numbers = append(line.Numbers, yearNumber{FY: u.FY, Last: n, Serial: u.LastSerial})
+		}
+		rep, err := reports.Verify(ctx, c.pool, s.principal.Seller, a.Series.Code, fy)
+		switch {
+		case errors.Is(err, reports.ErrSeriesYearNotFound):
+			line.Verdict = "no invoices yet"
+		case err != nil:
+			c.fail(w, r, s, err)
+			return
+		case rep.OK():
+			line.Verdict, line.Intact = "intact", true
+		default:
+			line.Verdict = fmt.Sprintf("NOT intact: %d findings", len(rep.Findings()))
+		}
+		v.Series = append(v.Series, line)
+	}
+	c.page(w, r, http.StatusOK, "overview", s, "Overview", v)
+}
+
+// ---- series-year
+
+type seriesYearView struct {
+	Series    series.Series
+	FY        series.FY
+	Summary   reports.Summary
+	Rows      []reports.Row
+	Number    string // the number searched for
+	NextAfter int64  // serial to continue after; 0 when this is the last page
+	After     int64
+	CanCancel bool
+	Chart     template.HTML
+	Cancelled string // the number just cancelled, for the notice
+	Base      string // this page's path
+}
+
+// seriesYearOf reads the {code} and {fy} of the path.
+func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, series.FY, error) {
+	fy, err := series.ParseFY(r.PathValue("fy"))
+	if err != nil {
+		return series.Series{}, 0, err
+	}
+	sr, err := series.Get(r.Context(), c.pool, s.principal.Seller.ID, r.PathValue("code"))
+	return sr, fy, err
+}
+
+// seriesYear serves GET /console/series/{code}/{fy}[?after=N|?number=X]:
+// the audit summary, 100 rows from after N (or the one numbered X), the
+// chart of invoices per day and the downloads.
+func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	ctx := r.Context()
+	sr, fy, err := c.seriesYearOf(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	sum, err := reports.AuditSummary(ctx, c.pool, s.principal.Seller, sr, fy)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	q := r.URL.Query()
+	v := seriesYearView{Series: sr, FY: fy, Summary: sum, CanCancel: s.principal.Has(api.ScopeIssue),
+		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
+		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
+	rq := reports.RowQuery{Limit: pageRows + 1, Number: v.Number}
+	if a := q.Get("after"); a != "" && v.Number == "" {
+		if rq.After, err = strconv.ParseInt(a, 10, 64); err != nil || rq.After < 0 {
+			c.fail(w, r, s, apperr.Errorf(apperr.New(apperr.Malformed, "bad_page", "bad page"), "after must be a serial"))
+			return
+		}
+		v.After = rq.After
+	}
+	rows, err := reports.AuditRows(ctx, c.pool, sr, fy, rq)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if len(rows) > pageRows {
+		rows = rows[:pageRows]
+		v.NextAfter = rows[len(rows)-1].Serial
+	}
+	v.Rows = rows
+	days, err := reports.DailyCounts(ctx, c.pool, sr, fy)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v.Chart = chartSVG(days, fy, series.DateIST(c.now()))
+	c.page(w, r, http.StatusOK, "series", s, sr.Code+" "+fy.String(), v)
+}
+
+// auditDownload serves GET /console/series/{code}/{fy}/audit?format=csv|json|xlsx[&part=summary]:
+// the export the API gives, as an attachment.
+func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	sr, fy, err := c.seriesYearOf(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	format := r.URL.Query().Get("format")
+	ctype := reports.ContentType(format)
+	if ctype == "" {
+		c.fail(w, r, s, apperr.Errorf(reports.ErrInvalidFormat, "format %q must be csv, json or xlsx", format))
+		return
+	}
+	write, suffix := reports.WriteAudit, ""
+	if r.URL.Query().Get("part") == "summary" {
+		write, suffix = reports.WriteAuditSummary, "-summary"
+	}
+	name := strings.ReplaceAll(sr.Code+"-"+fy.String()+"-audit"+suffix+"."+format, "/", "-")
+	lw := &lazyWriter{w: w, start: func() {
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	}}
+	err = write(r.Context(), c.pool, s.principal.Seller, sr, fy, format, lw)
+	if err != nil && lw.started {
+		c.log.ErrorContext(r.Context(), "console: export failed mid-stream", "err", err)
+		panic(http.ErrAbortHandler) // never a truncated file that looks complete
+	}
+	if err != nil {
+		c.fail(w, r, s, err)
+	}
+}
+
+// lazyWriter calls start before the first byte, so that an error found
+// before any output still gets an error page.
+type lazyWriter struct {
+	w       http.ResponseWriter
+	start   func()
+	started bool
+}
+
+func (l *lazyWriter) Write(b []byte) (int, error) {
+	if !l.started {
+		l.started = true
+		l.start()
+	}
+	return l.w.Write(b)
+}
+
+// ---- cancel
+
+type cancelView struct {
+	Invoice invoice.Invoice
+	Total   string
+	Reason  string
+	Error   string
+	Back    string
+}
+
+// invoiceOf reads the {id} of the path and returns the seller's invoice.
+func (c *Console) invoiceOf(r *http.Request, s *session) (invoice.Invoice, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return invoice.Invoice{}, invoice.ErrNotFound
+	}
+	return invoice.Get(r.Context(), c.pool, s.principal.Seller.ID, id)
+}
+
+func backTo(inv invoice.Invoice) string {
+	return "/console/series/" + url.PathEscape(inv.SeriesCode) + "/" + inv.FY.String() + "?number=" + url.QueryEscape(inv.Number)
+}
+
+// cancelForm serves GET /console/invoices/{id}/cancel: the confirmation,
+// with a field for the reason.
+func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeIssue); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	inv, err := c.invoiceOf(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	if inv.Status == invoice.StatusCancelled {
+		c.fail(w, r, s, apperr.Errorf(invoice.ErrAlreadyCancelled, "%s is already cancelled", inv.Number))
+		return
+	}
+	c.page(w, r, http.StatusOK, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Back: backTo(inv)})
+}
+
+// cancel serves POST /console/invoices/{id}/cancel (fields reason and
+// csrf_token): it cancels the invoice and returns to its row; a refusal
+// shows the form again with the reason.
+func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeIssue); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	inv, err := c.invoiceOf(r, s)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	done, err := invoice.Cancel(r.Context(), c.pool, s.principal.Seller, inv.ID, reason, c.now(), c.keys.Options())
+	if err != nil {
+		status, _, msg, internal := api.Problem(err)
+		if internal {
+			c.fail(w, r, s, err)
+			return
+		}
+		c.page(w, r, status, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Reason: reason, Error: msg, Back: backTo(inv)})
+		return
+	}
+	http.Redirect(w, r, backTo(done)+"&cancelled="+url.QueryEscape(done.Number), http.StatusSeeOther)
+}
+
+// ---- GSTR-1 Table 13
+
+type gstr1Row struct {
+	Nature string
+	reports.DocRange
+}
+
+type gstr1View struct {
+	FP         string // as asked
+	Period     reports.Period
+	Rows       []gstr1Row
+	Warnings   []string
+	Error      string
+	Quick      []quickPeriod
+	HasPeriod  bool
+	TotalCount int64
+	Locks      []invoice.PeriodLock
+	Declared   []string // serials issued before invoiced (openings)
+}
+
+type quickPeriod struct{ Label, FP string }
+
+// quickPeriods returns the periods offered as links: this month, last
+// month, this quarter, this financial year so far.
+func quickPeriods(today time.Time) []quickPeriod {
+	month := time.Date(today.Year(), today.Month(), 1, 0, 0, 0, 0, time.UTC)
+	last := month.AddDate(0, -1, 0)
+	fy := series.FYOf(today)
+	q := (int(month.Month())+8)%12/3 + 1 // April–June is Q1
+	return []quickPeriod{
+		{"This month", month.Format("012006")},
+		{"Last month", last.Format("012006")},
+		{fmt.Sprintf("Quarter %d", q), fmt.Sprintf("%s-Q%d", fy, q)},
+		{"Year to date", fy.Start().Format("012006") + "-" + month.Format("012006")},
+	}
+}
+
+// gstr1 serves GET /console/gstr1?fp=…: Table 13 as the GST portal lays
+// it out, for a month, a quarter or a range.
+func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	today := series.DateIST(c.now())
+	v := gstr1View{FP: strings.TrimSpace(r.URL.Query().Get("fp")), Quick: quickPeriods(today)}
+	status := http.StatusOK
+	locks, err := invoice.PeriodLocks(r.Context(), c.pool, s.principal.Seller.ID)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v.Locks = locks
+	if v.FP == "" {
+		v.FP = v.Quick[0].FP
+	}
+	p, err := reports.ParsePeriod(v.FP)
+	if err != nil {
+		status, _, v.Error, _ = api.Problem(err)
+		c.page(w, r, status, "gstr1", s, "GSTR-1 Table 13", v)
+		return
+	}
+	rep, err := reports.DocIssue(r.Context(), c.pool, s.principal.Seller, p)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	v.Period, v.HasPeriod, v.Warnings, v.Declared = p, true, rep.Warnings, rep.Declared
+	for _, d := range rep.DocIssue.DocDet {
+		for _, doc := range d.Docs {
+			v.Rows = append(v.Rows, gstr1Row{Nature: series.NatureOf(d.DocNum), DocRange: doc})
+			v.TotalCount += doc.TotNum
+		}
+	}
+	c.page(w, r, status, "gstr1", s, "GSTR-1 Table 13", v)
+}
+
+// gstr1JSON serves GET /console/gstr1.json?fp=…: the doc_issue JSON the
+// API gives, as an attachment.
+func (c *Console) gstr1JSON(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	p, err := reports.ParsePeriod(r.URL.Query().Get("fp"))
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	rep, err := reports.DocIssue(r.Context(), c.pool, s.principal.Seller, p)
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", `attachment; filename="gstr1-doc-issue-`+p.String()+`.json"`)
+	w.Write(append(b, '\n'))
+}
+
+// ---- verify
+
+type verifyView struct {
+	Chains []verifyLine
+	Empty  bool
+	OK     bool
+}
+
+type verifyLine struct {
+	reports.ChainResult
+	Head string
+}
+
+// verify serves GET /console/verify: each series-year intact, or each break
+// with its place, and each chain head to anchor.
+func (c *Console) verify(w http.ResponseWriter, r *http.Request) {
+	s := sessionOf(r)
+	if err := require(s, api.ScopeRead); err != nil {
+		c.fail(w, r, s, err)
+		return
+	}
+	rep, err := reports.Verify(r.Context(), c.pool, s.principal.Seller, "", 0)
+	var v verifyView
+	switch {
+	case errors.Is(err, reports.ErrSeriesYearNotFound):
+		v.Empty = true
+	case err != nil:
+		c.fail(w, r, s, err)
+		return
+	}
+	v.OK = rep.OK()
+	for _, ch := range rep.Chains {
+		v.Chains = append(v.Chains, verifyLine{ChainResult: ch, Head: fmt.Sprintf("%x", ch.ChainHead)})
+	}
+	c.page(w, r, http.StatusOK, "verify", s, "Verify", v)
+}

@@ -1,0 +1,165 @@
+package console_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const sellerGSTIN = "27AAPFU0939F1ZV"
+
+// start is the tests' clock at setup: 29 November 2026, 10:00 IST.
+var start = time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)
+
+// clock is a settable clock.
+type clock struct{ t atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.t.Load()) }
+func (c *clock) set(t time.Time)         { c.t.Store(t.UnixNano()) }
+func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
+
+// fixture is a server with the API and the console on a fresh database: a
+// seller with series CH1 holding invoices 1..5 (dated 2 to 28 November
+// 2026) and keys with every scope (all) and read only (read).
+type fixture struct {
+	url    string
+	pool   *pgxpool.Pool
+	seller series.Seller
+	ch1    series.Series
+	all    string
+	read   string
+	clock  *clock
+	invs   []invoice.Invoice
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Pune Chai Co")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch1, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{pool: pool, seller: seller, ch1: ch1, clock: &clock{}}
+	f.clock.set(start)
+	for i, date := range []string{"2026-11-02", "2026-11-02", "2026-11-10", "2026-11-20", "2026-11-28"} {
+		d, _ := time.Parse(time.DateOnly, date)
+		req := invoice.Request{InvoiceDate: d, Buyer: &invoice.Buyer{Name: "Asha Stores"}, Items: []invoice.ItemInput{
+			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "4", UnitPrice: "125.50", GSTRate: "5"}}}
+		draft, err := invoice.Prepare(req, seller, ch1, start, invoice.Policy{BackdateDays: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inv, err := invoice.Issue(ctx, pool, seller, ch1, draft, start.Add(time.Duration(i-10)*time.Hour), series.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.invs = append(f.invs, inv)
+	}
+	if f.all, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}); err != nil {
+		t.Fatal(err)
+	}
+	if f.read, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeRead}); err != nil {
+		t.Fatal(err)
+	}
+	// No key cache, so that a revoked key ends its sessions at once (with
+	// a cache, within its TTL).
+	apiSrv := api.New(api.Config{Pool: pool, Now: f.clock.now, KeyCacheTTL: -1})
+	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Now: f.clock.now})
+	mux := http.NewServeMux()
+	mux.Handle("/console/", con)
+	mux.Handle("/", apiSrv.Handler())
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	f.url = ts.URL
+	return f
+}
+
+// client returns an HTTP client with a cookie jar that does not follow
+// redirects.
+func client(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// browser starts headless Chromium (Debian's chromium, which scripts/chromium
+// installs; make test runs it) with a fresh profile and returns its
+// context. It fails, never skips, when Chromium is missing.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium is not installed: run scripts/chromium (as root it apt-installs Debian's chromium; make test does this): %v", err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// screenshotDir is where the tests save a screenshot of each page:
+// $CONSOLE_SCREENSHOTS when set (make console-screenshots sets docs/img),
+// else a temporary directory.
+func screenshotDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("CONSOLE_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// shoot saves a full-page screenshot of the current page as name.png.
+func shoot(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

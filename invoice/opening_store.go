@@ -1,0 +1,102 @@
+package invoice
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the SQL of opening declarations (docs/openings.md).
+
+// DeclareOpeningTx records opening o of series s of seller inside tx (the
+// transaction that creates the series, or any before the series-year's
+// first invoice), declared by by at now: the counter row of o.FY starts at
+// o.LastSerial and o.LastInvoiceDate, and the chain's first record seals
+// the declaration. It returns ErrInvalid when o does not fit the series
+// (Opening.check), ErrOpeningTooLate when the series-year has a counter row
+// already (an invoice or an opening), and database errors.
+func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, o Opening, by string, now time.Time) (Opening, error) {
+	if err := o.check(s, series.DateIST(now)); err != nil {
+		return Opening{}, err
+	}
+	o.DeclaredAt, o.DeclaredBy = now.UTC().Truncate(time.Microsecond), by
+	hash := OpeningRecord(string(seller.GSTIN), s, o).Hash()
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8) ON CONFLICT DO NOTHING`,
+		s.ID, int(o.FY), seller.ID, o.LastSerial, s.Format.Capacity(), o.LastInvoiceDate, o.DeclaredAt, hash)
+	if err != nil {
+		return Opening{}, translate(err, "declare opening")
+	}
+	if tag.RowsAffected() == 0 {
+		return Opening{}, apperr.Errorf(ErrOpeningTooLate, "series %s already has invoices (or an opening) in %s", s.Code, o.FY)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, 1, 'opening', $3, $4, $5)`,
+		s.ID, int(o.FY), o.LastSerial, o.DeclaredAt, hash)
+	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		s.ID, int(o.FY), o.LastSerial, o.LastInvoiceDate, o.LastNumber, o.DeclaredAt, o.DeclaredBy)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Opening{}, translate(err, "declare opening")
+	}
+	return o, nil
+}
+
+// OpeningOf returns the opening declared for series seriesID in fy; found
+// is false when there is none.
+func OpeningOf(ctx context.Context, db series.DB, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
+	err = db.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Opening{}, false, nil
+	}
+	if err != nil {
+		return Opening{}, false, translate(err, "read opening")
+	}
+	o.FY = fy
+	return o, true, nil
+}
+
+// declaredOriginal reports whether o names a document declared as issued
+// before invoiced: a number that an invoice-type series of seller with an
+// opening in o's year renders for a declared serial, dated no later than
+// the opening's last date.
+func declaredOriginal(ctx context.Context, db series.DB, seller series.Seller, o *Original) (bool, error) {
+	fy := series.FYOf(o.InvoiceDate)
+	rows, err := db.Query(ctx, `
+		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id
+		WHERE s.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
+			AND s.doc_type IN ('invoice', 'bill_of_supply', 'revised_invoice', 'inward_supply_unregistered')`,
+		seller.ID, int(fy), o.InvoiceDate)
+	if err != nil {
+		return false, translate(err, "find declared original")
+	}
+	type opening struct {
+		format string
+		last   int64
+	}
+	ops, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (opening, error) {
+		var op opening
+		err := r.Scan(&op.format, &op.last)
+		return op, err
+	})
+	if err != nil {
+		return false, translate(err, "find declared original")
+	}
+	for _, op := range ops {
+		f, err := series.ParseFormat(op.format)
+		if err != nil {
+			return false, err
+		}
+		for k := int64(1); k <= op.last; k++ { // at most the format's capacity renders
+			if n, err := f.Render(fy, k); err == nil && n == o.Number {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,213 @@
+package invoice
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the SQL of period locks (docs/periods.md).
+
+// LockPeriod locks month m of seller, recorded as done by by at now, and
+// returns the lock; created is false when m was locked already (the lock
+// is returned as it was). It returns ErrPeriodNotEnded unless m ended
+// before now's month (IST), and database errors. The seller's row is held
+// FOR UPDATE while the lock is written, so an issuing transaction holding
+// it FOR SHARE (a backdated invoice being issued) finishes first, and one
+// that comes after sees the lock.
+func LockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
+	if !backdated(m.Start(), now) {
+		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, series.DateIST(now).Format("2 Jan 2006"))
+	}
+	err = pgx.BeginFunc(ctx, beginner{db}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
+			return err
+		}
+		at := now.UTC().Truncate(time.Microsecond)
+		tag, err := tx.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			seller.ID, m.Start(), at, by)
+		if err != nil {
+			return err
+		}
+		if created = tag.RowsAffected() == 1; created {
+			if _, err := tx.Exec(ctx, `INSERT INTO period_lock_events (seller_id, period, action, at, by) VALUES ($1, $2, 'lock', $3, $4)`,
+				seller.ID, m.Start(), at, by); err != nil {
+				return err
+			}
+		}
+		return tx.QueryRow(ctx, `SELECT locked_at, locked_by FROM period_locks WHERE seller_id = $1 AND period = $2`, seller.ID, m.Start()).
+			Scan(&lock.LockedAt, &lock.LockedBy)
+	})
+	if err != nil {
+		return PeriodLock{}, false, translate(err, "lock period")
+	}
+	lock.Month = m
+	return lock, created, nil
+}
+
+// UnlockPeriod unlocks month m of seller and records who (by), when (now)
+// and why (reason, required). It returns ErrInvalid for an empty or
+// overlong reason, ErrPeriodNotLocked, and database errors.
+func UnlockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Month, by, reason string, now time.Time) error {
+	reason = strings.TrimSpace(reason)
+	if err := checkText("reason", reason, false); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, beginner{db}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `DELETE FROM period_locks WHERE seller_id = $1 AND period = $2`, seller.ID, m.Start())
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return apperr.Errorf(ErrPeriodNotLocked, "%s is not locked", m)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO period_lock_events (seller_id, period, action, at, by, reason) VALUES ($1, $2, 'unlock', $3, $4, $5)`,
+			seller.ID, m.Start(), now.UTC().Truncate(time.Microsecond), by, reason)
+		return err
+	})
+	if apperr.KindOf(err) != apperr.Internal {
+		return err
+	}
+	return translate(err, "unlock period")
+}
+
+// beginner adapts a Beginner to pgx.BeginFunc.
+type beginner struct{ Beginner }
+
+func (b beginner) Begin(ctx context.Context) (pgx.Tx, error) { return b.Beginner.Begin(ctx) }
+
+// PeriodLocks returns the seller's locked months, newest first.
+func PeriodLocks(ctx context.Context, db series.DB, sellerID int64) ([]PeriodLock, error) {
+	rows, err := db.Query(ctx, `SELECT period, locked_at, locked_by FROM period_locks WHERE seller_id = $1 ORDER BY period DESC`, sellerID)
+	if err != nil {
+		return nil, translate(err, "list period locks")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PeriodLock, error) {
+		var l PeriodLock
+		var p time.Time
+		err := r.Scan(&p, &l.LockedAt, &l.LockedBy)
+		l.Month = Month(p)
+		return l, err
+	})
+	return out, translate(err, "list period locks")
+}
+
+// PeriodEvents returns every lock and unlock of the seller's months, oldest
+// first.
+func PeriodEvents(ctx context.Context, db series.DB, sellerID int64) ([]PeriodEvent, error) {
+	rows, err := db.Query(ctx, `SELECT period, action, at, by, reason FROM period_lock_events WHERE seller_id = $1 ORDER BY id`, sellerID)
+	if err != nil {
+		return nil, translate(err, "list period events")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PeriodEvent, error) {
+		var e PeriodEvent
+		var p time.Time
+		err := r.Scan(&p, &e.Action, &e.At, &e.By, &e.Reason)
+		e.Month = Month(p)
+		return e, err
+	})
+	return out, translate(err, "list period events")
+}
+
+// CheckPeriod returns ErrPeriodLocked when date (an invoice's date) lies in
+// a locked month of seller, nil otherwise. An invoice dated in now's month
+// (IST) or later is never in a locked month and costs no query. This is the
+// early, exact answer; the issuing transaction checks again under the
+// seller's row lock (queuePeriodGuard), which is what makes it race-free.
+func CheckPeriod(ctx context.Context, db series.DB, seller series.Seller, date, now time.Time) error {
+	if !backdated(date, now) {
+		return nil
+	}
+	var locked bool
+	m := MonthOf(date)
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, seller.ID, m.Start()).Scan(&locked); err != nil {
+		return translate(err, "check period lock")
+	}
+	if locked {
+		return lockedError(m)
+	}
+	return nil
+}
+
+// codePeriodLocked is the SQLSTATE queuePeriodGuard raises
+// (invoiced_require, migration 00002).
+const codePeriodLocked = "IV005"
+
+// periodGuard is what queuePeriodGuard queued: the months it checks.
+type periodGuard struct{ months []Month }
+
+// queuePeriodGuard queues on b, for the groups not refused (errs) whose
+// date lies before now's month, the lock of their sellers' rows FOR SHARE
+// and then a requirement that none of their months is locked. The row lock
+// waits for a LockPeriod in progress, and the requirement, a statement of
+// its own, then sees its lock; a LockPeriod that comes later waits for this
+// transaction. Nothing is queued when every date is in now's month, the
+// common case. It must be queued after the counter rows are locked.
+func queuePeriodGuard(b *pgx.Batch, groups []Group, errs []error, now time.Time) periodGuard {
+	var sellers []int64
+	var months []time.Time
+	var g periodGuard
+	for i, gr := range groups {
+		if (errs != nil && errs[i] != nil) || len(gr.Drafts) == 0 || !backdated(gr.Drafts[0].InvoiceDate, now) {
+			continue
+		}
+		m := MonthOf(gr.Drafts[0].InvoiceDate)
+		sellers, months = append(sellers, gr.Seller.ID), append(months, m.Start())
+		g.months = append(g.months, m)
+	}
+	if len(sellers) == 0 {
+		return g
+	}
+	b.Queue(`SELECT 1 FROM sellers WHERE id = ANY($1) ORDER BY id FOR SHARE`, sellers)
+	b.Queue(`SELECT invoiced_require(NOT EXISTS (
+			SELECT 1 FROM period_locks p JOIN unnest($1::bigint[], $2::date[]) AS u(s, m) ON p.seller_id = u.s AND p.period = u.m),
+			$3, 'an invoice is dated in a locked month')`, sellers, months, codePeriodLocked)
+	return g
+}
+
+// translate returns err as ErrPeriodLocked when the guard's requirement
+// failed, and err otherwise.
+func (g periodGuard) translate(err error) error {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || pg.Code != codePeriodLocked {
+		return err
+	}
+	if len(g.months) == 1 {
+		return apperr.WithCause(lockedError(g.months[0]), err)
+	}
+	names := make([]string, len(g.months))
+	for i, m := range g.months {
+		names[i] = m.String()
+	}
+	return apperr.WithCause(apperr.Errorf(ErrPeriodLocked, "one of %s was locked (its GSTR-1 filed) while the invoices waited; issue a credit or debit note dated today instead", strings.Join(names, ", ")), err)
+}
+
+// checkPeriodTx returns ErrPeriodLocked when inv's month is locked, read
+// under its seller's row lock (FOR SHARE) so that a LockPeriod in progress
+// is waited for; a date in now's month costs nothing.
+func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv Invoice, now time.Time) error {
+	if !backdated(inv.InvoiceDate, now) {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR SHARE`, inv.SellerID); err != nil {
+		return translate(err, "lock seller")
+	}
+	var locked bool
+	m := MonthOf(inv.InvoiceDate)
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, inv.SellerID, m.Start()).Scan(&locked); err != nil {
+		return translate(err, "check period lock")
+	}
+	if locked {
+		return lockedError(m)
+	}
+	return nil
+}

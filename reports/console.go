@@ -1,0 +1,98 @@
+package reports
+
+import (
+	"context"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the reads behind the console's pages (package console):
+// a series-year's summary, its rows a page at a time, its invoices per day,
+// and each series' activity.
+
+// AuditSummary returns the summary of the serial audit of s in fy, read in
+// its own snapshot; it fails as AuditSummaryTx does.
+func AuditSummary(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+	var sum Summary
+	err := readTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		sum, err = AuditSummaryTx(ctx, tx, seller, s, fy)
+		return err
+	})
+	return sum, err
+}
+
+// RowQuery selects audit rows of a series-year: those with a serial above
+// After, at most Limit of them, or, when Number is set, the invoice with
+// that number alone.
+type RowQuery struct {
+	After  int64
+	Limit  int
+	Number string
+}
+
+// AuditRows returns the audit rows of s in fy that q selects, in serial
+// order (without items). It fails only when the database fails.
+func AuditRows(ctx context.Context, db DB, s series.Series, fy series.FY, q RowQuery) ([]Row, error) {
+	var out []Row
+	err := readTx(ctx, db, func(tx pgx.Tx) error {
+		return walkInvoicePage(ctx, tx, s.ID, fy, q, func(r *invoiceRow) error {
+			out = append(out, *rowOf(r))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DayCount is how many invoices of a series-year are dated Date.
+type DayCount struct {
+	Date      time.Time
+	Issued    int64 // all invoices dated that day
+	Cancelled int64 // of which cancelled
+}
+
+// DailyCounts returns the invoices of s in fy per invoice date, in date
+// order (days without invoices are absent). It fails only when the
+// database fails.
+func DailyCounts(ctx context.Context, db DB, s series.Series, fy series.FY) ([]DayCount, error) {
+	var out []DayCount
+	err := readTx(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		out, err = dailyCounts(ctx, tx, s.ID, fy)
+		return err
+	})
+	return out, err
+}
+
+// Activity is what the console's overview shows of one series.
+type Activity struct {
+	Series      series.Series
+	Years       []series.Usage // last serial per financial year, newest first
+	IssuedToday int64          // invoices dated today (IST)
+	CancelledFY int64          // invoices of the current year cancelled
+}
+
+// SeriesActivity returns the activity of each of the seller's series on
+// the day today (a civil date, IST), ordered by code. It fails only when
+// the database fails.
+func SeriesActivity(ctx context.Context, db DB, seller series.Seller, today time.Time) ([]Activity, error) {
+	var out []Activity
+	err := readTx(ctx, db, func(tx pgx.Tx) error {
+		all, err := series.List(ctx, tx, seller.ID)
+		if err != nil {
+			return err
+		}
+		counts, err := activityCounts(ctx, tx, seller.ID, today, series.FYOf(today))
+		if err != nil {
+			return err
+		}
+		for _, su := range all {
+			c := counts[su.ID]
+			out = append(out, Activity{Series: su.Series, Years: su.Years, IssuedToday: c[0], CancelledFY: c[1]})
+		}
+		return nil
+	})
+	return out, err
+}
