@@ -31,6 +31,9 @@ const (
 	touchEvery = time.Minute
 )
 
+// maxFormBytes bounds a console request's body.
+const maxFormBytes = 8 << 10
+
 // CookieName is the session cookie.
 const CookieName = "invoiced_session"
 
@@ -138,6 +141,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
 		h.Set("Cache-Control", "no-store")
 	}
+	// The console's forms carry a key, a token and a reason: a few KiB at
+	// most. A larger body is cut here instead of being parsed in memory.
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
-	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
