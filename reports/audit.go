@@ -188,16 +188,9 @@ func WriteAudit(ctx context.Context, db DB, seller series.Seller, s series.Serie
 // WriteAuditTx is WriteAudit inside the caller's transaction, which should
 // be REPEATABLE READ so that both passes see the same rows.
 func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
-	var aw auditWriter
-	switch format {
-	case FormatCSV:
-		aw = newCSVWriter(w)
-	case FormatJSON:
-		aw = newJSONWriter(w)
-	case FormatXLSX:
-		aw = newXLSXWriter(w)
-	default:
-		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+	aw, err := newAuditWriter(format, w)
+	if err != nil {
+		return err
 	}
 	defer aw.abort()
 	sum, err := AuditSummaryTx(ctx, tx, seller, s, fy)
@@ -217,20 +210,27 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	return aw.close()
 }
 
+// newAuditWriter returns the writer of format on w; it fails with
+// ErrInvalidFormat for a format other than csv, json and xlsx.
+func newAuditWriter(format string, w io.Writer) (auditWriter, error) {
+	switch format {
+	case FormatCSV:
+		return newCSVWriter(w), nil
+	case FormatJSON:
+		return newJSONWriter(w), nil
+	case FormatXLSX:
+		return newXLSXWriter(w), nil
+	}
+	return nil, apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+}
+
 // WriteAuditSummary writes the summary of the serial audit alone, as
 // WriteAudit would head it: in CSV two columns (Field, Value), in JSON
 // {"summary": {…}}, in XLSX the Summary sheet. It fails as WriteAudit does.
 func WriteAuditSummary(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
-	var aw auditWriter
-	switch format {
-	case FormatCSV:
-		aw = newCSVWriter(w)
-	case FormatJSON:
-		aw = newJSONWriter(w)
-	case FormatXLSX:
-		aw = newXLSXWriter(w)
-	default:
-		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
+	aw, err := newAuditWriter(format, w)
+	if err != nil {
+		return err
 	}
 	defer aw.abort()
 	return readTx(ctx, db, func(tx pgx.Tx) error {
