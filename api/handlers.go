@@ -64,9 +64,11 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := seriesListJSON{Series: make([]seriesJSON, len(all))}
-	for i, su := range all {
-		out.Series[i] = renderSeries(su.Series, su.Years)
+	out := seriesListJSON{Series: make([]seriesJSON, 0, len(all))}
+	for _, su := range all {
+		if p.maySeries(su.Series.Code) {
+			out.Series = append(out.Series, renderSeries(su.Series, su.Years))
+		}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -124,6 +126,9 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
+		return err
+	}
+	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	// The date window is judged in the transaction, once the key is
@@ -214,6 +219,9 @@ func (s *Server) listInvoices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return err
+	}
 	invs, err := invoice.List(ctx, s.pool, sr, fy, after, limit+1)
 	if err != nil {
 		return err
@@ -247,15 +255,26 @@ func decodeCursor(v string) (int64, error) {
 	return n, nil
 }
 
-// invoiceID resolves an invoice id path parameter of the seller sellerID
-// to the database's id: "CH1-2026-7" (series code, financial year,
-// serial; see invoiceKey), or the all-digit database id the API answered
-// before. Anything else, and an id of no invoice of the seller, is
-// invoice.ErrNotFound; it fails otherwise only on a database error.
-func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64, error) {
+// invoiceID resolves an invoice id path parameter of p's seller to the
+// database's id: "CH1-2026-7" (series code, financial year, serial; see
+// invoiceKey), or the all-digit database id the API answered before.
+// Anything else, and an id of no invoice of the seller, is
+// invoice.ErrNotFound; an invoice of a series p is restricted from is
+// ErrSeriesForbidden; it fails otherwise only on a database error.
+func (s *Server) invoiceID(ctx context.Context, p principal, v string) (int64, error) {
+	sellerID := p.seller.ID
 	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if id < 1 || strconv.FormatInt(id, 10) != v {
 			return 0, invoice.ErrNotFound
+		}
+		if p.series != nil {
+			inv, err := invoice.Get(ctx, s.pool, sellerID, id)
+			if err != nil {
+				return 0, err
+			}
+			if err := p.checkSeries(inv.SeriesCode); err != nil {
+				return 0, err
+			}
 		}
 		return id, nil
 	}
@@ -280,6 +299,9 @@ func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64
 	if err != nil {
 		return 0, err
 	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return 0, err
+	}
 	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)
 }
 
@@ -289,7 +311,7 @@ func (s *Server) getInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -312,7 +334,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p, c.Param("id"))
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,9 @@ func (s *Server) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return err
+	}
 	release, err := s.exports.acquire(p.seller.ID)
 	if err != nil {
 		return err
@@ -86,6 +89,9 @@ func (s *Server) audit(c echo.Context) error {
 func (s *Server) docIssue(c echo.Context) error {
 	p, err := s.authorize(c, scopeReadBit)
 	if err != nil {
+		return err
+	}
+	if err := p.checkAllSeries(); err != nil {
 		return err
 	}
 	fp := c.QueryParam("fp")
