@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -21,6 +22,7 @@ var (
 	errBadIdempotencyKey = apperr.New(apperr.Malformed, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
 	errBadCursor         = apperr.New(apperr.Invalid, "invalid_cursor", "cursor is not a cursor this server returned")
 	errBadLimit          = apperr.New(apperr.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
+	errBadNumber         = apperr.New(apperr.Invalid, "invalid_number", "number must be an invoice number")
 )
 
 // Paging of invoice lists.
@@ -81,7 +83,10 @@ func idempotencyKey(h http.Header) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	if len(v) != 1 || !printableASCII(v[0], 255) {
+	if len(v) != 1 {
+		return "", apperr.Errorf(errBadIdempotencyKey, "the Idempotency-Key header was sent more than once (%d times); send it once per request", len(v))
+	}
+	if !printableASCII(v[0], 255) {
 		return "", errBadIdempotencyKey
 	}
 	return v[0], nil
@@ -197,9 +202,24 @@ func (s *Server) listInvoices(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParams()
-	fy, err := s.fyParam(q.Get("fy"))
+	dates, err := dateRangeParams(q.Get("from"), q.Get("to"))
 	if err != nil {
 		return err
+	}
+	fyText := q.Get("fy")
+	if fyText == "" && !dates.From.IsZero() {
+		fyText = series.FYOf(dates.From).String()
+	} else if fyText == "" && !dates.To.IsZero() {
+		fyText = series.FYOf(dates.To).String()
+	}
+	fy, err := s.fyParam(fyText)
+	if err != nil {
+		return err
+	}
+	for _, d := range []time.Time{dates.From, dates.To} {
+		if !d.IsZero() && series.FYOf(d) != fy {
+			return apperr.Errorf(series.ErrInvalidDate, "from and to must lie in financial year %s (the listing is per year; ask for each year with fy)", fy)
+		}
 	}
 	var after int64
 	if v := q.Get("cursor"); v != "" {
@@ -222,7 +242,7 @@ func (s *Server) listInvoices(c echo.Context) error {
 	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
-	invs, err := invoice.List(ctx, s.pool, sr, fy, after, limit+1)
+	invs, err := invoice.ListDated(ctx, s.pool, sr, fy, dates, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -232,6 +252,59 @@ func (s *Server) listInvoices(c echo.Context) error {
 			next := encodeCursor(invs[i-1].Serial)
 			out.NextCursor = &next
 			break
+		}
+		out.Invoices = append(out.Invoices, renderInvoice(inv))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// dateRangeParams parses the from and to query parameters (YYYY-MM-DD,
+// either may be empty). It fails with series.ErrInvalidDate naming the
+// parameter, or when from is after to.
+func dateRangeParams(from, to string) (invoice.DateRange, error) {
+	var r invoice.DateRange
+	for _, p := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"from", from, &r.From}, {"to", to, &r.To}} {
+		if p.v == "" {
+			continue
+		}
+		d, err := time.Parse(time.DateOnly, p.v)
+		if err != nil {
+			return r, apperr.Errorf(series.ErrInvalidDate, "%s %q must be a date, YYYY-MM-DD", p.name, clip(p.v))
+		}
+		*p.dst = d
+	}
+	if !r.From.IsZero() && !r.To.IsZero() && r.From.After(r.To) {
+		return r, apperr.Errorf(series.ErrInvalidDate, "from %s is after to %s", from, to)
+	}
+	return r, nil
+}
+
+// findInvoices serves GET /v1/invoices?number= (scope read): the seller's
+// invoices with that number, compared case-insensitively (one, or one per
+// financial year for a format without {FY}; none is an empty list). A key
+// restricted to some series gets 403 series_forbidden for an invoice of
+// another series.
+func (s *Server) findInvoices(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := s.authorize(c, scopeReadBit)
+	if err != nil {
+		return err
+	}
+	number := strings.TrimSpace(c.QueryParam("number"))
+	if number == "" || len(number) > 16 {
+		return apperr.Errorf(errBadNumber, "number is required: an invoice number such as CH1/26-27/00042 (at most 16 characters)")
+	}
+	invs, err := invoice.FindByNumber(ctx, s.pool, p.seller.ID, number)
+	if err != nil {
+		return err
+	}
+	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, len(invs))}
+	for _, inv := range invs {
+		if err := p.checkSeries(inv.SeriesCode); err != nil {
+			return err
 		}
 		out.Invoices = append(out.Invoices, renderInvoice(inv))
 	}

@@ -225,6 +225,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/v1/series", s.listSeries)
 	e.POST("/v1/series/:code/invoices", s.issueInvoice)
 	e.GET("/v1/series/:code/invoices", s.listInvoices)
+	e.GET("/v1/invoices", s.findInvoices)
 	e.GET("/v1/invoices/:id", s.getInvoice)
 	e.POST("/v1/invoices/:id/cancel", s.cancelInvoice)
 

@@ -260,6 +260,14 @@ func TestEveryRouteAgainstTheServer(t *testing.T) {
 	if err != nil || got.Number != inv.Number || !got.IssuedAt.Equal(inv.IssuedAt) {
 		t.Fatalf("GetInvoice: %+v %v", got, err)
 	}
+	if found, err := c.FindInvoices(ctx, strings.ToLower(inv.Number)); err != nil || len(found) != 1 || found[0].ID != inv.ID {
+		t.Fatalf("FindInvoices(%q): %+v %v", strings.ToLower(inv.Number), found, err)
+	}
+	for page, err := range c.ListInvoices(ctx, "GJ1", ListOptions{From: inv.InvoiceDate, To: inv.InvoiceDate}) {
+		if err != nil || len(page.Invoices) != 1 {
+			t.Fatalf("ListInvoices from/to %s: %+v %v", inv.InvoiceDate, page, err)
+		}
+	}
 	if _, err := c.GetInvoice(ctx, "GJ1-2026-99"); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Fatalf("GetInvoice unknown: %v", err)
 	}

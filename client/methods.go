@@ -127,8 +127,21 @@ func (cl *Client) GetInvoice(ctx context.Context, id string) (Invoice, error) {
 
 // ListOptions selects invoices of a series.
 type ListOptions struct {
-	FY    string // "2026-27"; "" for the current financial year in IST
+	FY    string // "2026-27"; "" for the year of From (or To), else the current one in IST
+	From  string // "2026-11-01": only invoices dated on or after it; "" for no bound
+	To    string // only invoices dated on or before it; "" for no bound
 	Limit int    // page size, 1 to 1000; 0 for the server's default (100)
+}
+
+// FindInvoices returns the seller's invoices numbered number, compared
+// case-insensitively (GET /v1/invoices?number=, scope read): none, one,
+// or one per financial year for a format without {FY}, newest first.
+func (cl *Client) FindInvoices(ctx context.Context, number string) ([]Invoice, error) {
+	var l InvoiceList
+	if err := cl.getJSON(ctx, "/v1/invoices?"+url.Values{"number": {number}}.Encode(), &l); err != nil {
+		return nil, err
+	}
+	return l.Invoices, nil
 }
 
 // ListInvoicesPage returns one page of series code's invoices in serial
@@ -138,6 +151,12 @@ func (cl *Client) ListInvoicesPage(ctx context.Context, code string, opt ListOpt
 	q := url.Values{}
 	if opt.FY != "" {
 		q.Set("fy", opt.FY)
+	}
+	if opt.From != "" {
+		q.Set("from", opt.From)
+	}
+	if opt.To != "" {
+		q.Set("to", opt.To)
 	}
 	if opt.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opt.Limit))

@@ -28,6 +28,7 @@ var operations = map[string]struct {
 	"issueInvoice":  {"IssueInvoice", reflect.TypeFor[Invoice]()},
 	"listInvoices":  {"ListInvoices", reflect.TypeFor[InvoiceList]()},
 	"getInvoice":    {"GetInvoice", reflect.TypeFor[Invoice]()},
+	"findInvoices":  {"FindInvoices", reflect.TypeFor[InvoiceList]()},
 	"cancelInvoice": {"CancelInvoice", reflect.TypeFor[Invoice]()},
 	"audit":         {"Audit", reflect.TypeFor[Audit]()},
 	"gstr1DocIssue": {"GSTR1DocIssue", reflect.TypeFor[DocIssue]()},
