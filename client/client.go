@@ -117,7 +117,7 @@ func (cl *Client) do(ctx context.Context, c *call) (answer, error) {
 			unknown = true
 		}
 		if isAnswer && !retryable(ae) {
-			if unknown && !settles(ae) {
+			if unknown && !settles(c, ae) {
 				return answer{}, &outcomeError{key: c.key, errs: []error{err}}
 			}
 			return answer{}, err
@@ -170,14 +170,18 @@ func mayHaveTakenEffect(e *Error) bool {
 	return false
 }
 
-// settles reports whether a final answer says the call was not done even
-// if an earlier attempt's outcome was unknown. Answers about the request
-// itself (its content, path or key) do: the same key with the same body
-// would have been replayed had an earlier attempt succeeded. 401 and 403
-// say nothing about earlier attempts (a key revoked in between).
-func settles(e *Error) bool {
-	switch e.Status {
-	case http.StatusUnauthorized, http.StatusForbidden:
+// settles reports whether a final answer to c says the call was not done
+// even if an earlier attempt's outcome was unknown. Answers about the
+// request itself (its content, path or key) do: the same key with the same
+// body would have been replayed had an earlier attempt succeeded. 401 and
+// 403 say nothing about earlier attempts (a key revoked in between); nor
+// does a 409 to a call without a key (CreateSeries: the duplicate may be
+// the earlier attempt's own work).
+func settles(c *call, e *Error) bool {
+	switch {
+	case e.Status == http.StatusUnauthorized, e.Status == http.StatusForbidden:
+		return false
+	case c.key == "" && e.Status == http.StatusConflict:
 		return false
 	}
 	return true

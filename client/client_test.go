@@ -212,6 +212,13 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 		t.Fatalf("401 after a lost answer: %v, want outcome unknown wrapping the 401", err)
 	}
 
+	// CreateSeries has no key: a duplicate after a lost answer may be its own.
+	e.proxy.set(nil, step{fault: loseAnswer})
+	_, err = c.CreateSeries(context.Background(), SeriesRequest{Code: "KA1", DocType: "invoice", Format: "KA1/{FY}/{SEQ:4}"})
+	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != "duplicate_series" {
+		t.Fatalf("CreateSeries after a lost answer: %v, want outcome unknown wrapping duplicate_series", err)
+	}
+
 	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 422, body: `{"error":{"code":"invalid_date","message":"m"}}`})
 	_, err = c.IssueInvoice(context.Background(), "CH1", sale())
 	if IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != CodeInvalidDate {
