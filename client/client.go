@@ -251,15 +251,18 @@ func (cl *Client) attemptOnce(ctx context.Context, c *call) (answer, error) {
 	return answer{}, errorOf(res, b)
 }
 
+// errorBody is the body of every error answer.
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
 // errorOf reads an error answer.
 func errorOf(res *http.Response, b []byte) *Error {
 	e := &Error{Status: res.StatusCode, RequestID: res.Header.Get("X-Request-Id")}
-	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var body errorBody
 	if json.Unmarshal(b, &body) == nil {
 		e.Code, e.Message = body.Error.Code, body.Error.Message
 	}

@@ -42,6 +42,60 @@ var requests = map[string]reflect.Type{
 	"CancelRequest": reflect.TypeFor[CancelRequest](),
 }
 
+// schemas maps every component schema to the client type it decodes
+// into or encodes from; subsets are schemas the client decodes into a
+// type that has every one of their properties (and more).
+var (
+	schemas = map[string]reflect.Type{
+		"Audit": reflect.TypeFor[Audit](), "DocIssue": reflect.TypeFor[DocIssue](), "Status": reflect.TypeFor[Status](),
+		"Error": reflect.TypeFor[errorBody](), "Decimal": reflect.TypeFor[string](), "Money": reflect.TypeFor[string](),
+		"Date": reflect.TypeFor[string](), "DocType": reflect.TypeFor[string](),
+		"SeriesRequest": reflect.TypeFor[SeriesRequest](), "Series": reflect.TypeFor[Series](),
+		"SeriesYear": reflect.TypeFor[SeriesYear](), "SeriesList": reflect.TypeFor[SeriesList](),
+		"IssueRequest": reflect.TypeFor[IssueRequest](), "Buyer": reflect.TypeFor[Buyer](),
+		"Original": reflect.TypeFor[Original](), "ItemInput": reflect.TypeFor[ItemInput](),
+		"Item": reflect.TypeFor[Item](), "Totals": reflect.TypeFor[Totals](), "Invoice": reflect.TypeFor[Invoice](),
+		"InvoiceList": reflect.TypeFor[InvoiceList](), "CancelRequest": reflect.TypeFor[CancelRequest](),
+	}
+	subsets = map[string]reflect.Type{
+		"CancelledInvoice": reflect.TypeFor[Invoice](), // what a cancel answers a key without read
+	}
+)
+
+// TestEverySchemaHasAClientType compares every component schema with its
+// client type, so that a schema added to the spec without a client type,
+// or changed, fails.
+func TestEverySchemaHasAClientType(t *testing.T) {
+	t.Parallel()
+	doc := loadSpec(t)
+	for name, ref := range doc.Components.Schemas {
+		if typ, ok := schemas[name]; ok {
+			compare(t.Errorf, name, ref.Value, typ, slices.Contains([]string{"SeriesRequest", "IssueRequest", "CancelRequest", "Buyer", "Original", "ItemInput"}, name))
+			continue
+		}
+		typ, ok := subsets[name]
+		if !ok {
+			t.Errorf("schema %s has no client type", name)
+			continue
+		}
+		fields := map[string]bool{}
+		for i := range typ.NumField() {
+			n, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			fields[n] = true
+		}
+		for prop := range ref.Value.Properties {
+			if !fields[prop] {
+				t.Errorf("schema %s: property %q has no field in %v", name, prop, typ)
+			}
+		}
+	}
+	for name := range schemas {
+		if doc.Components.Schemas[name] == nil {
+			t.Errorf("client maps schema %s, which the spec no longer has", name)
+		}
+	}
+}
+
 func loadSpec(t *testing.T) *openapi3.T {
 	t.Helper()
 	b, err := os.ReadFile("../api/openapi.yaml")
