@@ -115,7 +115,9 @@ func writeProblem(c echo.Context, p problem) {
 	case http.StatusServiceUnavailable:
 		h.Set("Retry-After", retryAfterSeconds)
 	case http.StatusTooManyRequests:
-		h.Set("Retry-After", retryAfterTooManySeconds)
+		if h.Get("Retry-After") == "" { // a per-key limit sets its own
+			h.Set("Retry-After", retryAfterTooManySeconds)
+		}
 	case http.StatusUnauthorized:
 		h.Set("WWW-Authenticate", `Bearer realm="invoiced"`)
 	}

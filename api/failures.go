@@ -24,7 +24,10 @@ const DefaultFailureRate = 5.0 // per second
 // maxPeers bounds the addresses the limiter remembers.
 const maxPeers = 10000
 
-var errRateLimited = apperr.New(apperr.TooMany, "rate_limited", "too many failed requests from this address; retry in a few seconds")
+var (
+	errRateLimited    = apperr.New(apperr.TooMany, "rate_limited", "too many failed requests from this address; retry in a few seconds")
+	errKeyRateLimited = apperr.New(apperr.TooMany, "rate_limited", "this API key made more requests a second than the server allows (serve --rate-limit)")
+)
 
 // failureLimiter is a token bucket per client address.
 type failureLimiter struct {
@@ -88,6 +91,23 @@ func (l *failureLimiter) charge(peer string, now time.Time) {
 		l.forgetFull(now)
 	}
 	l.peers[peer] = b
+}
+
+// take spends one of peer's tokens and reports true, or, when none is
+// left, reports false and how long until one is.
+func (l *failureLimiter) take(peer string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.level(peer, now)
+	if b.tokens < 1 {
+		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	}
+	b.tokens--
+	if _, ok := l.peers[peer]; !ok && len(l.peers) >= maxPeers {
+		l.forgetFull(now)
+	}
+	l.peers[peer] = b
+	return true, 0
 }
 
 // forgetFull drops the addresses whose buckets have refilled, and all of

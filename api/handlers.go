@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -22,6 +23,7 @@ var (
 	errBadIdempotencyKey = apperr.New(apperr.Malformed, "invalid_idempotency_key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
 	errBadCursor         = apperr.New(apperr.Invalid, "invalid_cursor", "cursor is not a cursor this server returned")
 	errBadLimit          = apperr.New(apperr.Invalid, "invalid_limit", "limit must be an integer from 1 to 1000")
+	errBadNumber         = apperr.New(apperr.Invalid, "invalid_number", "number must be an invoice number")
 )
 
 // Paging of invoice lists.
@@ -84,9 +86,11 @@ func (s *Server) listSeries(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := seriesListJSON{Series: make([]seriesJSON, len(all))}
-	for i, su := range all {
-		out.Series[i] = renderSeries(su.Series, su.Years)
+	out := seriesListJSON{Series: make([]seriesJSON, 0, len(all))}
+	for _, su := range all {
+		if p.maySeries(su.Series.Code) {
+			out.Series = append(out.Series, renderSeries(su.Series, su.Years))
+		}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -99,7 +103,10 @@ func idempotencyKey(h http.Header) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	if len(v) != 1 || !printableASCII(v[0], 255) {
+	if len(v) != 1 {
+		return "", apperr.Errorf(errBadIdempotencyKey, "the Idempotency-Key header was sent more than once (%d times); send it once per request", len(v))
+	}
+	if !printableASCII(v[0], 255) {
 		return "", errBadIdempotencyKey
 	}
 	return v[0], nil
@@ -144,6 +151,9 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
 	if err != nil {
+		return err
+	}
+	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	// The date window is judged in the transaction, once the key is
@@ -224,9 +234,24 @@ func (s *Server) listInvoices(c echo.Context) error {
 		return err
 	}
 	q := c.QueryParams()
-	fy, err := s.fyParam(q.Get("fy"))
+	dates, err := dateRangeParams(q.Get("from"), q.Get("to"))
 	if err != nil {
 		return err
+	}
+	fyText := q.Get("fy")
+	if fyText == "" && !dates.From.IsZero() {
+		fyText = series.FYOf(dates.From).String()
+	} else if fyText == "" && !dates.To.IsZero() {
+		fyText = series.FYOf(dates.To).String()
+	}
+	fy, err := s.fyParam(fyText)
+	if err != nil {
+		return err
+	}
+	for _, d := range []time.Time{dates.From, dates.To} {
+		if !d.IsZero() && series.FYOf(d) != fy {
+			return apperr.Errorf(series.ErrInvalidDate, "from and to must lie in financial year %s (the listing is per year; ask for each year with fy)", fy)
+		}
 	}
 	var after int64
 	if v := q.Get("cursor"); v != "" {
@@ -246,7 +271,10 @@ func (s *Server) listInvoices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	invs, err := invoice.List(ctx, s.pool, sr, fy, after, limit+1)
+	if err := p.checkSeries(sr.Code); err != nil {
+		return err
+	}
+	invs, err := invoice.ListDated(ctx, s.pool, sr, fy, dates, after, limit+1)
 	if err != nil {
 		return err
 	}
@@ -256,6 +284,59 @@ func (s *Server) listInvoices(c echo.Context) error {
 			next := encodeCursor(invs[i-1].Serial)
 			out.NextCursor = &next
 			break
+		}
+		out.Invoices = append(out.Invoices, renderInvoice(inv))
+	}
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// dateRangeParams parses the from and to query parameters (YYYY-MM-DD,
+// either may be empty). It fails with series.ErrInvalidDate naming the
+// parameter, or when from is after to.
+func dateRangeParams(from, to string) (invoice.DateRange, error) {
+	var r invoice.DateRange
+	for _, p := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"from", from, &r.From}, {"to", to, &r.To}} {
+		if p.v == "" {
+			continue
+		}
+		d, err := time.Parse(time.DateOnly, p.v)
+		if err != nil {
+			return r, apperr.Errorf(series.ErrInvalidDate, "%s %q must be a date, YYYY-MM-DD", p.name, clip(p.v))
+		}
+		*p.dst = d
+	}
+	if !r.From.IsZero() && !r.To.IsZero() && r.From.After(r.To) {
+		return r, apperr.Errorf(series.ErrInvalidDate, "from %s is after to %s", from, to)
+	}
+	return r, nil
+}
+
+// findInvoices serves GET /v1/invoices?number= (scope read): the seller's
+// invoices with that number, compared case-insensitively (one, or one per
+// financial year for a format without {FY}; none is an empty list). A key
+// restricted to some series gets 403 series_forbidden for an invoice of
+// another series.
+func (s *Server) findInvoices(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := s.authorize(c, scopeReadBit)
+	if err != nil {
+		return err
+	}
+	number := strings.TrimSpace(c.QueryParam("number"))
+	if number == "" || len(number) > 16 {
+		return apperr.Errorf(errBadNumber, "number is required: an invoice number such as CH1/26-27/00042 (at most 16 characters)")
+	}
+	invs, err := invoice.FindByNumber(ctx, s.pool, p.seller.ID, number)
+	if err != nil {
+		return err
+	}
+	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, len(invs))}
+	for _, inv := range invs {
+		if err := p.checkSeries(inv.SeriesCode); err != nil {
+			return err
 		}
 		out.Invoices = append(out.Invoices, renderInvoice(inv))
 	}
@@ -279,15 +360,26 @@ func decodeCursor(v string) (int64, error) {
 	return n, nil
 }
 
-// invoiceID resolves an invoice id path parameter of the seller sellerID
-// to the database's id: "CH1-2026-7" (series code, financial year,
-// serial; see invoiceKey), or the all-digit database id the API answered
-// before. Anything else, and an id of no invoice of the seller, is
-// invoice.ErrNotFound; it fails otherwise only on a database error.
-func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64, error) {
+// invoiceID resolves an invoice id path parameter of p's seller to the
+// database's id: "CH1-2026-7" (series code, financial year, serial; see
+// invoiceKey), or the all-digit database id the API answered before.
+// Anything else, and an id of no invoice of the seller, is
+// invoice.ErrNotFound; an invoice of a series p is restricted from is
+// ErrSeriesForbidden; it fails otherwise only on a database error.
+func (s *Server) invoiceID(ctx context.Context, p principal, v string) (int64, error) {
+	sellerID := p.seller.ID
 	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if id < 1 || strconv.FormatInt(id, 10) != v {
 			return 0, invoice.ErrNotFound
+		}
+		if p.series != nil {
+			inv, err := invoice.Get(ctx, s.pool, sellerID, id)
+			if err != nil {
+				return 0, err
+			}
+			if err := p.checkSeries(inv.SeriesCode); err != nil {
+				return 0, err
+			}
 		}
 		return id, nil
 	}
@@ -312,6 +404,9 @@ func (s *Server) invoiceID(ctx context.Context, sellerID int64, v string) (int64
 	if err != nil {
 		return 0, err
 	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return 0, err
+	}
 	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)
 }
 
@@ -321,7 +416,7 @@ func (s *Server) getInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p, c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -344,7 +439,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	id, err := s.invoiceID(c.Request().Context(), p.seller.ID, c.Param("id"))
+	id, err := s.invoiceID(c.Request().Context(), p, c.Param("id"))
 	if err != nil {
 		return err
 	}

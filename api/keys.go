@@ -7,7 +7,9 @@ import (
 	"crypto/subtle"
 	"encoding/base32"
 	"encoding/hex"
+	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -30,6 +32,12 @@ var (
 	ErrForbidden = apperr.New(apperr.Forbidden, "forbidden", "the API key lacks the scope this operation needs")
 	// ErrInvalidScopes: CreateKey was given no scope or an unknown one.
 	ErrInvalidScopes = apperr.New(apperr.Invalid, "invalid_scopes", "scopes must be one or more of issue, read, manage")
+	// ErrSeriesForbidden: the key is restricted to some series and the
+	// operation is on another one (or on all of them).
+	ErrSeriesForbidden = apperr.New(apperr.Forbidden, "series_forbidden", "this API key may not use this series")
+	// ErrInvalidKeySeries: CreateSeriesKey was given no series, a series
+	// the seller does not have, or the manage scope.
+	ErrInvalidKeySeries = apperr.New(apperr.Invalid, "invalid_key_series", "a key restricted to series needs one or more of the seller's series and only the issue and read scopes")
 	// ErrKeyNotFound: RevokeKey was given a prefix no live key has.
 	ErrKeyNotFound = apperr.New(apperr.NotFound, "key_not_found", "no active API key has this prefix")
 )
@@ -76,7 +84,32 @@ func (s scopeSet) has(b scopeSet) bool { return s&b == b }
 type principal struct {
 	seller series.Seller
 	scopes scopeSet
-	prefix string // the key's public prefix
+	prefix string   // the key's prefix (rate limits)
+	series []string // upper-case codes the key is restricted to; nil: all
+}
+
+// maySeries reports whether p may use the series with canonical code
+// code.
+func (p principal) maySeries(code string) bool {
+	return p.series == nil || slices.Contains(p.series, strings.ToUpper(code))
+}
+
+// checkSeries returns nil when p may use series code, otherwise
+// ErrSeriesForbidden naming the series the key may use.
+func (p principal) checkSeries(code string) error {
+	if p.maySeries(code) {
+		return nil
+	}
+	return apperr.Errorf(ErrSeriesForbidden, "this API key may only use series %s, not %s", clipTo(strings.Join(p.series, ", "), 120), clip(code))
+}
+
+// checkAllSeries returns ErrSeriesForbidden when p is restricted to some
+// series: for operations over every series of the seller.
+func (p principal) checkAllSeries() error {
+	if p.series == nil {
+		return nil
+	}
+	return apperr.Errorf(ErrSeriesForbidden, "this API key may only use series %s, and this covers all of the seller's series", clipTo(strings.Join(p.series, ", "), 120))
 }
 
 // CreateKey creates an API key for the seller sellerID with scopes (each one
@@ -91,6 +124,48 @@ func CreateKey(ctx context.Context, db series.DB, sellerID int64, scopes []strin
 	if err != nil {
 		return "", err
 	}
+	return createKey(ctx, db, sellerID, norm, nil)
+}
+
+// CreateSeriesKey is CreateKey for a key that may only issue, read and
+// cancel in the seller's series codes (case-insensitive; a terminal's
+// key): elsewhere it gets 403 series_forbidden, and GET /v1/series lists
+// only those series. It fails like CreateKey, and with ErrInvalidKeySeries
+// when codes is empty, names a series the seller does not have, or scopes
+// holds ScopeManage.
+func CreateSeriesKey(ctx context.Context, db series.DB, sellerID int64, scopes, codes []string) (string, error) {
+	norm, err := normalizeScopes(scopes)
+	if err != nil {
+		return "", err
+	}
+	if slices.Contains(norm, ScopeManage) {
+		return "", apperr.Errorf(ErrInvalidKeySeries, "a key restricted to series cannot have the manage scope")
+	}
+	var canon []string
+	for _, c := range codes {
+		if c = strings.TrimSpace(c); c == "" {
+			continue
+		}
+		sr, err := series.Get(ctx, db, sellerID, c)
+		if errors.Is(err, series.ErrNotFound) {
+			return "", apperr.Errorf(ErrInvalidKeySeries, "the seller has no series %q", clip(c))
+		}
+		if err != nil {
+			return "", err
+		}
+		if !slices.Contains(canon, sr.Code) {
+			canon = append(canon, sr.Code)
+		}
+	}
+	if len(canon) == 0 {
+		return "", ErrInvalidKeySeries
+	}
+	return createKey(ctx, db, sellerID, norm, canon)
+}
+
+// createKey stores a key with normalised scopes, restricted to
+// seriesCodes unless nil, and returns it.
+func createKey(ctx context.Context, db series.DB, sellerID int64, norm, seriesCodes []string) (string, error) {
 	var secret [secretBytes]byte
 	rand.Read(secret[:]) // never fails (crypto/rand documents it)
 	sec := secretEncoding.EncodeToString(secret[:])
@@ -100,7 +175,7 @@ func CreateKey(ctx context.Context, db series.DB, sellerID int64, scopes []strin
 		var p [prefixBytes]byte
 		rand.Read(p[:])
 		prefix := hex.EncodeToString(p[:])
-		err := insertKey(ctx, db, sellerID, prefix, hash[:], norm)
+		err := insertKey(ctx, db, sellerID, prefix, hash[:], norm, seriesCodes)
 		if err == errPrefixTaken && attempt < 5 {
 			continue
 		}
@@ -209,7 +284,7 @@ func authenticate(ctx context.Context, lookup func(ctx context.Context, prefix s
 	if !found || !match || row.revoked {
 		return principal{}, ErrUnauthorized
 	}
-	p := principal{seller: row.seller, prefix: prefix}
+	p := principal{seller: row.seller, prefix: prefix, series: row.seriesCodes}
 	for _, s := range row.scopes {
 		p.scopes |= scopeBit(s)
 	}
@@ -222,6 +297,7 @@ type Principal struct {
 	Seller    series.Seller
 	KeyPrefix string   // the key's public prefix, to look it up again
 	Scopes    []string // in the order issue, read, manage
+	Series    []string // the series codes the key is restricted to; nil: every series
 }
 
 // Has reports whether the principal holds scope.
@@ -235,7 +311,7 @@ func (p Principal) Has(scope string) bool {
 }
 
 func (p principal) export(prefix string) Principal {
-	out := Principal{Seller: p.seller, KeyPrefix: prefix}
+	out := Principal{Seller: p.seller, KeyPrefix: prefix, Series: p.series}
 	for _, s := range []string{ScopeIssue, ScopeRead, ScopeManage} {
 		if p.scopes.has(scopeBit(s)) {
 			out.Scopes = append(out.Scopes, s)
@@ -271,7 +347,7 @@ func (s *Server) KeyPrincipal(ctx context.Context, prefix string) (Principal, er
 	if !found || row.revoked {
 		return Principal{}, ErrUnauthorized
 	}
-	p := principal{seller: row.seller}
+	p := principal{seller: row.seller, prefix: prefix, series: row.seriesCodes}
 	for _, sc := range row.scopes {
 		p.scopes |= scopeBit(sc)
 	}

@@ -16,10 +16,17 @@ import (
 
 var errPrefixTaken = errors.New("api: key prefix taken")
 
-func insertKey(ctx context.Context, db series.DB, sellerID int64, prefix string, secretHash []byte, scopes []string) error {
+// insertKey stores a key; with seriesCodes, its scopes go to
+// series_scopes and scopes stays empty (migration 00013: older binaries
+// then refuse the key everything).
+func insertKey(ctx context.Context, db series.DB, sellerID int64, prefix string, secretHash []byte, scopes, seriesCodes []string) error {
+	plain, restricted := scopes, []string(nil)
+	if seriesCodes != nil {
+		plain, restricted = []string{}, scopes
+	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO api_keys (seller_id, prefix, secret_hash, scopes)
-		VALUES ($1, $2, $3, $4)`, sellerID, prefix, secretHash, scopes)
+		INSERT INTO api_keys (seller_id, prefix, secret_hash, scopes, series_scopes, series_codes)
+		VALUES ($1, $2, $3, $4, $5, $6)`, sellerID, prefix, secretHash, plain, restricted, seriesCodes)
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
 		switch {
@@ -47,10 +54,11 @@ func revokeKey(ctx context.Context, db series.DB, prefix string) error {
 }
 
 type keyRow struct {
-	seller     series.Seller
-	secretHash []byte
-	scopes     []string
-	revoked    bool
+	seller      series.Seller
+	secretHash  []byte
+	scopes      []string
+	seriesCodes []string // nil: every series of the seller
+	revoked     bool
 }
 
 // lookupKey returns the key with prefix and its seller, found false when
@@ -64,11 +72,11 @@ func lookupKey(ctx context.Context, db series.DB, prefix string) (keyRow, bool, 
 	var gstin, name, state *string
 	var created *time.Time
 	err := db.QueryRow(ctx, `
-		SELECT k.secret_hash, k.scopes, k.revoked_at IS NOT NULL,
+		SELECT k.secret_hash, coalesce(k.series_scopes, k.scopes), k.series_codes, k.revoked_at IS NOT NULL,
 		       s.id, s.gstin, s.name, s.state_code, s.created_at
 		FROM (VALUES ($1::text)) AS q (prefix)
 		LEFT JOIN api_keys k ON k.prefix = q.prefix
-		LEFT JOIN sellers s ON s.id = k.seller_id`, prefix).Scan(&r.secretHash, &r.scopes, &revoked,
+		LEFT JOIN sellers s ON s.id = k.seller_id`, prefix).Scan(&r.secretHash, &r.scopes, &r.seriesCodes, &revoked,
 		&sellerID, &gstin, &name, &state, &created)
 	if err != nil {
 		return keyRow{}, false, fmt.Errorf("api: look up key: %w", err)
@@ -85,6 +93,7 @@ func lookupKey(ctx context.Context, db series.DB, prefix string) (keyRow, bool, 
 type KeyInfo struct {
 	Prefix    string
 	Scopes    []string
+	Series    []string // nil: every series of the seller
 	CreatedAt time.Time
 	RevokedAt *time.Time
 }
@@ -93,7 +102,7 @@ type KeyInfo struct {
 // on a database error.
 func Keys(ctx context.Context, db series.DB, sellerID int64) ([]KeyInfo, error) {
 	rows, err := db.Query(ctx, `
-		SELECT prefix, scopes, created_at, revoked_at
+		SELECT prefix, coalesce(series_scopes, scopes), series_codes, created_at, revoked_at
 		FROM api_keys WHERE seller_id = $1 ORDER BY id`, sellerID)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)

@@ -58,6 +58,9 @@ func (s *Server) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return err
+	}
 	release, err := s.exports.acquire(p.seller.ID)
 	if err != nil {
 		return err
@@ -100,6 +103,9 @@ var errInvalidPart = apperr.New(apperr.Invalid, "invalid_report_part", "the repo
 func (s *Server) docIssue(c echo.Context) error {
 	p, err := s.authorize(c, scopeReadBit)
 	if err != nil {
+		return err
+	}
+	if err := p.checkAllSeries(); err != nil {
 		return err
 	}
 	fp := c.QueryParam("fp")

@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -95,6 +97,11 @@ type Config struct {
 	// negative no limit. FailureBurst 0 means ten seconds' worth.
 	FailureRate  float64
 	FailureBurst int
+
+	// KeyRate, when positive, is how many requests per second one API key
+	// may make (a second's worth at once); past it the request gets 429
+	// rate_limited with Retry-After. 0 means no limit.
+	KeyRate float64
 }
 
 // Defaults of Config.
@@ -136,6 +143,7 @@ type Server struct {
 	keyTTL      time.Duration
 	keys        keyCache
 	failures    *failureLimiter
+	keyRate     *failureLimiter // nil: no per-key limit
 	series      seriesCache
 }
 
@@ -182,6 +190,9 @@ func New(cfg Config) *Server {
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
+	if cfg.KeyRate > 0 {
+		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}
+	}
 	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
 	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
 	if s.exportStall <= 0 {
@@ -214,6 +225,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/v1/series", s.listSeries)
 	e.POST("/v1/series/:code/invoices", s.issueInvoice)
 	e.GET("/v1/series/:code/invoices", s.listInvoices)
+	e.GET("/v1/invoices", s.findInvoices)
 	e.GET("/v1/invoices/:id", s.getInvoice)
 	e.POST("/v1/invoices/:id/cancel", s.cancelInvoice)
 
@@ -310,6 +322,13 @@ func (s *Server) authorize(c echo.Context, need scopeSet) (principal, error) {
 		return principal{}, err
 	}
 	c.Set(ctxSeller, string(p.seller.GSTIN))
+	if s.keyRate != nil {
+		if ok, wait := s.keyRate.take(p.prefix, s.now()); !ok {
+			secs := max(1, int(math.Ceil(wait.Seconds())))
+			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+			return principal{}, apperr.Errorf(errKeyRateLimited, "this API key may make %s requests a second (serve --rate-limit); retry in %d s", strconv.FormatFloat(s.keyRate.rate, 'f', -1, 64), secs)
+		}
+	}
 	if !p.scopes.has(need) {
 		return principal{}, ErrForbidden
 	}

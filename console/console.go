@@ -236,6 +236,12 @@ func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	p, err := c.keys.Authenticate(r, key)
+	if err == nil && p.Series != nil {
+		// The console shows every series of the seller; a key restricted
+		// to some (a terminal's) may not see the others.
+		c.page(w, r, http.StatusForbidden, "login", nil, "Sign in", loginView{Error: "That API key is restricted to series " + strings.Join(p.Series, ", ") + "; the console needs a key for every series of the seller."})
+		return
+	}
 	if errors.Is(err, api.ErrUnauthorized) {
 		c.page(w, r, http.StatusUnauthorized, "login", nil, "Sign in", loginView{Error: "That API key is not valid (unknown, revoked or mistyped)."})
 		return

@@ -319,3 +319,22 @@ func TestOversizedFormIsCut(t *testing.T) {
 	// The same form without the padding signs in.
 	signIn(t, f, c, f.all)
 }
+
+// TestSeriesKeyCannotSignIn: the console shows every series of the
+// seller, so a key restricted to some series (a terminal's) is refused.
+func TestSeriesKeyCannotSignIn(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	key, err := api.CreateSeriesKey(context.Background(), f.pool, f.seller.ID, []string{api.ScopeRead}, []string{"CH1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client(t)
+	p := post(t, c, f.url+"/console/login", url.Values{"key": {key}})
+	if p.status != http.StatusForbidden || !strings.Contains(p.body, "restricted to series CH1") {
+		t.Fatalf("a series key signing in: %d %.300s", p.status, p.body)
+	}
+	if p := get(t, c, f.url+"/console/"); p.status != http.StatusSeeOther {
+		t.Fatalf("after a refused sign-in the overview answered %d", p.status)
+	}
+}

@@ -176,6 +176,21 @@ func validState(code string) bool {
 	return (n >= 1 && n <= 38) || n == 96 || n == 97
 }
 
+// stateCodes lists the place-of-supply codes validState accepts, for
+// messages.
+var stateCodes = func() string {
+	var b strings.Builder
+	for n := 1; n <= 97; n++ {
+		if c := fmt.Sprintf("%02d", n); validState(c) {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(c)
+		}
+	}
+	return b.String() + " (96 other country, 97 other territory)"
+}()
+
 // Check returns series.ErrInvalidDate when date (a civil date) lies outside
 // p's window on the day now (IST): in the future, or more than
 // BackdateDays before today; nil otherwise.
@@ -185,7 +200,8 @@ func (p Policy) Check(date, now time.Time) error {
 		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", date.Format(time.DateOnly), today.Format(time.DateOnly))
 	}
 	if earliest := today.AddDate(0, 0, -p.BackdateDays); date.Before(earliest) {
-		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s)", date.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly))
+		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s): this server accepts dates from %s, %d days back, a window its operator sets (serve --backdate-days)",
+			date.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly), earliest.Format(time.DateOnly), p.BackdateDays)
 	}
 	return nil
 }
@@ -245,7 +261,7 @@ func PrepareContent(req Request, seller series.Seller, s series.Series, now time
 		d.PlaceOfSupply = seller.StateCode
 	}
 	if !validState(d.PlaceOfSupply) {
-		return Draft{}, apperr.Errorf(ErrInvalid, "place_of_supply %q must be a two-digit state code (01-38, 96 or 97)", d.PlaceOfSupply)
+		return Draft{}, apperr.Errorf(ErrInvalid, "place_of_supply %q is not a GST state code; valid codes: %s", clip(d.PlaceOfSupply), stateCodes)
 	}
 	interState := d.PlaceOfSupply != seller.StateCode
 	if s.DocType.NeedsOriginal() {
@@ -318,18 +334,18 @@ func prepareItem(in ItemInput, interState bool) (Item, error) {
 	if !hsnRE.MatchString(in.HSN) {
 		return Item{}, apperr.Errorf(ErrInvalid, "hsn %q must be 4 to 8 digits", in.HSN)
 	}
-	qty, err := parseAmount("quantity", in.Quantity, maxQuantityDigits)
+	qty, err := parseAmount("quantity", in.Quantity, maxQuantityDigits, "greater than zero")
 	if err != nil {
 		return Item{}, err
 	}
 	if !qty.IsPositive() {
 		return Item{}, apperr.Errorf(ErrInvalid, "quantity must be greater than zero")
 	}
-	price, err := parseAmount("unit_price", in.UnitPrice, maxPriceDigits)
+	price, err := parseAmount("unit_price", in.UnitPrice, maxPriceDigits, "zero or more")
 	if err != nil {
 		return Item{}, err
 	}
-	rate, err := parseAmount("gst_rate", in.GSTRate, 2)
+	rate, err := parseAmount("gst_rate", in.GSTRate, 2, "one of "+strings.Join(ValidRates, ", "))
 	if err != nil {
 		return Item{}, err
 	}
@@ -357,7 +373,11 @@ var amountRE = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]+)?$`)
 
 // parseAmount accepts a plain non-negative decimal string ("12", "0.50"),
 // with at most places decimals: no sign, exponent, spaces or separators.
-func parseAmount(field, s string, places int) (decimal.Decimal, error) {
+// A negative number is refused with the field's rule ("must be rule").
+func parseAmount(field, s string, places int, rule string) (decimal.Decimal, error) {
+	if strings.HasPrefix(s, "-") && amountRE.MatchString(s[1:]) {
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be %s", field, clip(s), rule)
+	}
 	if !amountRE.MatchString(s) {
 		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, clip(s))
 	}

@@ -692,8 +692,33 @@ func GetByPublicID(ctx context.Context, db series.DB, publicID string) (Invoice,
 // List returns up to limit invoices of series s in fy with serials above
 // after, in serial order.
 func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+	return ListDated(ctx, db, s, fy, DateRange{}, after, limit)
+}
+
+// DateRange bounds invoice dates, both ends included; a zero end is open.
+type DateRange struct {
+	From, To time.Time // civil dates (midnight UTC, as series.DateIST gives)
+}
+
+// ListDated is List restricted to invoices dated within r. Within a
+// series-year invoice dates never decrease with the serial, so the
+// matching invoices are consecutive serials. It fails only on a database
+// error.
+func ListDated(ctx context.Context, db series.DB, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
+	var from, to *string
+	if !r.From.IsZero() {
+		v := r.From.Format(time.DateOnly)
+		from = &v
+	}
+	if !r.To.IsZero() {
+		v := r.To.Format(time.DateOnly)
+		to = &v
+	}
 	rows, err := db.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
-		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit)
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3
+		  AND ($5::date IS NULL OR i.invoice_date >= $5::date)
+		  AND ($6::date IS NULL OR i.invoice_date <= $6::date)
+		ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit, from, to)
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}
@@ -738,6 +763,27 @@ func CheckOriginal(ctx context.Context, db series.DB, seller series.Seller, d *D
 		return nil
 	}
 	return apperr.Errorf(ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)
+}
+
+// FindByNumber returns the seller's invoices whose number is number,
+// compared case-insensitively (as the IRP compares document numbers):
+// none, one, or, for a format without {FY}, one per financial year,
+// newest year first. It fails only on a database error.
+func FindByNumber(ctx context.Context, db series.DB, sellerID int64, number string) ([]Invoice, error) {
+	// Numbers are stored upper-case (formats are), and unique per seller
+	// and year: one index probe per year the seller has used.
+	rows, err := db.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+		WHERE i.seller_id = $1 AND i.number = upper($2)
+		  AND i.fy IN (SELECT DISTINCT c.fy FROM series_counters c WHERE c.seller_id = $1)
+		ORDER BY i.fy DESC`, sellerID, number)
+	if err != nil {
+		return nil, translate(err, "find invoice by number")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, translate(err, "find invoice by number")
+	}
+	return out, nil
 }
 
 // Cancel cancels an invoice in its own transaction; see CancelTx. It also

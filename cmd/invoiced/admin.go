@@ -314,9 +314,10 @@ func runKeys(ctx context.Context, e env, args []string) error {
 // when the seller is unknown or a scope is not one of issue, read, manage.
 func runKeysAdd(ctx context.Context, e env, args []string) error {
 	all := []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}
-	fs := newFlagSet(e, "keys add", "--gstin GSTIN --scopes "+strings.Join(all, ","))
+	fs := newFlagSet(e, "keys add", "--gstin GSTIN --scopes "+strings.Join(all, ",")+" [--series CH1,CH2]")
 	gstin := fs.String("gstin", "", "GSTIN of the seller the key acts for (required)")
 	scopeList := fs.String("scopes", "", "comma-separated scopes from "+strings.Join(all, ", ")+" (required)")
+	seriesList := fs.String("series", "", "comma-separated series codes the key is restricted to (issue and read only; one key per terminal); default every series")
 	if err := parseFlags(fs, args, "gstin", "scopes"); err != nil {
 		return err
 	}
@@ -341,7 +342,12 @@ func runKeysAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	key, err := api.CreateKey(ctx, pool, seller.ID, scopes)
+	var key string
+	if strings.TrimSpace(*seriesList) != "" {
+		key, err = api.CreateSeriesKey(ctx, pool, seller.ID, scopes, strings.Split(*seriesList, ","))
+	} else {
+		key, err = api.CreateKey(ctx, pool, seller.ID, scopes)
+	}
 	if err != nil {
 		return explain("keys add", err)
 	}
@@ -350,7 +356,8 @@ func runKeysAdd(ctx context.Context, e env, args []string) error {
 }
 
 // runKeysList prints the API keys of the seller with --gstin under a header:
-// PREFIX, SCOPES, CREATED, STATUS (active, or revoked with its time). Secrets
+// PREFIX, SCOPES, SERIES ("*" for every series), CREATED, STATUS (active,
+// or revoked with its time). Secrets
 // are never shown: they are not stored. It fails when the seller is unknown.
 func runKeysList(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "keys list", "--gstin GSTIN")
@@ -368,13 +375,17 @@ func runKeysList(ctx context.Context, e env, args []string) error {
 		return explain("keys list", err)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PREFIX\tSCOPES\tCREATED\tSTATUS")
+	fmt.Fprintln(tw, "PREFIX\tSCOPES\tSERIES\tCREATED\tSTATUS")
 	for _, k := range keys {
 		status := "active"
 		if k.RevokedAt != nil {
 			status = "revoked " + k.RevokedAt.UTC().Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Prefix, strings.Join(k.Scopes, ","),
+		restricted := "*"
+		if k.Series != nil {
+			restricted = strings.Join(k.Series, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", k.Prefix, strings.Join(k.Scopes, ","), restricted,
 			k.CreatedAt.UTC().Format(time.RFC3339), status)
 	}
 	tw.Flush()

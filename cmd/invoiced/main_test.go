@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -195,6 +196,19 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN); err != nil || !strings.Contains(out, "active") || strings.Contains(out, f.key) {
 		t.Fatalf("keys list = %q, %v (want one active key and no secret)", out, err)
+	}
+	// A key for one terminal: restricted to CH1, listed with its series;
+	// an unknown series or the manage scope is refused.
+	if out, _, err := cli(ctx, f.url, "keys", "add", "--gstin", demoGSTIN, "--scopes", "issue,read", "--series", "ch1"); err != nil || !strings.HasPrefix(out, "ik_") {
+		t.Fatalf("keys add --series = %q, %v", out, err)
+	}
+	for _, bad := range [][]string{{"--scopes", "issue", "--series", "CH9"}, {"--scopes", "issue,manage", "--series", "CH1"}} {
+		if _, _, err := cli(ctx, f.url, append([]string{"keys", "add", "--gstin", demoGSTIN}, bad...)...); !errors.Is(err, api.ErrInvalidKeySeries) {
+			t.Fatalf("keys add %v: err = %v, want ErrInvalidKeySeries", bad, err)
+		}
+	}
+	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN); err != nil || !regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+issue,read\s+CH1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+issue,read,manage\s+\*\s`).MatchString(out) {
+		t.Fatalf("keys list = %q, %v (want the CH1 key with its series and the first with *)", out, err)
 	}
 
 	// Serve on a free port until cancel.
@@ -481,6 +495,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--max-conns", "4", "--max-exports", "5"}, "--max-exports must be from 1 to --max-conns"},
 		{[]string{"serve", "--export-stall-timeout", "0s"}, "--export-stall-timeout must be positive"},
 		{[]string{"serve", "--failure-rate", "-1"}, "--failure-rate must be 0"},
+		{[]string{"serve", "--rate-limit", "-1"}, "--rate-limit must be 0"},
 		{[]string{"migrate", "extra"}, `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {

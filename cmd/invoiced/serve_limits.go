@@ -19,6 +19,7 @@ type limits struct {
 	maxExportsPerSeller int
 	exportStall         time.Duration
 	failureRate         float64
+	rateLimit           float64
 }
 
 // Defaults of the limits that are not the api package's.
@@ -37,6 +38,7 @@ func addLimitFlags(fs *flag.FlagSet, l *limits) {
 	fs.IntVar(&l.maxExports, "max-exports", 0, "audit exports in progress at once over all sellers, 429 too_many_exports past it (0: 4, or a quarter of --max-conns when that is less, at least 1)")
 	fs.IntVar(&l.maxExportsPerSeller, "max-exports-per-seller", api.DefaultMaxExportsPerSeller, "audit exports in progress at once for one seller (at most --max-exports)")
 	fs.DurationVar(&l.exportStall, "export-stall-timeout", api.DefaultExportStallTimeout, "how long a client may stop reading an export before it is cut off")
+	fs.Float64Var(&l.rateLimit, "rate-limit", 0, "requests per second one API key may make (a second's worth at once), 429 rate_limited with Retry-After past it; 0 = no limit")
 	fs.Float64Var(&l.failureRate, "failure-rate", api.DefaultFailureRate, "authentication failures and unknown receipt ids one client address may cause per second (ten seconds' worth at once) before its uncached lookups get 429; 0 = no limit (behind a proxy every client shares its address)")
 }
 
@@ -61,6 +63,8 @@ func (l *limits) resolve(poolConns int) error {
 		return usageErrorf("serve: --export-stall-timeout must be positive")
 	case l.failureRate < 0:
 		return usageErrorf("serve: --failure-rate must be 0 (no limit) or more")
+	case l.rateLimit < 0:
+		return usageErrorf("serve: --rate-limit must be 0 (no limit) or more")
 	}
 	l.maxExportsPerSeller = min(l.maxExportsPerSeller, l.maxExports)
 	return nil
@@ -89,6 +93,7 @@ func limitListener(ln net.Listener, n int) net.Listener { return netutil.LimitLi
 func (l limits) apiLimits(cfg *api.Config) {
 	cfg.MaxExports, cfg.MaxExportsPerSeller, cfg.ExportStallTimeout = l.maxExports, l.maxExportsPerSeller, l.exportStall
 	cfg.FailureRate = l.failureRate
+	cfg.KeyRate = l.rateLimit
 	if l.failureRate == 0 {
 		cfg.FailureRate = -1 // the flag's 0 is "no limit", Config's is "default"
 	}

@@ -53,7 +53,7 @@ func TestKill9Server(t *testing.T) {
 	fx := sharedDB(t)
 	srv := startServer(t, fx.dbURL, "127.0.0.1:0")
 	h := &History{}
-	c := newClient(h, fx.key, "http://"+srv.addr, "k9")
+	c := newClient(h, fx.key, "http://"+srv.Addr, "k9")
 	defer c.close()
 	deadline := time.Now().Add(retryWindow)
 	l := startLoad(ctx, c, workers, codes, func() time.Time { return deadline })
@@ -63,9 +63,9 @@ func TestKill9Server(t *testing.T) {
 	var recov []time.Duration
 	for round := 0; round < 2; round++ {
 		h.Mark("kill -9 server")
-		srv.kill()
+		srv.Kill()
 		time.Sleep(300 * time.Millisecond)
-		srv = srv.restart(t)
+		srv = srv.Restart(t)
 		h.Mark("server restarted")
 		recov = append(recov, recoveredWithin(t, h, l, 40, 20*time.Second))
 	}
@@ -88,7 +88,7 @@ func TestPostgresImmediateStop(t *testing.T) {
 	pg := newCluster(t)
 	fx := seed(t, pg.url("postgres"))
 	srv := startServer(t, fx.dbURL, "127.0.0.1:0")
-	base := "http://" + srv.addr
+	base := "http://" + srv.Addr
 	h := &History{}
 	c := newClient(h, fx.key, base, "pgstop")
 	defer c.close()
@@ -167,14 +167,14 @@ func TestFailoverToSyncStandby(t *testing.T) {
 	multi := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write", primary.addr(), standby.addr())
 	srv := startServer(t, multi, "127.0.0.1:0")
 	h := &History{}
-	c := newClient(h, fx.key, "http://"+srv.addr, "failover")
+	c := newClient(h, fx.key, "http://"+srv.Addr, "failover")
 	defer c.close()
 	end := time.Now().Add(retryWindow)
 	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
 	if !l.waitIssued(40, 20*time.Second) {
 		t.Fatal("load did not start")
 	}
-	pid := srv.cmd.Process.Pid
+	pid := srv.Cmd.Process.Pid
 	h.Mark("kill -9 primary")
 	primary.kill9()
 	time.Sleep(500 * time.Millisecond)
@@ -189,17 +189,17 @@ func TestFailoverToSyncStandby(t *testing.T) {
 	// pool skip the old primary's address and the read-only standby
 	// before promotion.
 	select {
-	case <-srv.done:
-		t.Fatalf("the server exited during the failover: %v", srv.err)
+	case <-srv.Done:
+		t.Fatalf("the server exited during the failover: %v", srv.Err)
 	default:
 	}
-	if srv.cmd.Process.Pid != pid {
+	if srv.Cmd.Process.Pid != pid {
 		t.Fatal("the server was restarted")
 	}
 	if n, err := standby.queryString("postgres", `SELECT count(*)::text FROM pg_stat_activity WHERE application_name = 'invoiced'`); err != nil || n == "0" {
 		t.Fatalf("the promoted standby has %s sessions of the server (%v), want its pool there", n, err)
 	}
-	if rs, _, _ := get("http://"+srv.addr, "/readyz"); rs != http.StatusOK {
+	if rs, _, _ := get("http://"+srv.Addr, "/readyz"); rs != http.StatusOK {
 		t.Errorf("/readyz after the failover: %d, want 200", rs)
 	}
 	verdict(t, "failover", h, standby.url("postgres"), CheckOptions{RequireAllAcked: true})
@@ -225,7 +225,7 @@ func TestConnectionCuts(t *testing.T) {
 	}
 	defer dbProxy.Close()
 	srv := startServer(t, withHost(fx.dbURL, dbProxy.Addr()), "127.0.0.1:0")
-	httpProxy, err := latencyproxy.New("127.0.0.1:0", srv.addr, 50*time.Millisecond)
+	httpProxy, err := latencyproxy.New("127.0.0.1:0", srv.Addr, 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestStuckCounterLock(t *testing.T) {
 	const lockTimeout = 500 * time.Millisecond
 	srv := startServer(t, fx.dbURL, "127.0.0.1:0", "--lock-timeout", lockTimeout.String())
 	h := &History{}
-	c := newClient(h, fx.key, "http://"+srv.addr, "lock")
+	c := newClient(h, fx.key, "http://"+srv.Addr, "lock")
 	defer c.close()
 	end := time.Now().Add(retryWindow)
 	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
@@ -365,7 +365,7 @@ func TestSIGTERMMidLoad(t *testing.T) {
 	fx := sharedDB(t)
 	srv := startServer(t, fx.dbURL, "127.0.0.1:0", "--drain-timeout", "10s")
 	h := &History{}
-	c := newClient(h, fx.key, "http://"+srv.addr, "term")
+	c := newClient(h, fx.key, "http://"+srv.Addr, "term")
 	defer c.close()
 	end := time.Now().Add(retryWindow)
 	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
@@ -374,19 +374,19 @@ func TestSIGTERMMidLoad(t *testing.T) {
 	}
 	h.Mark("SIGTERM")
 	signalled := time.Now()
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-srv.done:
+	case <-srv.Done:
 	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not exit within 20s of SIGTERM\n%s", srv.stderr())
+		t.Fatalf("serve did not exit within 20s of SIGTERM\n%s", srv.Stderr())
 	}
 	exited := time.Now()
-	if srv.err != nil {
-		t.Errorf("serve exited with %v after SIGTERM, want 0\n%s", srv.err, srv.stderr())
+	if srv.Err != nil {
+		t.Errorf("serve exited with %v after SIGTERM, want 0\n%s", srv.Err, srv.Stderr())
 	}
-	srv = srv.restart(t)
+	srv = srv.Restart(t)
 	h.Mark("server restarted")
 	rec := recoveredWithin(t, h, l, 40, 20*time.Second)
 	l.end(t, retryWindow)

@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,17 +9,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/servetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -30,32 +25,18 @@ const (
 	otherGSTIN  = "29AABCR1718E1ZL"
 )
 
-var (
-	binPath string // the invoiced binary, built once by TestMain
-	binDir  string
-)
+// bin is the invoiced binary, built once by TestMain.
+var bin *servetest.Binary
 
 func TestMain(m *testing.M) {
 	code := func() int {
-		gomod, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil || len(bytes.TrimSpace(gomod)) == 0 {
-			fmt.Fprintf(os.Stderr, "faults: go env GOMOD: %v\n", err)
-			return 1
-		}
-		root := filepath.Dir(string(bytes.TrimSpace(gomod)))
-		binDir, err = os.MkdirTemp("", "invoiced-faults-bin-")
+		var err error
+		bin, err = servetest.Build()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "faults:", err)
 			return 1
 		}
-		defer os.RemoveAll(binDir)
-		binPath = filepath.Join(binDir, "invoiced")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/invoiced")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "faults: go build ./cmd/invoiced: %v\n%s", err, out)
-			return 1
-		}
+		defer bin.Close()
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -64,16 +45,7 @@ func TestMain(m *testing.M) {
 // cli runs the invoiced binary with DATABASE_URL=dbURL and returns stdout.
 func cli(t testing.TB, dbURL string, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("invoiced %s: %v\nstderr: %s", strings.Join(args, " "), err, errOut.String())
-	}
-	return out.String()
+	return bin.CLI(t, dbURL, args...)
 }
 
 // fixture is a seeded database: one seller, series CH1 and CH2, a key with
@@ -102,154 +74,14 @@ func seed(t testing.TB, dbURL string) fixture {
 // ---------------------------------------------------------------- server ---
 
 // server is one `invoiced serve` process started by the test.
-type server struct {
-	t     testing.TB
-	cmd   *exec.Cmd
-	addr  string // host:port
-	done  chan struct{}
-	err   error // Wait's result, valid after done
-	mu    sync.Mutex
-	log   bytes.Buffer
-	flags []string
-	dbURL string
-}
-
-var listenRE = regexp.MustCompile(`^listening on http://(\S+)$`)
+type server = servetest.Server
 
 // startServer starts `invoiced serve` on addr (127.0.0.1:0 for a free
-// port) and waits until it prints its address. The process is killed when
-// the test ends if it is still running.
+// port); see servetest.Binary.Start.
 func startServer(t testing.TB, dbURL, addr string, flags ...string) *server {
 	t.Helper()
-	// A few warm connections, not serve's default of --max-conns (32):
-	// these tests run their servers in parallel, and 32 backends each,
-	// forked at once, are a burst that two cores feel in other packages'
-	// timing. Later flags override.
-	args := append([]string{"serve", "--addr", addr, "--log-format", "text", "--min-conns", "4"}, flags...)
-	cmd := exec.Command(binPath, args...)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{t: t, cmd: cmd, done: make(chan struct{}), flags: flags, dbURL: dbURL}
-	cmd.Stderr = &lockedWriter{mu: &s.mu, w: &s.log}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		first := true
-		for sc.Scan() {
-			if m := listenRE.FindStringSubmatch(sc.Text()); m != nil && first {
-				first = false
-				lines <- m[1]
-			}
-		}
-	}()
-	go func() {
-		s.err = cmd.Wait()
-		close(s.done)
-	}()
-	t.Cleanup(func() { s.kill() })
-	select {
-	case s.addr = <-lines:
-	case <-s.done:
-		t.Fatalf("serve exited before listening: %v\nstderr: %s", s.err, s.stderr())
-	case <-time.After(30 * time.Second):
-		s.kill()
-		t.Fatalf("serve did not listen within 30s\nstderr: %s", s.stderr())
-	}
-	return s
+	return bin.Start(t, dbURL, addr, flags...)
 }
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (s *server) stderr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.log.String()
-	if len(out) > 8000 {
-		out = "…" + out[len(out)-8000:]
-	}
-	return out
-}
-
-// kill sends SIGKILL to the process (only ours) and waits for it.
-func (s *server) kill() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// restart starts a new process on the same address and database.
-func (s *server) restart(t testing.TB) *server {
-	t.Helper()
-	var last *server
-	// The port was just released; it is ours to take again, but retry a
-	// few times in case the kernel is slow to free it.
-	for i := 0; i < 5; i++ {
-		ns, err := tryStart(t, s.dbURL, s.addr, s.flags...)
-		if err == nil {
-			return ns
-		}
-		last = ns
-		time.Sleep(200 * time.Millisecond)
-	}
-	_ = last
-	t.Fatalf("could not restart serve on %s", s.addr)
-	return nil
-}
-
-// tryStart is startServer that reports a failure to listen instead of
-// failing the test.
-func tryStart(t testing.TB, dbURL, addr string, flags ...string) (s *server, err error) {
-	ft := &fatalCatcher{TB: t}
-	func() {
-		defer func() {
-			if v := recover(); v != nil {
-				if _, ok := v.(fatalPanic); !ok {
-					panic(v)
-				}
-				err = fmt.Errorf("%s", ft.msg)
-			}
-		}()
-		s = startServer(ft, dbURL, addr, flags...)
-	}()
-	return s, err
-}
-
-type fatalPanic struct{}
-
-// fatalCatcher turns Fatalf into a panic that tryStart recovers.
-type fatalCatcher struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatalCatcher) Fatalf(format string, a ...any) {
-	f.msg = fmt.Sprintf(format, a...)
-	panic(fatalPanic{})
-}
-func (f *fatalCatcher) Fatal(a ...any) { f.msg = fmt.Sprint(a...); panic(fatalPanic{}) }
-func (f *fatalCatcher) Helper()        {}
 
 // ----------------------------------------------------------------- client ---
 
@@ -529,26 +361,14 @@ func withHost(raw, hostport string) string {
 	return u.String()
 }
 
-// internalErrors returns the server log's "internal error" lines, to
-// explain a 500 in a failure message.
-func (s *server) internalErrors() string {
-	var out []string
-	for _, line := range strings.Split(s.stderr(), "\n") {
-		if strings.Contains(line, "internal error") && len(out) < 10 {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // logInternalErrors logs the servers' internal errors when the test failed.
 func logInternalErrors(t testing.TB, servers ...*server) {
 	if !t.Failed() {
 		return
 	}
 	for _, s := range servers {
-		if e := s.internalErrors(); e != "" {
-			t.Logf("server %s internal errors:\n%s", s.addr, e)
+		if e := s.InternalErrors(); e != "" {
+			t.Logf("server %s internal errors:\n%s", s.Addr, e)
 		}
 	}
 }

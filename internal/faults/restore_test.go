@@ -27,7 +27,7 @@ func TestRestoreDrill(t *testing.T) {
 	fx := seed(t, primary.url("postgres"))
 	srv := startServer(t, fx.dbURL, "127.0.0.1:0")
 	h := &History{}
-	c := newClient(h, fx.key, "http://"+srv.addr, "drill")
+	c := newClient(h, fx.key, "http://"+srv.Addr, "drill")
 	defer c.close()
 	end := time.Now().Add(retryWindow)
 	l := startLoad(ctx, c, workers, codes, func() time.Time { return end })
@@ -66,7 +66,7 @@ func TestRestoreDrill(t *testing.T) {
 		return err == nil
 	})
 	l.end(t, retryWindow)
-	srv.kill()
+	srv.Kill()
 
 	// 4. Restore into a new cluster: the backup's files, recovery from the
 	// archive up to the restore point, then promotion.
@@ -124,7 +124,7 @@ func TestRestoreDrill(t *testing.T) {
 	}
 	srv2 := startServer(t, restored.url("postgres"), "127.0.0.1:0")
 	h2 := &History{}
-	c2 := newClient(h2, fx.key, "http://"+srv2.addr, "after-restore")
+	c2 := newClient(h2, fx.key, "http://"+srv2.Addr, "after-restore")
 	defer c2.close()
 	for i, code := range codes {
 		if !c2.issue(ctx, i, code, fmt.Sprintf("after-restore-%s", code), time.Now().Add(30*time.Second)) {

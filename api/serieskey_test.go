@@ -1,0 +1,149 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+)
+
+// TestSeriesScopedKey: a key restricted to CH2 issues, reads, lists and
+// cancels in CH2 only; every route on CH1 (or on all series) is 403
+// series_forbidden and takes no number, and GET /v1/series shows CH2 alone.
+func TestSeriesScopedKey(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	if _, err := series.CreateSeries(ctx, e.pool, series.NewSeries{SellerID: e.seller.ID, Code: "CH2", DocType: "invoice", Format: "CH2/{FY}/{SEQ:5}"}); err != nil {
+		t.Fatal(err)
+	}
+	term, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"ch2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch1 := e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON(""))
+	e.wantStatus(ch1, 201)
+	var ch1Inv invoiceOut
+	_ = json.Unmarshal(ch1.body, &ch1Inv)
+	var legacyID int64
+	if err := e.pool.QueryRow(ctx, `SELECT id FROM invoices WHERE number = $1`, ch1Inv.Number).Scan(&legacyID); err != nil {
+		t.Fatal(err)
+	}
+
+	r := e.do("POST", "/v1/series/ch2/invoices", term, issueJSON(""))
+	e.wantStatus(r, 201)
+	var ch2Inv invoiceOut
+	_ = json.Unmarshal(r.body, &ch2Inv)
+	for _, path := range []string{"/v1/invoices/" + ch2Inv.ID, "/v1/series/CH2/invoices", "/v1/series/CH2/audit"} {
+		e.wantStatus(e.do("GET", path, term, ""), 200)
+	}
+	r = e.do("GET", "/v1/series", term, "")
+	e.wantStatus(r, 200)
+	var list struct {
+		Series []struct{ Code string } `json:"series"`
+	}
+	if err := json.Unmarshal(r.body, &list); err != nil || len(list.Series) != 1 || list.Series[0].Code != "CH2" {
+		t.Fatalf("series listing for a CH2 key: %s", r.body)
+	}
+
+	for _, req := range []struct{ method, path, body string }{
+		{"POST", "/v1/series/CH1/invoices", issueJSON("")},
+		{"POST", "/v1/series/ch1/invoices", issueJSON("")},
+		{"GET", "/v1/series/CH1/invoices", ""},
+		{"GET", "/v1/series/CH1/audit", ""},
+		{"GET", "/v1/invoices/" + ch1Inv.ID, ""},
+		{"GET", "/v1/invoices/" + strconv.FormatInt(legacyID, 10), ""},
+		{"POST", "/v1/invoices/" + ch1Inv.ID + "/cancel", `{"reason":"x"}`},
+		{"POST", "/v1/invoices/" + strconv.FormatInt(legacyID, 10) + "/cancel", `{"reason":"x"}`},
+		{"GET", "/v1/reports/gstr1/doc-issue?fp=112026", ""},
+	} {
+		r := e.do(req.method, req.path, term, req.body)
+		e.wantError(r, 403, "series_forbidden")
+		if !strings.Contains(string(r.body), "CH2") {
+			t.Errorf("%s %s: message does not name the key's series: %s", req.method, req.path, r.body)
+		}
+	}
+	e.wantStatus(e.do("POST", "/v1/invoices/"+ch2Inv.ID+"/cancel", term, `{"reason":"void"}`), 200)
+	// CH1 still has exactly its one invoice, never cancelled.
+	var n int
+	var status string
+	if err := e.pool.QueryRow(ctx, `SELECT count(*), min(status) FROM invoices i JOIN series s ON s.id = i.series_id WHERE s.code = 'CH1'`).Scan(&n, &status); err != nil || n != 1 || status != "issued" {
+		t.Fatalf("CH1 holds %d invoices (%s, %v), want 1 issued", n, status, err)
+	}
+
+	for _, c := range []struct {
+		scopes, codes []string
+	}{
+		{[]string{ScopeIssue}, nil},
+		{[]string{ScopeIssue}, []string{" "}},
+		{[]string{ScopeIssue}, []string{"CH9"}},
+		{[]string{ScopeIssue, ScopeManage}, []string{"CH1"}},
+	} {
+		if _, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, c.scopes, c.codes); !errors.Is(err, ErrInvalidKeySeries) {
+			t.Errorf("CreateSeriesKey(%v, %v): %v, want ErrInvalidKeySeries", c.scopes, c.codes, err)
+		}
+	}
+	keys, err := Keys(ctx, e.pool, e.seller.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := keys[len(keys)-1]
+	if strings.Join(last.Series, ",") != "CH2" || strings.Join(last.Scopes, ",") != "issue,read" || keys[0].Series != nil {
+		t.Fatalf("Keys: %+v", keys)
+	}
+}
+
+// TestSeriesKeyFailsClosedOnOlderBinaries: a restricted key's row holds no
+// scope where a binary older than migration 00013 looks, so such a binary
+// refuses it everything rather than letting it into every series.
+func TestSeriesKeyFailsClosedOnOlderBinaries(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	key, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"CH1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, _, _ := parseKey(key)
+	var scopes []string
+	if err := e.pool.QueryRow(ctx, `SELECT scopes FROM api_keys WHERE prefix = $1`, prefix).Scan(&scopes); err != nil || len(scopes) != 0 {
+		t.Fatalf("scopes column %v (%v), want empty", scopes, err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE api_keys SET series_codes = NULL WHERE prefix = $1`, prefix); err == nil {
+		t.Fatal("a row restricted to no series, with its scopes hidden, was accepted")
+	}
+}
+
+// TestKeyRateLimit: with KeyRate 2, a key's third request in a second is
+// 429 rate_limited with a Retry-After of 1; another key is not limited, and
+// the key works again after the wait.
+func TestKeyRateLimit(t *testing.T) {
+	t.Parallel()
+	var shift atomic.Int64 // nanoseconds after testNow
+	e := setup(t, func(c *Config) {
+		c.KeyRate = 2
+		c.Now = func() time.Time { return testNow.Add(time.Duration(shift.Load())) }
+	})
+	for range 2 {
+		e.wantStatus(e.do("GET", "/v1/series", e.read, ""), 200)
+	}
+	r := e.do("POST", "/v1/series/CH1/invoices", e.read, issueJSON(""))
+	e.wantError(r, 429, "rate_limited")
+	if r.header.Get("Retry-After") != "1" {
+		t.Fatalf("Retry-After %q, want 1", r.header.Get("Retry-After"))
+	}
+	e.wantStatus(e.do("GET", "/v1/series", e.all, ""), 200)
+	shift.Store(int64(time.Second))
+	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), 200)
+	// Off by default.
+	d := setup(t)
+	for range 20 {
+		d.wantStatus(d.do("GET", "/v1/series", d.read, ""), 200)
+	}
+}

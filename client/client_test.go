@@ -1,0 +1,355 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serials returns the serials of every invoice of code, through
+// ListInvoices with small pages.
+func serials(t *testing.T, c *Client, code string) []int64 {
+	t.Helper()
+	var out []int64
+	for page, err := range c.ListInvoices(context.Background(), code, ListOptions{Limit: 3}) {
+		if err != nil {
+			t.Fatalf("ListInvoices: %v", err)
+		}
+		for _, inv := range page.Invoices {
+			out = append(out, inv.Serial)
+		}
+	}
+	return out
+}
+
+func oneTo(n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = int64(i + 1)
+	}
+	return s
+}
+
+// TestLostAnswersIssueOnce: every issue's first two answers are lost after
+// the server committed; each call still returns its invoice, replayed, and
+// the series holds exactly serials 1..N: the key made once per call is
+// sent on every attempt with the same body.
+func TestLostAnswersIssueOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const n = 12
+	var plan []step
+	for range 2 * n {
+		plan = append(plan, step{fault: loseAnswer})
+	}
+	e.proxy.set(nil, plan...)
+	c := fastClient(e.proxy.url, e.all)
+	got := make([]Invoice, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			inv, err := c.IssueInvoice(context.Background(), "CH1", sale())
+			if err != nil {
+				t.Errorf("sale %d: %v", i, err)
+			}
+			got[i] = inv
+		})
+	}
+	wg.Wait()
+	nums := map[int64]bool{}
+	for _, inv := range got {
+		nums[inv.Serial] = true
+	}
+	if len(nums) != n {
+		t.Fatalf("%d calls learnt %d distinct serials: %v", n, len(nums), got)
+	}
+	if s := serials(t, New(e.url, e.all), "CH1"); !slices.Equal(s, oneTo(n)) {
+		t.Fatalf("series holds %v, want 1..%d", s, n)
+	}
+	// Every attempt of a call sent its one key and one body.
+	byKey := map[string][][]byte{}
+	for _, a := range e.proxy.seen() {
+		if a.key == "" {
+			t.Fatalf("issue attempt without Idempotency-Key")
+		}
+		byKey[a.key] = append(byKey[a.key], a.body)
+	}
+	if len(byKey) != n {
+		t.Fatalf("%d keys for %d calls", len(byKey), n)
+	}
+	replayed := 0
+	for _, inv := range got {
+		if inv.Replayed {
+			replayed++
+		}
+	}
+	if replayed == 0 {
+		t.Fatal("no call learnt its invoice from a replay, so no answer was lost")
+	}
+	for k, bodies := range byKey {
+		for _, b := range bodies[1:] {
+			if !bytes.Equal(b, bodies[0]) {
+				t.Fatalf("key %s sent two bodies", k)
+			}
+		}
+	}
+}
+
+// TestRetriesFollowTheAnswerTable sends each answer docs/api.md says to
+// retry, then lets the request through, and each answer it says not to
+// retry: a retried answer costs one more attempt with the same key, the
+// others end the call at once with that *Error.
+func TestRetriesFollowTheAnswerTable(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := fastClient(e.proxy.url, e.all)
+	errBody := func(code string) string { return `{"error":{"code":"` + code + `","message":"m"}}` }
+	for _, tc := range []struct {
+		name  string
+		step  step
+		retry bool
+	}{
+		{"no answer", step{fault: refuse}, true},
+		{"409 in progress", step{fault: synthesized, status: 409, body: errBody(CodeIdempotencyKeyInProgress)}, true},
+		{"429", step{fault: synthesized, status: 429, body: errBody(CodeRateLimited), retryAfter: "1"}, true},
+		{"500", step{fault: synthesized, status: 500, body: errBody("internal_error")}, true},
+		{"503 outcome unknown", step{fault: synthesized, status: 503, body: errBody(CodeCommitOutcomeUnknown), retryAfter: "1"}, true},
+		{"503 series busy", step{fault: synthesized, status: 503, body: errBody("series_busy"), retryAfter: "1"}, true},
+		{"409 date order", step{fault: synthesized, status: 409, body: errBody(CodeDateOutOfOrder)}, false},
+		{"409 exhausted", step{fault: synthesized, status: 409, body: errBody(CodeSeriesExhausted)}, false},
+		{"422 invalid date", step{fault: synthesized, status: 422, body: errBody(CodeInvalidDate)}, false},
+		{"422 key reused", step{fault: synthesized, status: 422, body: errBody(CodeIdempotencyKeyReused)}, false},
+		{"400", step{fault: synthesized, status: 400, body: errBody("malformed_json")}, false},
+		{"401", step{fault: synthesized, status: 401, body: errBody("unauthorized")}, false},
+		{"403", step{fault: synthesized, status: 403, body: errBody("forbidden")}, false},
+		{"404", step{fault: synthesized, status: 404, body: errBody("series_not_found")}, false},
+	} {
+		e.proxy.set(nil, tc.step)
+		start := time.Now()
+		inv, err := c.IssueInvoice(context.Background(), "CH1", sale())
+		took := time.Since(start)
+		seen := e.proxy.seen()
+		if tc.retry {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			if len(seen) != 2 || seen[0].key != seen[1].key || !bytes.Equal(seen[0].body, seen[1].body) {
+				t.Errorf("%s: %d attempts, want 2 with one key and body", tc.name, len(seen))
+			}
+			if tc.step.retryAfter != "" && took < time.Second {
+				t.Errorf("%s: retried after %v, before Retry-After", tc.name, took)
+			}
+			if inv.Serial == 0 {
+				t.Errorf("%s: no invoice", tc.name)
+			}
+			continue
+		}
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Status != tc.step.status || ae.Message != "m" {
+			t.Errorf("%s: err %v, want *Error %d", tc.name, err, tc.step.status)
+		}
+		if IsOutcomeUnknown(err) {
+			t.Errorf("%s: outcome unknown after one definitive answer", tc.name)
+		}
+		if len(seen) != 1 {
+			t.Errorf("%s: %d attempts, want 1", tc.name, len(seen))
+		}
+	}
+	if ae := (&Error{}); errors.As(fmt.Errorf("w: %w", &Error{RetryAfter: time.Second}), &ae) && ae.RetryAfter != time.Second {
+		t.Fatal("RetryAfter lost through wrapping")
+	}
+}
+
+// TestOutcomeUnknownUntilSettled: a call whose every answer is lost ends
+// with the caller's context as outcome unknown, and retrying with its key
+// learns the invoice it issued (exactly one). A call that only ever got
+// "not done" answers is not outcome unknown; nor is one whose last answer
+// settles it, while 401 after a lost answer says nothing.
+func TestOutcomeUnknownUntilSettled(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := fastClient(e.proxy.url, e.all)
+
+	e.proxy.set(&step{fault: loseAnswer})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, err := c.IssueInvoice(ctx, "CH1", sale())
+	cancel()
+	if !IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("all answers lost: err %v, want outcome unknown and the deadline", err)
+	}
+	key := OutcomeKey(err)
+	if len(e.proxy.seen()) < 2 || key != e.proxy.seen()[0].key {
+		t.Fatalf("OutcomeKey %q, attempts %d", key, len(e.proxy.seen()))
+	}
+	inv, err := New(e.url, e.all).IssueInvoice(context.Background(), "CH1", sale(), IdempotencyKey(key))
+	if err != nil || !inv.Replayed || inv.Serial != 1 {
+		t.Fatalf("resume with the key: %+v, %v; want the replay of serial 1", inv, err)
+	}
+	if s := serials(t, New(e.url, e.all), "CH1"); !slices.Equal(s, oneTo(1)) {
+		t.Fatalf("series holds %v", s)
+	}
+
+	e.proxy.set(&step{fault: synthesized, status: 503, body: `{"error":{"code":"database_unavailable","message":"m"}}`})
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err = c.IssueInvoice(ctx, "CH1", sale())
+	cancel()
+	var ae *Error
+	if IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != "database_unavailable" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("only 503 database_unavailable: err %v, want a known outcome with the last *Error", err)
+	}
+
+	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 401, body: `{"error":{"code":"unauthorized","message":"m"}}`})
+	_, err = c.IssueInvoice(context.Background(), "CH1", sale())
+	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Status != 401 {
+		t.Fatalf("401 after a lost answer: %v, want outcome unknown wrapping the 401", err)
+	}
+
+	// CreateSeries has no key: a duplicate after a lost answer may be its own.
+	e.proxy.set(nil, step{fault: loseAnswer})
+	_, err = c.CreateSeries(context.Background(), SeriesRequest{Code: "KA1", DocType: "invoice", Format: "KA1/{FY}/{SEQ:4}"})
+	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != "duplicate_series" {
+		t.Fatalf("CreateSeries after a lost answer: %v, want outcome unknown wrapping duplicate_series", err)
+	}
+
+	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 422, body: `{"error":{"code":"invalid_date","message":"m"}}`})
+	_, err = c.IssueInvoice(context.Background(), "CH1", sale())
+	if IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != CodeInvalidDate {
+		t.Fatalf("invalid_date after a lost answer: %v, want a settled *Error", err)
+	}
+}
+
+// TestEveryRouteAgainstTheServer calls each method against a real server.
+func TestEveryRouteAgainstTheServer(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	c := New(e.url, e.all)
+	if s, err := c.Healthz(ctx); err != nil || s.Status != "ok" {
+		t.Fatalf("Healthz: %v %v", s, err)
+	}
+	if s, err := c.Readyz(ctx); err != nil || s.Status != "ok" {
+		t.Fatalf("Readyz: %v %v", s, err)
+	}
+	if b, err := c.OpenAPI(ctx); err != nil || !bytes.HasPrefix(b, []byte("openapi: 3.0.3")) {
+		t.Fatalf("OpenAPI: %v", err)
+	}
+	var ae *Error
+	if _, err := c.DebugStats(ctx); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("DebugStats without --stats: %v", err)
+	}
+	if _, err := c.Metrics(ctx); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("Metrics not exposed: %v", err)
+	}
+	sr, err := c.CreateSeries(ctx, SeriesRequest{Code: "GJ1", DocType: "invoice", Format: "GJ1/{FY}/{SEQ:4}"})
+	if err != nil || sr.Code != "GJ1" || sr.Capacity != 9999 || sr.CreatedAt.IsZero() {
+		t.Fatalf("CreateSeries: %+v %v", sr, err)
+	}
+	if _, err := c.CreateSeries(ctx, SeriesRequest{Code: "GJ1", DocType: "invoice", Format: "GJ1/{FY}/X{SEQ:4}"}); !errors.As(err, &ae) || ae.Code != "duplicate_series" || IsOutcomeUnknown(err) {
+		t.Fatalf("duplicate CreateSeries: %v", err)
+	}
+	inv, err := c.IssueInvoice(ctx, "gj1", IssueRequest{
+		Buyer:         &Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
+		PlaceOfSupply: "29",
+		Items:         []ItemInput{{Description: "Tea", HSN: "0902", Quantity: "3", UnitPrice: "100.00", GSTRate: "18"}},
+	})
+	if err != nil || inv.ID != "GJ1-"+inv.FY[:4]+"-1" || inv.Totals.IGST != "54.00" || inv.Buyer == nil || inv.Replayed {
+		t.Fatalf("IssueInvoice: %+v %v", inv, err)
+	}
+	got, err := c.GetInvoice(ctx, inv.ID)
+	if err != nil || got.Number != inv.Number || !got.IssuedAt.Equal(inv.IssuedAt) {
+		t.Fatalf("GetInvoice: %+v %v", got, err)
+	}
+	if found, err := c.FindInvoices(ctx, strings.ToLower(inv.Number)); err != nil || len(found) != 1 || found[0].ID != inv.ID {
+		t.Fatalf("FindInvoices(%q): %+v %v", strings.ToLower(inv.Number), found, err)
+	}
+	for page, err := range c.ListInvoices(ctx, "GJ1", ListOptions{From: inv.InvoiceDate, To: inv.InvoiceDate}) {
+		if err != nil || len(page.Invoices) != 1 {
+			t.Fatalf("ListInvoices from/to %s: %+v %v", inv.InvoiceDate, page, err)
+		}
+	}
+	if _, err := c.GetInvoice(ctx, "GJ1-2026-99"); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Fatalf("GetInvoice unknown: %v", err)
+	}
+	if b, err := c.Receipt(ctx, inv.PublicID); err != nil || !strings.Contains(string(b), inv.Number) {
+		t.Fatalf("Receipt: %v", err)
+	}
+	list, err := c.ListSeries(ctx)
+	if err != nil || len(list) != 3 || list[2].Code != "GJ1" || list[2].Years[0].LastSerial != 1 {
+		t.Fatalf("ListSeries: %+v %v", list, err)
+	}
+	ci, err := New(e.url, e.issue).CancelInvoice(ctx, inv.ID, "wrong buyer")
+	if err != nil || ci.Status != "cancelled" || ci.CancelledAt == nil || ci.Items != nil {
+		t.Fatalf("CancelInvoice with an issue-only key: %+v %v", ci, err)
+	}
+	if _, err := c.CancelInvoice(ctx, inv.ID, "again"); !errors.As(err, &ae) || ae.Code != CodeAlreadyCancelled || IsOutcomeUnknown(err) {
+		t.Fatalf("second cancel: %v", err)
+	}
+	a, err := c.Audit(ctx, "GJ1", inv.FY)
+	if err != nil || len(a.Rows) != 1 || a.Rows[0].Status != "cancelled" || a.Summary["cancelled"] != float64(1) {
+		t.Fatalf("Audit: %+v %v", a, err)
+	}
+	csv, err := c.AuditFile(ctx, "GJ1", inv.FY, AuditCSV)
+	if err != nil || !bytes.HasPrefix(csv, []byte("\xef\xbb\xbf")) {
+		t.Fatalf("AuditFile csv: %v", err)
+	}
+	fp := inv.InvoiceDate[5:7] + inv.InvoiceDate[:4]
+	d, err := c.GSTR1DocIssue(ctx, fp)
+	if err != nil || d.GSTIN != sellerGSTIN || len(d.DocIssue.DocDet) != 1 || d.DocIssue.DocDet[0].Docs[0].Cancel != 1 {
+		t.Fatalf("GSTR1DocIssue: %+v %v", d, err)
+	}
+	if _, err := c.IssueInvoice(ctx, "CH1", IssueRequest{Items: []ItemInput{{Description: "x", HSN: "0902", Quantity: "1", UnitPrice: "1", GSTRate: "7"}}}); !errors.As(err, &ae) || ae.Status != 422 || ae.Code == "" || ae.Message == "" || ae.RequestID == "" {
+		t.Fatalf("invalid rate: %v", err)
+	}
+	if _, err := New(e.url, "ik_nope_nope").ListSeries(ctx); !errors.As(err, &ae) || ae.Status != 401 {
+		t.Fatalf("bad key: %v", err)
+	}
+}
+
+// TestListInvoicesPages walks 10 invoices in pages of 3 (4 pages), and
+// stops fetching when the loop breaks.
+func TestListInvoicesPages(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := New(e.proxy.url, e.all)
+	for range 10 {
+		if _, err := c.IssueInvoice(context.Background(), "CH2", sale()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.proxy.set(nil)
+	pages := 0
+	var got []int64
+	for page, err := range c.ListInvoices(context.Background(), "CH2", ListOptions{Limit: 3}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, inv := range page.Invoices {
+			got = append(got, inv.Serial)
+		}
+	}
+	if pages != 4 || !slices.Equal(got, oneTo(10)) {
+		t.Fatalf("%d pages, serials %v", pages, got)
+	}
+	e.proxy.set(nil)
+	for range c.ListInvoices(context.Background(), "CH2", ListOptions{Limit: 3}) {
+		break
+	}
+	if n := len(e.proxy.seen()); n != 1 {
+		t.Fatalf("a loop that broke after the first page fetched %d pages", n)
+	}
+	for _, err := range c.ListInvoices(context.Background(), "NOPE", ListOptions{}) {
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+			t.Fatalf("unknown series: %v", err)
+		}
+	}
+}

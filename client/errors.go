@@ -1,0 +1,73 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Error is an error answer of the server: its HTTP status and the body
+// {"error":{"code","message"}}.
+type Error struct {
+	Status     int           // HTTP status
+	Code       string        // snake_case code, e.g. "invalid_invoice"
+	Message    string        // a sentence for a developer
+	RetryAfter time.Duration // the Retry-After header; 0 when absent
+	RequestID  string        // the server's X-Request-Id, for reports
+}
+
+// Error returns "status code: message".
+func (e *Error) Error() string {
+	return fmt.Sprintf("invoiced: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Codes a caller may branch on (see api/openapi.yaml for all).
+const (
+	CodeIdempotencyKeyInProgress = "idempotency_key_in_progress"
+	CodeIdempotencyKeyReused     = "idempotency_key_reused"
+	CodeCommitOutcomeUnknown     = "commit_outcome_unknown"
+	CodeInvalidDate              = "invalid_date"
+	CodeDateOutOfOrder           = "date_out_of_order"
+	CodeSeriesExhausted          = "series_exhausted"
+	CodeAlreadyCancelled         = "already_cancelled"
+	CodeRateLimited              = "rate_limited"
+)
+
+// outcomeError is what a mutating call returns when it stopped (its
+// context ended, or an answer that says nothing about earlier attempts
+// came back) while an earlier attempt may have taken effect. It wraps the
+// reason it stopped and the last attempt's error.
+type outcomeError struct {
+	key  string
+	errs []error
+}
+
+func (e *outcomeError) Error() string {
+	return "invoiced: outcome unknown (retry with the same Idempotency-Key to learn it): " + errors.Join(e.errs...).Error()
+}
+
+func (e *outcomeError) Unwrap() []error { return e.errs }
+
+// IsOutcomeUnknown reports whether err, returned by a mutating call
+// (IssueInvoice, CancelInvoice), leaves open whether the call took effect.
+// Retrying with the call's Idempotency-Key (see OutcomeKey) learns it.
+func IsOutcomeUnknown(err error) bool {
+	var oe *outcomeError
+	return errors.As(err, &oe)
+}
+
+// OutcomeKey returns the Idempotency-Key of the call whose outcome err
+// leaves unknown, "" when IsOutcomeUnknown(err) is false.
+func OutcomeKey(err error) string {
+	var oe *outcomeError
+	if errors.As(err, &oe) {
+		return oe.key
+	}
+	return ""
+}
+
+// transportError is an attempt that got no answer.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return "invoiced: no answer: " + e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }

@@ -1,0 +1,199 @@
+package client
+
+import "time"
+
+// The types below mirror api/openapi.yaml's schemas (TestClientMatchesSpec
+// fails when they drift). Amounts are decimal strings ("10.50"), as on the
+// wire, so that no amount passes through a float; dates are "2006-01-02".
+
+// Status is the answer of Healthz and Readyz.
+type Status struct {
+	Status string `json:"status"`
+}
+
+// Stats is the answer of DebugStats: the group-commit counters of one
+// server process.
+type Stats struct {
+	Batching     bool  `json:"batching"`
+	Batches      int64 `json:"batches"`
+	Invoices     int64 `json:"invoices"`
+	Retries      int64 `json:"retries"`
+	MaxBatch     int   `json:"max_batch"`
+	Predicted    int64 `json:"predicted"`
+	Mispredicted int64 `json:"mispredicted"`
+}
+
+// SeriesRequest creates a numbering series.
+type SeriesRequest struct {
+	Code    string `json:"code"`
+	DocType string `json:"doc_type"`
+	Format  string `json:"format"` // e.g. "CH1/{FY}/{SEQ:5}"
+	Shop    string `json:"shop,omitempty"`
+}
+
+// Series is a numbering series with, per financial year used, its last
+// serial.
+type Series struct {
+	Code      string       `json:"code"`
+	DocType   string       `json:"doc_type"`
+	Format    string       `json:"format"`
+	Shop      string       `json:"shop"`
+	Capacity  int64        `json:"capacity"`
+	CreatedAt time.Time    `json:"created_at"`
+	Years     []SeriesYear `json:"years"`
+}
+
+// SeriesYear is a series' use in one financial year.
+type SeriesYear struct {
+	FY              string `json:"fy"`
+	LastSerial      int64  `json:"last_serial"`
+	LastNumber      string `json:"last_number"`
+	LastInvoiceDate string `json:"last_invoice_date"`
+}
+
+// SeriesList is the answer of ListSeries.
+type SeriesList struct {
+	Series []Series `json:"series"`
+}
+
+// IssueRequest is the body of IssueInvoice.
+type IssueRequest struct {
+	InvoiceDate   string      `json:"invoice_date,omitempty"` // default today in IST
+	Buyer         *Buyer      `json:"buyer,omitempty"`        // nil for an unregistered buyer
+	PlaceOfSupply string      `json:"place_of_supply,omitempty"`
+	Items         []ItemInput `json:"items"`
+	Original      *Original   `json:"original,omitempty"`
+}
+
+// Buyer is a registered buyer.
+type Buyer struct {
+	GSTIN string `json:"gstin,omitempty"`
+	Name  string `json:"name,omitempty"`
+}
+
+// Original is the invoice a credit note, debit note or revised invoice
+// corrects.
+type Original struct {
+	Number      string `json:"number"`
+	InvoiceDate string `json:"invoice_date"`
+}
+
+// ItemInput is one line of an IssueRequest.
+type ItemInput struct {
+	Description string `json:"description"`
+	HSN         string `json:"hsn"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	GSTRate     string `json:"gst_rate"`
+}
+
+// Item is one line of an issued invoice, with its computed amounts.
+type Item struct {
+	Description string `json:"description"`
+	HSN         string `json:"hsn"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	GSTRate     string `json:"gst_rate"`
+	Taxable     string `json:"taxable"`
+	CGST        string `json:"cgst"`
+	SGST        string `json:"sgst"`
+	IGST        string `json:"igst"`
+	Total       string `json:"total"`
+}
+
+// Totals are an invoice's amounts.
+type Totals struct {
+	Taxable string `json:"taxable"`
+	CGST    string `json:"cgst"`
+	SGST    string `json:"sgst"`
+	IGST    string `json:"igst"`
+	Total   string `json:"total"`
+}
+
+// Invoice is an issued (or cancelled) invoice.
+type Invoice struct {
+	ID            string     `json:"id"` // "CH1-2026-7"
+	Number        string     `json:"number"`
+	Serial        int64      `json:"serial"`
+	FY            string     `json:"fy"`
+	Series        string     `json:"series"`
+	DocType       string     `json:"doc_type"`
+	InvoiceDate   string     `json:"invoice_date"`
+	IssuedAt      time.Time  `json:"issued_at"`
+	Status        string     `json:"status"` // issued or cancelled
+	PublicID      string     `json:"public_id"`
+	ReceiptURL    string     `json:"receipt_url"`
+	Buyer         *Buyer     `json:"buyer,omitempty"`
+	PlaceOfSupply string     `json:"place_of_supply"`
+	Original      *Original  `json:"original,omitempty"`
+	Totals        Totals     `json:"totals"`
+	Items         []Item     `json:"items"`
+	CancelledAt   *time.Time `json:"cancelled_at,omitempty"`
+	CancelReason  string     `json:"cancel_reason,omitempty"`
+
+	// Replayed is true when the answer replayed an earlier attempt's
+	// (Idempotent-Replayed: true): the same invoice, issued once.
+	Replayed bool `json:"-"`
+}
+
+// InvoiceList is one page of ListInvoices.
+type InvoiceList struct {
+	Invoices   []Invoice `json:"invoices"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// CancelRequest is the body of CancelInvoice.
+type CancelRequest struct {
+	Reason string `json:"reason"`
+}
+
+// Audit is the JSON serial audit of one series-year (docs/reports.md).
+type Audit struct {
+	Summary map[string]any `json:"summary"`
+	Rows    []AuditRow     `json:"rows"`
+}
+
+// AuditRow is one number of an Audit.
+type AuditRow struct {
+	Serial       int64     `json:"serial"`
+	Number       string    `json:"number"`
+	InvoiceDate  string    `json:"invoice_date"`
+	IssuedAt     time.Time `json:"issued_at"`
+	Status       string    `json:"status"`
+	CancelReason string    `json:"cancel_reason,omitempty"`
+	BuyerGSTIN   string    `json:"buyer_gstin,omitempty"`
+	Taxable      string    `json:"taxable,omitempty"`
+	CGST         string    `json:"cgst,omitempty"`
+	SGST         string    `json:"sgst,omitempty"`
+	IGST         string    `json:"igst,omitempty"`
+	Total        string    `json:"total,omitempty"`
+	Hash         string    `json:"hash,omitempty"`
+}
+
+// DocIssue is GSTR-1 Table 13 for a return period.
+type DocIssue struct {
+	GSTIN    string        `json:"gstin"`
+	FP       string        `json:"fp"`
+	DocIssue DocIssueTable `json:"doc_issue"`
+}
+
+// DocIssueTable is DocIssue's doc_issue section.
+type DocIssueTable struct {
+	DocDet []DocDet `json:"doc_det"`
+}
+
+// DocDet is one nature of document (doc_num) of a DocIssue.
+type DocDet struct {
+	DocNum int            `json:"doc_num"`
+	Docs   []DocIssueDocs `json:"docs"`
+}
+
+// DocIssueDocs is one series' range in a DocDet.
+type DocIssueDocs struct {
+	Num      int    `json:"num"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	TotNum   int    `json:"totnum"`
+	Cancel   int    `json:"cancel"`
+	NetIssue int    `json:"net_issue"`
+}
