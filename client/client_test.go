@@ -311,6 +311,23 @@ func TestEveryRouteAgainstTheServer(t *testing.T) {
 	if _, err := New(e.url, "ik_nope_nope").ListSeries(ctx); !errors.As(err, &ae) || ae.Status != 401 {
 		t.Fatalf("bad key: %v", err)
 	}
+	ist := time.FixedZone("IST", 5*3600+1800)
+	month := time.Now().In(ist)
+	last := time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, ist).AddDate(0, -1, 0).Format("012006")
+	if _, err := c.LockPeriod(ctx, month.Format("012006")); !errors.As(err, &ae) || ae.Code != "period_not_ended" {
+		t.Fatalf("LockPeriod of this month: %v", err)
+	}
+	lock, err := c.LockPeriod(ctx, last)
+	if err != nil || lock.FP != last || lock.LockedAt.IsZero() || lock.LockedBy == "" {
+		t.Fatalf("LockPeriod(%s): %+v %v", last, lock, err)
+	}
+	if again, err := c.LockPeriod(ctx, last); err != nil || !again.LockedAt.Equal(lock.LockedAt) {
+		t.Fatalf("LockPeriod(%s) again: %+v %v", last, again, err)
+	}
+	periods, err := c.ListPeriods(ctx)
+	if err != nil || len(periods.Locks) != 1 || periods.Locks[0].FP != last || len(periods.History) != 1 || periods.History[0].Action != "lock" {
+		t.Fatalf("ListPeriods: %+v %v", periods, err)
+	}
 }
 
 // TestListInvoicesPages walks 10 invoices in pages of 3 (4 pages), and

@@ -233,6 +233,28 @@ func (cl *Client) GSTR1DocIssue(ctx context.Context, fp string) (DocIssue, error
 	return d, cl.getJSON(ctx, "/v1/reports/gstr1/doc-issue?"+url.Values{"fp": {fp}}.Encode(), &d)
 }
 
+// LockPeriod locks month fp ("112026") after its GSTR-1 was filed (POST
+// /v1/periods/{fp}/lock, scope manage): no invoice dated in it may then be
+// issued or cancelled. Locking a locked month returns the existing lock.
+// It fails with an *Error: 422 period_not_ended for a month not yet over
+// in IST, 422 for a malformed fp, 401, 403. Locking is idempotent, so it
+// is retried like a read.
+func (cl *Client) LockPeriod(ctx context.Context, fp string) (PeriodLock, error) {
+	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/periods/" + url.PathEscape(fp) + "/lock"})
+	if err != nil {
+		return PeriodLock{}, err
+	}
+	var l PeriodLock
+	return l, decode(a.body, &l)
+}
+
+// ListPeriods returns the seller's locked months and their history (GET
+// /v1/periods, scope read).
+func (cl *Client) ListPeriods(ctx context.Context) (Periods, error) {
+	var p Periods
+	return p, cl.getJSON(ctx, "/v1/periods", &p)
+}
+
 // Receipt returns the printable receipt page (HTML) of an invoice's
 // public id (GET /r/{public_id}, no key).
 func (cl *Client) Receipt(ctx context.Context, publicID string) ([]byte, error) {

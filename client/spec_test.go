@@ -33,6 +33,8 @@ var operations = map[string]struct {
 	"audit":         {"Audit", reflect.TypeFor[Audit]()},
 	"gstr1DocIssue": {"GSTR1DocIssue", reflect.TypeFor[DocIssue]()},
 	"receipt":       {"Receipt", nil},
+	"lockPeriod":    {"LockPeriod", reflect.TypeFor[PeriodLock]()},
+	"listPeriods":   {"ListPeriods", reflect.TypeFor[Periods]()},
 }
 
 // requests maps request-body schemas to the client's types.
@@ -56,6 +58,7 @@ var (
 		"Original": reflect.TypeFor[Original](), "ItemInput": reflect.TypeFor[ItemInput](),
 		"Item": reflect.TypeFor[Item](), "Totals": reflect.TypeFor[Totals](), "Invoice": reflect.TypeFor[Invoice](),
 		"InvoiceList": reflect.TypeFor[InvoiceList](), "CancelRequest": reflect.TypeFor[CancelRequest](),
+		"PeriodLock": reflect.TypeFor[PeriodLock](),
 	}
 	subsets = map[string]reflect.Type{
 		"CancelledInvoice": reflect.TypeFor[Invoice](), // what a cancel answers a key without read

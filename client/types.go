@@ -29,6 +29,18 @@ type SeriesRequest struct {
 	DocType string `json:"doc_type"`
 	Format  string `json:"format"` // e.g. "CH1/{FY}/{SEQ:5}"
 	Shop    string `json:"shop,omitempty"`
+	// Opening declares, for a series moved here mid-year, the serials
+	// issued before by other software: numbering continues after them.
+	Opening *Opening `json:"opening,omitempty"`
+}
+
+// Opening is a SeriesRequest's declaration of serials 1..LastSerial of one
+// financial year issued before invoiced (docs/openings.md).
+type Opening struct {
+	FY              string `json:"fy"`                // "2026-27"
+	LastSerial      int64  `json:"last_serial"`       // 1233: the first number issued here is 1234
+	LastInvoiceDate string `json:"last_invoice_date"` // no invoice here may be dated earlier
+	LastNumber      string `json:"last_number"`       // what the format renders for LastSerial
 }
 
 // Series is a numbering series with, per financial year used, its last
@@ -76,6 +88,10 @@ type Buyer struct {
 type Original struct {
 	Number      string `json:"number"`
 	InvoiceDate string `json:"invoice_date"`
+	// External declares an original not issued by invoiced (by other
+	// software, or before the move); Reason says why and is kept.
+	External bool   `json:"external,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // ItemInput is one line of an IssueRequest.
@@ -168,6 +184,56 @@ type AuditRow struct {
 	IGST         string    `json:"igst,omitempty"`
 	Total        string    `json:"total,omitempty"`
 	Hash         string    `json:"hash,omitempty"`
+	// The rest of what the chain seals (docs/chain.md), so that a third
+	// party can recompute it from the export alone.
+	BuyerName      string      `json:"buyer_name,omitempty"`
+	PlaceOfSupply  string      `json:"place_of_supply,omitempty"`
+	OriginalNumber string      `json:"original_number,omitempty"`
+	OriginalDate   string      `json:"original_date,omitempty"`
+	CancelledAt    string      `json:"cancelled_at,omitempty"`
+	IssuePosition  int64       `json:"issue_position,omitempty"`
+	CancelPosition int64       `json:"cancel_position,omitempty"`
+	CancelHash     string      `json:"cancel_hash,omitempty"`
+	Items          []AuditItem `json:"items,omitempty"`
+}
+
+// AuditItem is one line of an AuditRow, each value as the chain's
+// canonical form takes it.
+type AuditItem struct {
+	Description string `json:"description"`
+	HSN         string `json:"hsn"`
+	Quantity    string `json:"quantity"`
+	UnitPrice   string `json:"unit_price"`
+	GSTRate     string `json:"gst_rate"`
+	Taxable     string `json:"taxable"`
+	CGST        string `json:"cgst"`
+	SGST        string `json:"sgst"`
+	IGST        string `json:"igst"`
+	Total       string `json:"total"`
+}
+
+// PeriodLock is a month locked after its GSTR-1 was filed: no invoice
+// dated in it may be issued or cancelled.
+type PeriodLock struct {
+	FP       string    `json:"fp"` // "112026"
+	LockedAt time.Time `json:"locked_at"`
+	LockedBy string    `json:"locked_by"`
+}
+
+// PeriodEvent is one lock or unlock of a month.
+type PeriodEvent struct {
+	FP     string    `json:"fp"`
+	Action string    `json:"action"` // "lock" or "unlock"
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"` // an unlock's
+}
+
+// Periods is the seller's locked months (newest first) and every lock and
+// unlock (oldest first).
+type Periods struct {
+	Locks   []PeriodLock  `json:"locks"`
+	History []PeriodEvent `json:"history"`
 }
 
 // DocIssue is GSTR-1 Table 13 for a return period.
