@@ -213,6 +213,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/v1/series", s.createSeries)
 	e.GET("/v1/series", s.listSeries)
 	e.POST("/v1/series/:code/invoices", s.issueInvoice)
+	e.POST("/v1/series/:code/invoices/batch", s.issueBatch)
 	e.GET("/v1/series/:code/invoices", s.listInvoices)
 	e.GET("/v1/invoices/:id", s.getInvoice)
 	e.POST("/v1/invoices/:id/cancel", s.cancelInvoice)
