@@ -193,33 +193,41 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			base, k = srv.url, key
 			fmt.Fprintf(stderr, "bench: started %s at %s\n", t.design, base)
 		}
-		type point struct{ nseries, c int }
+		type point struct{ nseries, c, batch int }
 		runs := map[point][]Result{}
+		batches := []int{0}
+		if cfg.Batch > 0 {
+			batches = append(batches, cfg.Batch)
+		}
 		for range max(1, cfg.Repeat) {
 			for _, nseries := range cfg.Phases {
 				for _, c := range cfg.Concurrency {
-					if ctx.Err() != nil {
-						break
-					}
-					run++
-					r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, srv.pid(), stderr)
-					if err != nil {
-						if srv != nil {
-							srv.stop()
+					for _, batch := range batches {
+						if ctx.Err() != nil {
+							break
 						}
-						return rep, err
+						run++
+						r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, batch, srv.pid(), stderr)
+						if err != nil {
+							if srv != nil {
+								srv.stop()
+							}
+							return rep, err
+						}
+						if r.Checked && r.Problem != "" {
+							record(r) // a failed check is reported whatever the median
+						}
+						runs[point{nseries, c, batch}] = append(runs[point{nseries, c, batch}], r)
 					}
-					if r.Checked && r.Problem != "" {
-						record(r) // a failed check is reported whatever the median
-					}
-					runs[point{nseries, c}] = append(runs[point{nseries, c}], r)
 				}
 			}
 		}
-		for _, nseries := range cfg.Phases {
-			for _, c := range cfg.Concurrency {
-				if rs := runs[point{nseries, c}]; len(rs) > 0 {
-					record(median(rs))
+		for _, batch := range batches {
+			for _, nseries := range cfg.Phases {
+				for _, c := range cfg.Concurrency {
+					if rs := runs[point{nseries, c, batch}]; len(rs) > 0 {
+						record(median(rs))
+					}
 				}
 			}
 		}
@@ -278,7 +286,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 
 // measureInvoiced creates nseries fresh series on the server at base and
 // drives them with c clients for cfg.Duration, then checks contiguity.
-func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c, serverPID int, stderr io.Writer) (Result, error) {
+// With batch > 0 every request goes to the batch route with batch
+// invoices, and the design is named "<design> batch=N".
+func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c, batch, serverPID int, stderr io.Writer) (Result, error) {
+	if batch > 0 {
+		design = fmt.Sprintf("%s batch=%d", design, batch)
+	}
 	a := newAPIClient(base, key, c)
 	defer a.close()
 	codes := make([]string, nseries)
@@ -296,7 +309,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 	cpu0 := sampleCPU(serverPID)
 	lr := runLoad(ctx, a, loadSpec{
 		label: label, clients: c, duration: cfg.Duration, codes: codes,
-		keyTag: "bench-" + tag + base36(run, 2),
+		keyTag: "bench-" + tag + base36(run, 2), batch: batch,
 	}, stderr)
 	cpu1 := sampleCPU(serverPID)
 	after := a.stats(context.WithoutCancel(ctx))
