@@ -95,6 +95,12 @@ type Config struct {
 	// negative no limit. FailureBurst 0 means ten seconds' worth.
 	FailureRate  float64
 	FailureBurst int
+
+	// WebhookAllowPrivate lets webhooks be registered for URLs that
+	// resolve to loopback, private or link-local addresses (tests,
+	// on-premises receivers); otherwise they are refused (SSRF). The
+	// Deliverer has its own switch for the addresses it connects to.
+	WebhookAllowPrivate bool
 }
 
 // Defaults of Config.
@@ -137,6 +143,8 @@ type Server struct {
 	keys        keyCache
 	failures    *failureLimiter
 	series      seriesCache
+
+	webhookAllowPrivate bool
 }
 
 //go:embed openapi.yaml
@@ -181,6 +189,7 @@ func New(cfg Config) *Server {
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
 	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
@@ -220,6 +229,10 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.GET("/r/:public_id", s.receipt)
 
+	e.POST("/v1/webhooks", s.createWebhook)
+	e.GET("/v1/webhooks", s.listWebhooks)
+	e.DELETE("/v1/webhooks/:id", s.deleteWebhook)
+	e.GET("/v1/events", s.listEvents)
 	e.GET("/v1/series/:code/audit", s.audit)
 	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
 }
