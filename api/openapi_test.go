@@ -48,8 +48,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !slices.Equal(inSpec, inCode) {
 		t.Fatalf("routes differ\nspec: %v\ncode: %v", inSpec, inCode)
 	}
-	if len(inCode) != 15 {
-		t.Fatalf("%d routes, want 15: %v", len(inCode), inCode)
+	if len(inCode) != 19 {
+		t.Fatalf("%d routes, want 19: %v", len(inCode), inCode)
 	}
 }
 
