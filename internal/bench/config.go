@@ -57,6 +57,11 @@ type Config struct {
 	// route (POST /v1/series/{code}/invoices/batch) with this many
 	// invoices per request, beside the single-invoice route.
 	Batch int
+	// Webhook also measures every point with a webhook registered for the
+	// seller (deliveries to a receiver the harness runs on 127.0.0.1), so
+	// the outbox's cost shows beside the same point without. The server
+	// needs --webhook-allow-private (added to spawned ones).
+	Webhook bool
 }
 
 // usage is printed for -h.
@@ -107,6 +112,7 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	fs.StringVar(&c.Pgbench, "pgbench", "", "pgbench binary (default: PATH, pg_config --bindir, /usr/lib/postgresql/*/bin)")
 	fs.StringVar(&c.Out, "out", "", "results folder (default bench-results/<timestamp>)")
 	fs.IntVar(&c.Batch, "batch", 0, "also measure each point through the batch route with N invoices per request (1-500; 0: single invoices only)")
+	fs.BoolVar(&c.Webhook, "webhook", false, "also measure each point with a webhook registered (the outbox's cost); a --url server needs --webhook-allow-private")
 	fs.IntVar(&c.Repeat, "repeat", 1, "measure each of our points N times (phases interleaved) and report the median run")
 	fs.StringVar(&c.GSTIN, "gstin", "24AAQCA8719H1ZC", "seller GSTIN for spawned runs (created if missing; not the make run demo seller, so benchmarks leave its books alone)")
 	if err := fs.Parse(args); err != nil {

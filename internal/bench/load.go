@@ -527,3 +527,37 @@ func checkAcked(acked map[string][]int64) string {
 	}
 	return ""
 }
+
+// registerWebhook starts a receiver on 127.0.0.1 that answers every
+// delivery 204, registers a webhook for both event types to it, and
+// returns stop, which deletes the webhook and stops the receiver.
+func registerWebhook(ctx context.Context, a *apiClient) (stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rcv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go rcv.Serve(ln)
+	body, _ := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/hook", "events": []string{"invoice.issued", "invoice.cancelled"}})
+	st, b, err := a.do(ctx, http.MethodPost, "/v1/webhooks", body, nil)
+	if err == nil && st != http.StatusCreated {
+		err = fmt.Errorf("HTTP %d: %s (a --url server needs --webhook-allow-private)", st, bytes.TrimSpace(b))
+	}
+	if err != nil {
+		rcv.Close()
+		a.close()
+		return nil, fmt.Errorf("bench: register webhook: %w", err)
+	}
+	var wh struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(b, &wh)
+	return func() {
+		a.do(context.WithoutCancel(ctx), http.MethodDelete, "/v1/webhooks/"+wh.ID, nil, nil)
+		rcv.Close()
+		a.close()
+	}, nil
+}
