@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/webhook"
 )
 
@@ -68,10 +69,10 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 }
 
 // startDeliverer runs a Deliverer on e's database until the returned stop
-// is called (stop waits for it to end).
-func startDeliverer(e *env) (stop func()) {
+// is called (stop waits for it to end), counting in m (nil: its own).
+func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, AllowPrivate: true, Poll: 20 * time.Millisecond,
+	d := NewDeliverer(DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
@@ -129,14 +130,15 @@ func TestWebhooksDeliverEveryEventAcrossRestart(t *testing.T) {
 			want[id+".cancelled"] = id
 		}
 	}
-	stop := startDeliverer(e)
+	m := metrics.New()
+	stop := startDeliverer(e, m)
 	round("r1")
 	// Restart: the deliverer stops (possibly mid-attempt) and a new server
 	// and deliverer take over the same database.
 	stop()
 	e.url = startServer(t, e.cfg)
 	round("r2")
-	startDeliverer(e)
+	startDeliverer(e, m)
 
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -163,6 +165,11 @@ func TestWebhooksDeliverEveryEventAcrossRestart(t *testing.T) {
 			t.Fatalf("receiver has %d of %d events after 60s (%d calls)", len(got), len(want), calls)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// The metrics count every attempt, the three refused ones too.
+	if g, err := m.Gather(); err != nil || g["invoiced_webhook_deliveries_total"] < float64(len(want)+3) ||
+		g["invoiced_webhook_delivery_duration_seconds"] != g["invoiced_webhook_deliveries_total"] {
+		t.Fatalf("delivery metrics %v, %v; want at least %d attempts", g["invoiced_webhook_deliveries_total"], err, len(want)+3)
 	}
 	// Every delivery is recorded delivered.
 	var pending int
