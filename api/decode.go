@@ -305,6 +305,13 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 		}
 		return invoice.Request{}, err
 	}
+	return b.request()
+}
+
+// request checks what decoding left to check (amounts sent as JSON
+// numbers, dates, the item count) and returns the issue request b asks
+// for; it fails like decodeIssueRequest.
+func (b *issueBody) request() (invoice.Request, error) {
 	var req invoice.Request
 	if b.InvoiceDate != nil {
 		d, err := series.ParseDate(*b.InvoiceDate)

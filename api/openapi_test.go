@@ -48,8 +48,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if !slices.Equal(inSpec, inCode) {
 		t.Fatalf("routes differ\nspec: %v\ncode: %v", inSpec, inCode)
 	}
-	if len(inCode) != 17 {
-		t.Fatalf("%d routes, want 17: %v", len(inCode), inCode)
+	if len(inCode) != 20 {
+		t.Fatalf("%d routes, want 20: %v", len(inCode), inCode)
 	}
 }
 

@@ -62,6 +62,7 @@ func TestSeriesScopedKey(t *testing.T) {
 		{"POST", "/v1/invoices/" + ch1Inv.ID + "/cancel", `{"reason":"x"}`},
 		{"POST", "/v1/invoices/" + strconv.FormatInt(legacyID, 10) + "/cancel", `{"reason":"x"}`},
 		{"GET", "/v1/reports/gstr1/doc-issue?fp=112026", ""},
+		{"GET", "/v1/events", ""},
 	} {
 		r := e.do(req.method, req.path, term, req.body)
 		e.wantError(r, 403, "series_forbidden")

@@ -102,6 +102,11 @@ type Config struct {
 	// may make (a second's worth at once); past it the request gets 429
 	// rate_limited with Retry-After. 0 means no limit.
 	KeyRate float64
+	// WebhookAllowPrivate lets webhooks be registered for URLs that
+	// resolve to loopback, private or link-local addresses (tests,
+	// on-premises receivers); otherwise they are refused (SSRF). The
+	// Deliverer has its own switch for the addresses it connects to.
+	WebhookAllowPrivate bool
 }
 
 // Defaults of Config.
@@ -145,6 +150,8 @@ type Server struct {
 	failures    *failureLimiter
 	keyRate     *failureLimiter // nil: no per-key limit
 	series      seriesCache
+
+	webhookAllowPrivate bool
 }
 
 //go:embed openapi.yaml
@@ -189,6 +196,7 @@ func New(cfg Config) *Server {
 		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
 	}
 	s.exposeStats = cfg.ExposeStats
+	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	if cfg.KeyRate > 0 {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}
@@ -224,6 +232,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/v1/series", s.createSeries)
 	e.GET("/v1/series", s.listSeries)
 	e.POST("/v1/series/:code/invoices", s.issueInvoice)
+	e.POST("/v1/series/:code/invoices/batch", s.issueBatch)
 	e.GET("/v1/series/:code/invoices", s.listInvoices)
 	e.GET("/v1/invoices", s.findInvoices)
 	e.GET("/v1/invoices/:id", s.getInvoice)
@@ -231,6 +240,10 @@ func (s *Server) routes(e *echo.Echo) {
 
 	e.GET("/r/:public_id", s.receipt)
 
+	e.POST("/v1/webhooks", s.createWebhook)
+	e.GET("/v1/webhooks", s.listWebhooks)
+	e.DELETE("/v1/webhooks/:id", s.deleteWebhook)
+	e.GET("/v1/events", s.listEvents)
 	e.GET("/v1/series/:code/audit", s.audit)
 	e.POST("/v1/periods/:fp/lock", s.lockPeriod)
 	e.GET("/v1/periods", s.listPeriods)

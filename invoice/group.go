@@ -177,6 +177,8 @@ type call struct {
 	// taken is set, under Committer.mu, when a batch takes the call out of
 	// its queue: from then on a transaction may commit it.
 	taken bool
+	// unit is the IssueBatch the call belongs to, nil for Issue.
+	unit *batchUnit
 }
 
 // soloFor is how long the series of a batch that could not get its locks
@@ -340,7 +342,7 @@ func (c *Committer) takeShared(now time.Time) (parts [][]*call, keys []groupKey,
 		}
 		years[rk] = true
 		c.reserve(rk)
-		n := min(len(g.pending), c.maxBatch()-taken)
+		n := cutAt(g.pending, min(len(g.pending), c.maxBatch()-taken))
 		parts = append(parts, take(g.pending[:n:n]))
 		keys = append(keys, k)
 		g.pending = g.pending[n:]
@@ -384,7 +386,7 @@ func (c *Committer) drainSolo(rk rowKey) {
 			c.mu.Unlock()
 			return
 		}
-		n := min(len(g.pending), c.maxBatch())
+		n := cutAt(g.pending, min(len(g.pending), c.maxBatch()))
 		batch := take(g.pending[:n:n])
 		if g.pending = g.pending[n:]; len(g.pending) == 0 {
 			delete(c.groups, k)

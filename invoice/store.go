@@ -442,8 +442,8 @@ func (w *writes) queue(b *pgx.Batch) {
 				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $26::text[])
 				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
 				taxable, cgst, sgst, igst, total, oext)
-			RETURNING id, series_id, fy, serial
-		), keys AS (
+			RETURNING id, seller_id, series_id, fy, serial, issued_at
+		), `+issuedEventsSQL+`, keys AS (
 			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
 			SELECT k.seller_id, k.key, k.hash, ins.id
 			FROM unnest($20::bigint[], $21::bigint[], $22::int[], $23::bigint[], $24::text[], $25::bytea[])
@@ -884,6 +884,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
 		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash)
 	series.QueueAdvanceChains(batch, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
+	queueCancelledEvent(batch, seller.ID, id, at)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return Invoice{}, translate(err, "cancel invoice")
 	}

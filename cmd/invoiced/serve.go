@@ -53,6 +53,9 @@ type serveConfig struct {
 	verifyEvery  time.Duration
 	limits       limits
 	cookieSecure bool
+	// Webhooks: registration of private addresses, delivery workers.
+	webhookAllowPrivate bool
+	webhookWorkers      int
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -81,6 +84,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (request id, route, status, duration, seller GSTIN, series code; never buyer data)")
 	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
+	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
+	fs.IntVar(&c.webhookWorkers, "webhook-workers", api.DefaultWebhookWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -99,6 +104,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --min-conns must be -1 (as --max-conns), 0 or up to --max-conns")
 	case c.drainTimeout <= 0:
 		return usageErrorf("serve: --drain-timeout must be positive")
+	case c.webhookWorkers < 0:
+		return usageErrorf("serve: --webhook-workers must be 0 or more")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return usageErrorf("serve: --log-format must be json or text")
 	case c.inFlight < 0 || c.inFlight > 8:
@@ -191,6 +198,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		Metrics:         m,
 		ExposeMetrics:   c.metricsAddr == "",
 		LogRequests:     c.logRequests,
+
+		WebhookAllowPrivate: c.webhookAllowPrivate,
 	}
 	c.limits.apiLimits(&apiConfig)
 	apiSrv := api.New(apiConfig)
@@ -214,9 +223,14 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var background sync.WaitGroup // the key purge and the chain check
+	var background sync.WaitGroup // the key purge, the chain check, webhook deliveries
 	purge := keyPurge{pool: pool, logger: logger, metrics: m, now: time.Now, retention: c.keyRetention, batch: keyPurgeBatch}
 	background.Go(func() { purge.loop(bgCtx, keyPurgeInterval) })
+	if c.webhookWorkers > 0 {
+		d := api.NewDeliverer(api.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
+			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers})
+		background.Go(func() { d.Run(bgCtx) })
+	}
 	if c.verifyEvery > 0 {
 		check := chainCheck{pool: pool, logger: logger, metrics: m, now: time.Now}
 		background.Go(func() { check.loop(bgCtx, chainCheckFirst, c.verifyEvery) })

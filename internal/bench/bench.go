@@ -186,40 +186,58 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 		if cfg.URL == "" {
 			var err error
 			iv := invoiced{bin: cfg.Spawn, dbURL: clientDB}
-			srv, err = iv.startServer(ctx, append(append([]string(nil), t.flags...), cfg.ServeFlags...), filepath.Join(rep.Out, "server.log"))
+			flags := append(append([]string(nil), t.flags...), cfg.ServeFlags...)
+			if cfg.Webhook {
+				flags = append(flags, "--webhook-allow-private")
+			}
+			srv, err = iv.startServer(ctx, flags, filepath.Join(rep.Out, "server.log"))
 			if err != nil {
 				return rep, err
 			}
 			base, k = srv.url, key
 			fmt.Fprintf(stderr, "bench: started %s at %s\n", t.design, base)
 		}
-		type point struct{ nseries, c int }
+		type point struct {
+			nseries, c int
+			v          variant
+		}
 		runs := map[point][]Result{}
+		variants := []variant{{}}
+		if cfg.Batch > 0 {
+			variants = append(variants, variant{batch: cfg.Batch})
+		}
+		if cfg.Webhook {
+			variants = append(variants, variant{webhook: true})
+		}
 		for range max(1, cfg.Repeat) {
 			for _, nseries := range cfg.Phases {
 				for _, c := range cfg.Concurrency {
-					if ctx.Err() != nil {
-						break
-					}
-					run++
-					r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, srv.pid(), stderr)
-					if err != nil {
-						if srv != nil {
-							srv.stop()
+					for _, v := range variants {
+						if ctx.Err() != nil {
+							break
 						}
-						return rep, err
+						run++
+						r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, v, srv.pid(), stderr)
+						if err != nil {
+							if srv != nil {
+								srv.stop()
+							}
+							return rep, err
+						}
+						if r.Checked && r.Problem != "" {
+							record(r) // a failed check is reported whatever the median
+						}
+						runs[point{nseries, c, v}] = append(runs[point{nseries, c, v}], r)
 					}
-					if r.Checked && r.Problem != "" {
-						record(r) // a failed check is reported whatever the median
-					}
-					runs[point{nseries, c}] = append(runs[point{nseries, c}], r)
 				}
 			}
 		}
-		for _, nseries := range cfg.Phases {
-			for _, c := range cfg.Concurrency {
-				if rs := runs[point{nseries, c}]; len(rs) > 0 {
-					record(median(rs))
+		for _, v := range variants {
+			for _, nseries := range cfg.Phases {
+				for _, c := range cfg.Concurrency {
+					if rs := runs[point{nseries, c, v}]; len(rs) > 0 {
+						record(median(rs))
+					}
 				}
 			}
 		}
@@ -276,9 +294,32 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 	return rep, ctx.Err()
 }
 
+// variant is how one measurement drives the server: batch > 0 sends
+// every request to the batch route with batch invoices (design
+// "<design> batch=N"); webhook registers a webhook for the seller first,
+// delivered to a receiver of the harness, and deletes it after (design
+// "<design> webhook").
+type variant struct {
+	batch   int
+	webhook bool
+}
+
 // measureInvoiced creates nseries fresh series on the server at base and
-// drives them with c clients for cfg.Duration, then checks contiguity.
-func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c, serverPID int, stderr io.Writer) (Result, error) {
+// drives them with c clients for cfg.Duration as v says, then checks
+// contiguity.
+func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c int, v variant, serverPID int, stderr io.Writer) (Result, error) {
+	batch := v.batch
+	if batch > 0 {
+		design = fmt.Sprintf("%s batch=%d", design, batch)
+	}
+	if v.webhook {
+		design += " webhook"
+		stop, err := registerWebhook(ctx, newAPIClient(base, key, 1))
+		if err != nil {
+			return Result{}, err
+		}
+		defer stop()
+	}
 	a := newAPIClient(base, key, c)
 	defer a.close()
 	codes := make([]string, nseries)
@@ -296,7 +337,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 	cpu0 := sampleCPU(serverPID)
 	lr := runLoad(ctx, a, loadSpec{
 		label: label, clients: c, duration: cfg.Duration, codes: codes,
-		keyTag: "bench-" + tag + base36(run, 2),
+		keyTag: "bench-" + tag + base36(run, 2), batch: batch,
 	}, stderr)
 	cpu1 := sampleCPU(serverPID)
 	after := a.stats(context.WithoutCancel(ctx))

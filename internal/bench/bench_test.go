@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -206,5 +208,42 @@ func TestMedianRun(t *testing.T) {
 	}
 	if m := median(rs[:1]); m.Runs != nil {
 		t.Fatalf("one run keeps no Runs: %+v", m)
+	}
+}
+
+// The load generator's batch body is a valid batch with distinct keys, and
+// its reading of a batch answer finds each result's status and serial,
+// whatever an error message says.
+func TestBatchBodyAndResults(t *testing.T) {
+	t.Parallel()
+	var seq atomic.Int64
+	var b struct {
+		Invoices []map[string]any `json:"invoices"`
+	}
+	if err := json.Unmarshal(batchBody("t", &seq, 3), &b); err != nil || len(b.Invoices) != 3 {
+		t.Fatalf("batch body: %v, %d invoices", err, len(b.Invoices))
+	}
+	keys := map[any]bool{}
+	for _, it := range b.Invoices {
+		keys[it["idempotency_key"]] = true
+		if it["items"] == nil {
+			t.Fatalf("item without items: %v", it)
+		}
+	}
+	if len(keys) != 3 {
+		t.Fatalf("keys not distinct: %v", keys)
+	}
+	answer := `{"results":[{"status":201,"invoice":{"id":"B-2026-7","serial":7,"items":[]}},` +
+		`{"status":422,"error":{"code":"invalid_invoice","message":"no \"serial\":9 here {\"status\":201"}},` +
+		`{"status":201,"replayed":true,"invoice":{"serial":8}}]}`
+	got := batchResults([]byte(answer))
+	want := []batchItemResult{{201, 7}, {422, 0}, {201, 8}}
+	if len(got) != len(want) {
+		t.Fatalf("batchResults = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("batchResults = %v, want %v", got, want)
+		}
 	}
 }

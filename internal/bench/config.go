@@ -53,13 +53,23 @@ type Config struct {
 	// phases interleaved, and reports the median run (by invoices/s); the
 	// others are kept in Result.Runs. 0 or 1 measures once.
 	Repeat int
+	// Batch, when positive, also measures every point through the batch
+	// route (POST /v1/series/{code}/invoices/batch) with this many
+	// invoices per request, beside the single-invoice route.
+	Batch int
+	// Webhook also measures every point with a webhook registered for the
+	// seller (deliveries to a receiver the harness runs on 127.0.0.1), so
+	// the outbox's cost shows beside the same point without. The server
+	// needs --webhook-allow-private (added to spawned ones).
+	Webhook bool
 }
 
 // usage is printed for -h.
 const usage = `Usage: invoiced bench [FLAGS]
 
 Drives POST /v1/series/{code}/invoices with C concurrent keep-alive clients for
-T seconds on 1 series, then on 64; checks every series' serials are contiguous
+T seconds on 1 series, then on 64 (with --batch N, each point is measured
+again through POST /v1/series/{code}/invoices/batch, N invoices a request); checks every series' serials are contiguous
 and equal to the acknowledged count; runs the pgbench baselines against the
 same PostgreSQL with the same client count; prints a table, writes
 results.json and chart.svg. Without --url it starts bin/invoiced itself
@@ -101,6 +111,8 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	baselines := fs.String("baselines", "all", "pgbench baselines: all, none, or a comma-separated list of "+strings.Join(BaselineNames(), ","))
 	fs.StringVar(&c.Pgbench, "pgbench", "", "pgbench binary (default: PATH, pg_config --bindir, /usr/lib/postgresql/*/bin)")
 	fs.StringVar(&c.Out, "out", "", "results folder (default bench-results/<timestamp>)")
+	fs.IntVar(&c.Batch, "batch", 0, "also measure each point through the batch route with N invoices per request (1-500; 0: single invoices only)")
+	fs.BoolVar(&c.Webhook, "webhook", false, "also measure each point with a webhook registered (the outbox's cost); a --url server needs --webhook-allow-private")
 	fs.IntVar(&c.Repeat, "repeat", 1, "measure each of our points N times (phases interleaved) and report the median run")
 	fs.StringVar(&c.GSTIN, "gstin", "24AAQCA8719H1ZC", "seller GSTIN for spawned runs (created if missing; not the make run demo seller, so benchmarks leave its books alone)")
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +152,8 @@ func (c Config) Validate() error {
 		return errors.New("bench: --db-latency must not be negative")
 	case c.Repeat < 0 || c.Repeat > 25:
 		return errors.New("bench: --repeat must be 1 to 25")
+	case c.Batch < 0 || c.Batch > 500:
+		return errors.New("bench: --batch must be 0 to 500")
 	case c.URL != "" && c.CompareBatching:
 		return errors.New("bench: --compare-batching needs spawned servers (no --url)")
 	}

@@ -167,8 +167,13 @@ type loadResult struct {
 	pending  []pendingRequest   // transport errors, replayed by resolve
 }
 
-// pendingRequest is a request whose outcome is unknown (transport error).
-type pendingRequest struct{ code, key string }
+// pendingRequest is a request whose outcome is unknown (transport error):
+// one invoice with its key, or a batch (its body, replayed whole: each
+// item's key is bound to the batch route).
+type pendingRequest struct {
+	code, key string
+	batch     []byte
+}
 
 // loadSpec says what to send.
 type loadSpec struct {
@@ -177,6 +182,9 @@ type loadSpec struct {
 	duration time.Duration
 	codes    []string // series to spread over, uniformly at random
 	keyTag   string   // Idempotency-Key prefix, unique per run
+	// batch, when positive, sends every request to the batch route with
+	// this many invoices; each acknowledged item counts as one invoice.
+	batch int
 }
 
 // worker is one client's private tallies, merged after the run.
@@ -215,6 +223,31 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 			hdr := map[string]string{"Idempotency-Key": ""}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				i := rng.IntN(len(spec.codes))
+				if spec.batch > 0 {
+					body := batchBody(spec.keyTag, &seq, spec.batch)
+					t0 := time.Now()
+					st, resp, err := a.do(ctx, http.MethodPost, paths[i]+"/batch", body, nil)
+					d := time.Since(t0)
+					if err != nil || st != http.StatusOK {
+						if err != nil {
+							wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], batch: body})
+						}
+						if err != nil && ctx.Err() != nil {
+							return
+						}
+						wk.fail(err, st, resp)
+						errCnt.Add(1)
+						continue
+					}
+					n, failed := wk.tallyBatch(spec.codes[i], resp)
+					errCnt.Add(int64(failed))
+					for range n {
+						wk.lat = append(wk.lat, d)
+						hist.record(d)
+					}
+					okCount.Add(int64(n))
+					continue
+				}
 				key := spec.keyTag + "-" + strconv.FormatInt(seq.Add(1), 36)
 				hdr["Idempotency-Key"] = key
 				t0 := time.Now()
@@ -223,15 +256,12 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 				switch {
 				case err != nil:
 					if ctx.Err() != nil {
-						wk.pending = append(wk.pending, pendingRequest{spec.codes[i], key})
+						wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key})
 						return
 					}
-					wk.errors["transport"]++
-					wk.pending = append(wk.pending, pendingRequest{spec.codes[i], key})
+					wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key})
+					wk.fail(err, 0, nil)
 					errCnt.Add(1)
-					if _, ok := wk.sample["transport"]; !ok {
-						wk.sample["transport"] = err.Error()
-					}
 				case st == http.StatusCreated:
 					serial, ok := serialOf(body)
 					if !ok {
@@ -245,12 +275,8 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 					hist.record(d)
 					okCount.Add(1)
 				default:
-					s := strconv.Itoa(st)
-					wk.errors[s]++
+					wk.fail(nil, st, body)
 					errCnt.Add(1)
-					if _, ok := wk.sample[s]; !ok {
-						wk.sample[s] = string(bytes.TrimSpace(body))
-					}
 				}
 			}
 		})
@@ -303,6 +329,106 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 	return res
 }
 
+// fail tallies a failed request: a transport error (err) or an answer
+// with status st and body.
+func (wk *worker) fail(err error, st int, body []byte) {
+	s, sample := "transport", ""
+	if err != nil {
+		sample = err.Error()
+	} else {
+		s, sample = strconv.Itoa(st), string(bytes.TrimSpace(body))
+	}
+	wk.errors[s]++
+	if _, ok := wk.sample[s]; !ok {
+		wk.sample[s] = sample
+	}
+}
+
+// batchBody returns a batch of n invoices, each with a fresh key.
+func batchBody(tag string, seq *atomic.Int64, n int) []byte {
+	item := invoiceBody[1:] // without its "{"
+	var b bytes.Buffer
+	b.Grow(n * (len(invoiceBody) + 48))
+	b.WriteString(`{"invoices":[`)
+	for j := range n {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"idempotency_key":"`)
+		b.WriteString(tag)
+		b.WriteByte('-')
+		b.WriteString(strconv.FormatInt(seq.Add(1), 36))
+		b.WriteString(`",`)
+		b.Write(item)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// tallyBatch records the results of a batch answer for series code and
+// returns how many items were issued (201) and how many were not.
+func (wk *worker) tallyBatch(code string, body []byte) (ok, failed int) {
+	for _, r := range batchResults(body) {
+		switch {
+		case r.status == http.StatusCreated && r.serial > 0:
+			wk.acked[code] = append(wk.acked[code], r.serial)
+			ok++
+		case r.status == http.StatusCreated:
+			wk.errors["201 without serial"]++
+			failed++
+		default:
+			wk.fail(nil, r.status, []byte(`(an item of a batch)`))
+			failed++
+		}
+	}
+	wk.ok += int64(ok)
+	return ok, failed
+}
+
+// batchItemResult is one result of a batch answer, as the load generator
+// reads it.
+type batchItemResult struct {
+	status int
+	serial int64 // 0 for a refused item
+}
+
+// batchResults reads the status and serial of every result of a batch
+// answer without decoding the invoices: each result starts with
+// {"status":N, and an issued one holds "serial":N before the next
+// result (a quote inside an error message is escaped, so neither pattern
+// can appear inside one).
+func batchResults(body []byte) []batchItemResult {
+	const start = `{"status":`
+	var out []batchItemResult
+	for {
+		i := bytes.Index(body, []byte(start))
+		if i < 0 {
+			return out
+		}
+		body = body[i+len(start):]
+		st, _ := strconv.Atoi(string(digits(body)))
+		r := batchItemResult{status: st}
+		next := bytes.Index(body, []byte(start))
+		this := body
+		if next >= 0 {
+			this = body[:next]
+		}
+		if serial, ok := serialOf(this); ok {
+			r.serial = serial
+		}
+		out = append(out, r)
+	}
+}
+
+// digits returns the leading ASCII digits of b.
+func digits(b []byte) []byte {
+	j := 0
+	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+		j++
+	}
+	return b[:j]
+}
+
 // resolve replays every request whose outcome was unknown with its own
 // Idempotency-Key: an invoice the server did commit is answered again (so it
 // counts as acknowledged); one it did not is issued now. Either way the
@@ -312,6 +438,35 @@ func (r *loadResult) resolve(ctx context.Context, a *apiClient) error {
 	for _, p := range r.pending {
 		var lastErr error
 		for try := 0; try < 3; try++ {
+			if p.batch != nil {
+				st, body, err := a.do(ctx, http.MethodPost, "/v1/series/"+p.code+"/invoices/batch", p.batch, nil)
+				if err == nil && st == http.StatusOK {
+					lastErr = nil
+					unsettled := 0
+					for _, res := range batchResults(body) {
+						if res.status == http.StatusCreated && res.serial > 0 {
+							r.Acked[p.code] = append(r.Acked[p.code], res.serial)
+							r.Resolved++
+						} else {
+							unsettled++
+						}
+					}
+					if unsettled == 0 {
+						break
+					}
+					// Items refused or in progress: none is issued twice
+					// by replaying the whole batch again, but what was
+					// acknowledged now must not count twice either.
+					lastErr = fmt.Errorf("%d items of a replayed batch were not issued", unsettled)
+					break
+				}
+				if err == nil {
+					err = fmt.Errorf("HTTP %d: %.200s", st, bytes.TrimSpace(body))
+				}
+				lastErr = err
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
 			st, body, err := a.do(ctx, http.MethodPost, "/v1/series/"+p.code+"/invoices", invoiceBody, map[string]string{"Idempotency-Key": p.key})
 			if err == nil && st == http.StatusCreated {
 				if serial, ok := serialOf(body); ok {
@@ -371,4 +526,38 @@ func checkAcked(acked map[string][]int64) string {
 		}
 	}
 	return ""
+}
+
+// registerWebhook starts a receiver on 127.0.0.1 that answers every
+// delivery 204, registers a webhook for both event types to it, and
+// returns stop, which deletes the webhook and stops the receiver.
+func registerWebhook(ctx context.Context, a *apiClient) (stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rcv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go rcv.Serve(ln)
+	body, _ := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/hook", "events": []string{"invoice.issued", "invoice.cancelled"}})
+	st, b, err := a.do(ctx, http.MethodPost, "/v1/webhooks", body, nil)
+	if err == nil && st != http.StatusCreated {
+		err = fmt.Errorf("HTTP %d: %s (a --url server needs --webhook-allow-private)", st, bytes.TrimSpace(b))
+	}
+	if err != nil {
+		rcv.Close()
+		a.close()
+		return nil, fmt.Errorf("bench: register webhook: %w", err)
+	}
+	var wh struct {
+		ID string `json:"id"`
+	}
+	json.Unmarshal(b, &wh)
+	return func() {
+		a.do(context.WithoutCancel(ctx), http.MethodDelete, "/v1/webhooks/"+wh.ID, nil, nil)
+		rcv.Close()
+		a.close()
+	}, nil
 }

@@ -38,6 +38,9 @@ type Metrics struct {
 	brokenChains    prometheus.Gauge
 	verifyLast      prometheus.Gauge
 	verifyDuration  prometheus.Gauge
+	deliveries      *prometheus.CounterVec
+	deliveryTime    prometheus.Histogram
+	eventsPurged    prometheus.Counter
 }
 
 // Latency buckets, in seconds: a batch commits in about a millisecond on a
@@ -121,9 +124,25 @@ func New() *Metrics {
 	for _, r := range []string{"intact", "broken", "failed"} {
 		m.verifyRuns.WithLabelValues(r) // present at 0 from the start
 	}
+	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "invoiced_webhook_deliveries_total",
+		Help: "Webhook delivery attempts, by outcome: delivered (2xx), retry (to be tried again), failed (given up).",
+	}, []string{"outcome"})
+	for _, o := range []string{"delivered", "retry", "failed"} {
+		m.deliveries.WithLabelValues(o)
+	}
+	m.deliveryTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "invoiced_webhook_delivery_duration_seconds",
+		Help:    "Time of one webhook delivery attempt, from connecting to the receiver's answer.",
+		Buckets: latencyBuckets,
+	})
+	m.eventsPurged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "invoiced_events_purged_total",
+		Help: "Events deleted after their retention (30 days).",
+	})
 	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.issued, m.cancelled, m.replays,
 		m.batchSize, m.batchCommit, m.lockWait, m.outcomeUnknown, m.mispredictions, m.keysPurged, m.keysPurgeErrors,
-		m.verifyRuns, m.brokenChains, m.verifyLast, m.verifyDuration,
+		m.verifyRuns, m.brokenChains, m.verifyLast, m.verifyDuration, m.deliveries, m.deliveryTime, m.eventsPurged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -275,3 +294,13 @@ func (p poolCollector) Collect(ch chan<- prometheus.Metric) {
 	c(d.waitSeconds, st.EmptyAcquireWaitTime().Seconds())
 	c(d.news, float64(st.NewConnsCount()))
 }
+
+// WebhookDelivery counts one delivery attempt with its outcome
+// ("delivered", "retry" or "failed") and how long it took.
+func (m *Metrics) WebhookDelivery(outcome string, took time.Duration) {
+	m.deliveries.WithLabelValues(outcome).Inc()
+	m.deliveryTime.Observe(took.Seconds())
+}
+
+// EventsPurged counts n events deleted after their retention.
+func (m *Metrics) EventsPurged(n int64) { m.eventsPurged.Add(float64(n)) }

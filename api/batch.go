@@ -1,0 +1,212 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/labstack/echo/v4"
+)
+
+// Batch issuance: POST /v1/series/{code}/invoices/batch. The envelope is
+// judged as a whole (422 invalid_batch), each item alone: a refused item
+// takes no number and does not stop the others, and the valid ones are
+// issued together by Committer.IssueBatch.
+
+// maxBatchInvoices is the most invoices one batch request may hold.
+const maxBatchInvoices = 500
+
+// batchBodyMax is the body limit of a batch: maxBatchInvoices maximal
+// issue bodies, each with a 255-character key written with \u escapes
+// (about 1.6 KiB more), plus the envelope. Config.MaxBodyBytes lowers it.
+const batchBodyMax = maxBatchInvoices*(issueBodyMax+2<<10) + 16<<10
+
+var errInvalidBatch = apperr.New(apperr.Invalid, "invalid_batch", "the batch envelope is invalid")
+
+// batchBody is the envelope of a batch request.
+type batchBody struct {
+	Invoices *[]json.RawMessage `json:"invoices"`
+}
+
+// batchItemBody is one item of a batch: an issue body and its key.
+type batchItemBody struct {
+	IdempotencyKey string `json:"idempotency_key"`
+	issueBody
+}
+
+// batchItem is an item whose envelope part (its key) is valid.
+type batchItem struct {
+	key string
+	raw []byte
+}
+
+// decodeBatchEnvelope returns the items of a batch body with their keys.
+// It fails with a 400 error for malformed JSON (as decodeStrict) and with
+// errInvalidBatch (422) when the body is not an object, has no invoices,
+// none or more than maxBatchInvoices, or an item that is not an object or
+// has no valid idempotency_key, or two items with one key. The items'
+// own fields are not judged here.
+func decodeBatchEnvelope(body []byte) ([]batchItem, error) {
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' && json.Valid(body) {
+		return nil, apperr.Errorf(errInvalidBatch, "the request body must be a JSON object {\"invoices\": [...]}")
+	}
+	var b batchBody
+	if err := decodeStrict(body, &b, errInvalidBatch, max(maxBatchInvoices, invoice.MaxItems)); err != nil {
+		if errors.Is(err, errTooManyElements) {
+			err = apperr.Errorf(errInvalidBatch, "an array of the batch holds more than %d elements (invoices holds at most %d, items at most %d)", max(maxBatchInvoices, invoice.MaxItems), maxBatchInvoices, invoice.MaxItems)
+		}
+		return nil, err
+	}
+	switch {
+	case b.Invoices == nil:
+		return nil, apperr.Errorf(errInvalidBatch, "invoices is required: an array of 1 to %d invoices", maxBatchInvoices)
+	case len(*b.Invoices) == 0:
+		return nil, apperr.Errorf(errInvalidBatch, "invoices is empty: send 1 to %d invoices", maxBatchInvoices)
+	case len(*b.Invoices) > maxBatchInvoices:
+		return nil, apperr.Errorf(errInvalidBatch, "invoices holds %d invoices; at most %d are allowed", len(*b.Invoices), maxBatchInvoices)
+	}
+	items := make([]batchItem, len(*b.Invoices))
+	seen := make(map[string]int, len(items))
+	for i, raw := range *b.Invoices {
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d] must be a JSON object", i)
+		}
+		var k struct {
+			Key *string `json:"idempotency_key"`
+		}
+		if err := json.Unmarshal(raw, &k); err != nil {
+			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be a string", i)
+		}
+		switch {
+		case k.Key == nil:
+			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key is required: every invoice of a batch needs its own key", i)
+		case !printableASCII(*k.Key, 255):
+			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be 1 to 255 printable ASCII characters", i)
+		}
+		if j, ok := seen[*k.Key]; ok {
+			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d] and invoices[%d] have the same idempotency_key; each invoice needs its own", j, i)
+		}
+		seen[*k.Key] = i
+		items[i] = batchItem{key: *k.Key, raw: raw}
+	}
+	return items, nil
+}
+
+// decodeBatchItem decodes one item of a batch strictly, as
+// decodeIssueRequest decodes a single issue body.
+func decodeBatchItem(raw []byte) (invoice.Request, error) {
+	var b batchItemBody
+	if err := decodeStrict(raw, &b, invoice.ErrInvalid, invoice.MaxItems); err != nil {
+		if errors.Is(err, errTooManyElements) {
+			err = apperr.Errorf(invoice.ErrInvalid, "items holds more than %d items, the most allowed", invoice.MaxItems)
+		}
+		return invoice.Request{}, err
+	}
+	return b.request()
+}
+
+// batchResultJSON is the answer for one item of a batch.
+type batchResultJSON struct {
+	Status   int          `json:"status"`
+	Replayed bool         `json:"replayed,omitempty"`
+	Invoice  *invoiceJSON `json:"invoice,omitempty"`
+	Error    *errorDetail `json:"error,omitempty"`
+}
+
+type batchResultsJSON struct {
+	Results []batchResultJSON `json:"results"`
+}
+
+// issueBatch serves POST /v1/series/{code}/invoices/batch (scope issue).
+// Every item is validated and its amounts computed before any
+// transaction; the valid ones go to the Committer together. The answer is
+// 200 with one result per item, in request order.
+func (s *Server) issueBatch(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := s.authorize(c, scopeIssueBit)
+	if err != nil {
+		return err
+	}
+	if _, ok := c.Request().Header["Idempotency-Key"]; ok {
+		return apperr.Errorf(errInvalidBatch, "a batch takes no Idempotency-Key header: each invoice carries its own idempotency_key")
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(batchBodyMax))
+	if err != nil {
+		return err
+	}
+	items, err := decodeBatchEnvelope(body)
+	if err != nil {
+		return err
+	}
+	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	path := http.MethodPost + " /v1/series/" + strings.ToUpper(c.Param("code")) + "/invoices/batch"
+	results := make([]batchResultJSON, len(items))
+	var reqs []invoice.IssueRequest
+	var at []int // the item of each request
+	for i, it := range items {
+		hash := requestHash(http.MethodPost, path, it.raw)
+		req, err := decodeBatchItem(it.raw)
+		var d invoice.Draft
+		if err == nil {
+			d, err = invoice.PrepareContent(req, p.seller, sr, s.now())
+		}
+		if err != nil {
+			// As for one invoice: a retry of an item that succeeded
+			// replays it even if it would no longer pass.
+			inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, it.key, hash)
+			switch {
+			case rerr != nil:
+				results[i] = s.batchError(c, rerr)
+			case ok:
+				results[i] = s.batchReplay(inv)
+			default:
+				results[i] = s.batchError(c, err)
+			}
+			continue
+		}
+		d.IdempotencyKey, d.RequestHash = it.key, hash
+		reqs = append(reqs, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
+		at = append(at, i)
+	}
+	if len(reqs) > 0 {
+		for j, r := range s.committer.IssueBatch(ctx, reqs) {
+			i := at[j]
+			switch {
+			case r.Err != nil:
+				results[i] = s.batchError(c, r.Err)
+			case r.Replayed:
+				results[i] = s.batchReplay(r.Invoice)
+			default:
+				s.metrics.Issued(string(r.Invoice.DocType))
+				inv := renderInvoice(r.Invoice)
+				results[i] = batchResultJSON{Status: http.StatusCreated, Invoice: &inv}
+			}
+		}
+	}
+	return writeJSON(c, http.StatusOK, batchResultsJSON{Results: results})
+}
+
+// batchReplay is the result of an item issued earlier with its key.
+func (s *Server) batchReplay(inv invoice.Invoice) batchResultJSON {
+	s.metrics.Replayed()
+	r := renderInvoice(asIssued(inv))
+	return batchResultJSON{Status: http.StatusCreated, Replayed: true, Invoice: &r}
+}
+
+// batchError is the result of an item refused with err, resolved as the
+// single-invoice route would answer it; an internal error is logged.
+func (s *Server) batchError(c echo.Context, err error) batchResultJSON {
+	p, internal := classify(err)
+	if internal {
+		s.log.ErrorContext(c.Request().Context(), "internal error in a batch item", append(requestIDs(c),
+			"path", c.Request().URL.Path, "err", err)...)
+	}
+	return batchResultJSON{Status: p.status, Error: &errorDetail{Code: p.code, Message: p.message}}
+}

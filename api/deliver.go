@@ -1,0 +1,250 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/webhook"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DelivererConfig configures a Deliverer.
+type DelivererConfig struct {
+	// Pool is the database. Required.
+	Pool *pgxpool.Pool
+	// Logger receives failures of the workers; nil discards them.
+	Logger *slog.Logger
+	// Metrics counts deliveries; nil gives the Deliverer a set of its own.
+	Metrics *metrics.Metrics
+	// AllowPrivate lets deliveries connect to loopback, private and
+	// link-local addresses; otherwise every connection's address is
+	// checked when it is dialled (a name that resolved to a public address
+	// at registration and to a private one now is refused).
+	AllowPrivate bool
+	// Workers is how many deliveries run at once in this process; 0 means
+	// DefaultWebhookWorkers.
+	Workers int
+	// Poll is how long an idle worker waits before it looks for due
+	// deliveries again; 0 means 1s.
+	Poll time.Duration
+	// RetryBase is the wait after a first failed attempt; each further
+	// failure doubles it, up to RetryMax, with ±20% jitter. 0 means 10s
+	// and 1h.
+	RetryBase, RetryMax time.Duration
+	// GiveUpAfter is how long after its event a delivery is retried before
+	// it is marked failed; 0 means 72h.
+	GiveUpAfter time.Duration
+	// Timeout bounds one attempt (connect to answer); 0 means 10s. A
+	// claimed delivery is leased for Timeout plus 30s: if its worker dies,
+	// another takes it after that.
+	Timeout time.Duration
+}
+
+// Defaults of DelivererConfig.
+const (
+	DefaultWebhookWorkers = 4
+	claimBatch            = 8
+)
+
+// Deliverer sends webhook events: its workers claim due deliveries (FOR
+// UPDATE SKIP LOCKED, then a lease), POST the event signed with the
+// webhook's secret, and record the outcome. Several processes on one
+// database share the work; a delivery whose worker died is taken again
+// when its lease ends, so nothing is lost and each event is delivered at
+// least once. It also purges events older than 30 days, hourly.
+type Deliverer struct {
+	cfg     DelivererConfig
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	client  *http.Client
+}
+
+// NewDeliverer returns a Deliverer for cfg with its defaults filled in.
+func NewDeliverer(cfg DelivererConfig) *Deliverer {
+	if cfg.Workers <= 0 {
+		cfg.Workers = DefaultWebhookWorkers
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 10 * time.Second
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = time.Hour
+	}
+	if cfg.GiveUpAfter <= 0 {
+		cfg.GiveUpAfter = 72 * time.Hour
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.metrics == nil {
+		d.metrics = metrics.New()
+	}
+	dialer := &net.Dialer{Timeout: cfg.Timeout}
+	if !cfg.AllowPrivate {
+		dialer.Control = publicOnly
+	}
+	d.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       30 * time.Second,
+			ResponseHeaderTimeout: cfg.Timeout,
+		},
+		Timeout: cfg.Timeout,
+		// A redirect is not followed: the answer is not 2xx, and the
+		// delivery is retried at the registered URL.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return d
+}
+
+// errPrivateAddress is a connection refused by publicOnly.
+var errPrivateAddress = errors.New("webhook: the receiver's address is loopback, private or link-local")
+
+// publicOnly is the dialer's Control: it refuses to connect to an address
+// that is not public (publicAddr), whatever name resolved to it.
+func publicOnly(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil || !publicAddr(ap.Addr()) {
+		return fmt.Errorf("%w: %s", errPrivateAddress, address)
+	}
+	return nil
+}
+
+// Run runs the workers and the purge until ctx ends, then waits for the
+// attempts in progress (cut short by ctx; each is recorded as due again)
+// and returns nil.
+func (d *Deliverer) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for range d.cfg.Workers {
+		wg.Go(func() { d.work(ctx) })
+	}
+	wg.Go(func() { d.purgeLoop(ctx) })
+	wg.Wait()
+	return nil
+}
+
+// work claims and delivers until ctx ends.
+func (d *Deliverer) work(ctx context.Context) {
+	lease := d.cfg.Timeout + 30*time.Second
+	for ctx.Err() == nil {
+		ds, err := claimDeliveries(ctx, d.cfg.Pool, claimBatch, lease)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("webhooks: claiming deliveries failed", "err", err)
+		}
+		for _, dl := range ds {
+			d.attempt(ctx, dl)
+		}
+		if len(ds) == 0 || err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(d.cfg.Poll):
+			}
+		}
+	}
+}
+
+// attempt sends one delivery and records its outcome.
+func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
+	start := time.Now()
+	status, err := d.send(ctx, dl)
+	took := time.Since(start)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	now := time.Now()
+	var state, outcome, msg string
+	next := now
+	switch {
+	case err == nil && status >= 200 && status < 300:
+		state, outcome = "delivered", "delivered"
+	case ctx.Err() != nil:
+		// Stopping: due again at once, for this or another process.
+		state, outcome, msg = "pending", "retry", "interrupted: the server stopped"
+	default:
+		if err != nil {
+			msg = err.Error()
+		} else {
+			msg = "HTTP " + strconv.Itoa(status)
+		}
+		if now.Sub(dl.ev.createdAt) >= d.cfg.GiveUpAfter {
+			state, outcome = "failed", "failed"
+		} else {
+			state, outcome, next = "pending", "retry", now.Add(d.backoff(dl.attempts))
+		}
+	}
+	d.metrics.WebhookDelivery(outcome, took)
+	if err := finishDelivery(rctx, d.cfg.Pool, dl, state, status, clipTo(msg, 300), next); err != nil {
+		// The lease ends and the delivery is tried again: at least once.
+		d.log.Warn("webhooks: recording a delivery failed", "err", err)
+	}
+}
+
+// backoff returns the wait after the attempts-th failed attempt.
+func (d *Deliverer) backoff(attempts int) time.Duration {
+	w := d.cfg.RetryBase
+	for i := 1; i < attempts && w < d.cfg.RetryMax; i++ {
+		w *= 2
+	}
+	w = min(w, d.cfg.RetryMax)
+	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+}
+
+// send POSTs dl's event to its webhook and returns the answer's status.
+func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
+	body, err := json.Marshal(renderEvent(dl.ev))
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, dl.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "invoiced-webhooks/1")
+	req.Header.Set(webhook.SignatureHeader, webhook.Sign(dl.secret, body, time.Now()))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	return resp.StatusCode, nil
+}
+
+// purgeLoop deletes events past their retention, at start and hourly.
+func (d *Deliverer) purgeLoop(ctx context.Context) {
+	for {
+		n, err := purgeEvents(ctx, d.cfg.Pool, time.Now().Add(-eventRetention), 1000)
+		if err != nil && ctx.Err() == nil {
+			d.log.Warn("webhooks: purging old events failed", "err", err)
+		}
+		d.metrics.EventsPurged(n)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Hour):
+		}
+	}
+}

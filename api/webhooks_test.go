@@ -1,0 +1,322 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/webhook"
+)
+
+// receiver is a webhook receiver that refuses its first failFirst
+// deliveries with 500, checks every signature, and keeps each event once.
+type receiver struct {
+	t         *testing.T
+	srv       *httptest.Server
+	mu        sync.Mutex
+	secret    string
+	failFirst int
+	calls     int
+	bad       int // requests with an invalid signature
+	events    map[string]eventJSON
+}
+
+func newReceiver(t *testing.T, failFirst int) *receiver {
+	r := &receiver{t: t, failFirst: failFirst, events: map[string]eventJSON{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.calls++
+		if r.calls <= r.failFirst {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		if err := webhook.VerifySignature(r.secret, req.Header.Get(webhook.SignatureHeader), body, 5*time.Minute, time.Now()); err != nil {
+			r.bad++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var ev eventJSON
+		if err := json.Unmarshal(body, &ev); err != nil {
+			r.bad++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		r.events[ev.ID] = ev
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]eventJSON, len(r.events))
+	for k, v := range r.events {
+		out[k] = v
+	}
+	return out, r.calls, r.bad
+}
+
+// startDeliverer runs a Deliverer on e's database until the returned stop
+// is called (stop waits for it to end), counting in m (nil: its own).
+func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := NewDeliverer(DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
+		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.t.Cleanup(stop)
+	return stop
+}
+
+func (e *env) registerWebhook(url string, events ...string) webhookJSON {
+	e.t.Helper()
+	ev, _ := json.Marshal(events)
+	r := e.do("POST", "/v1/webhooks", e.all, `{"url":"`+url+`","events":`+string(ev)+`}`)
+	e.wantStatus(r, http.StatusCreated)
+	var w webhookJSON
+	if err := json.Unmarshal(r.body, &w); err != nil || w.Secret == "" || w.ID == "" {
+		e.t.Fatalf("webhook answer %s: %v", r.body, err)
+	}
+	return w
+}
+
+// The done test of webhooks: a receiver that fails its first three
+// deliveries gets every event, each once after deduplication by id, with
+// a valid signature, across a restart of the server and its deliverer
+// between two rounds of issues and cancels.
+func TestWebhooksDeliverEveryEventAcrossRestart(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+	rc := newReceiver(t, 3)
+	w := e.registerWebhook(rc.srv.URL+"/hook", "invoice.issued", "invoice.cancelled")
+	rc.mu.Lock()
+	rc.secret = w.Secret
+	rc.mu.Unlock()
+
+	want := map[string]string{} // event id → invoice id
+	round := func(tag string) {
+		var ids []string
+		for i := range 5 {
+			r := e.do("POST", "/v1/series/CH1/invoices", e.issue, issueJSON(""), "Idempotency-Key", fmt.Sprintf("%s-%d", tag, i))
+			e.wantStatus(r, http.StatusCreated)
+			ids = append(ids, e.invoice(r).ID)
+		}
+		items := make([]string, 6)
+		for i := range items {
+			items[i] = batchItemJSON(fmt.Sprintf("%s-b%d", tag, i), "")
+		}
+		for _, res := range e.batch(e.do("POST", "/v1/series/CH1/invoices/batch", e.issue, batchJSON(items))).Results {
+			ids = append(ids, res.Invoice.ID)
+		}
+		for _, id := range ids {
+			want[id+".issued"] = id
+		}
+		for _, id := range ids[:2] {
+			e.wantStatus(e.do("POST", "/v1/invoices/"+id+"/cancel", e.issue, `{"reason":"test"}`), http.StatusOK)
+			want[id+".cancelled"] = id
+		}
+	}
+	m := metrics.New()
+	stop := startDeliverer(e, m)
+	round("r1")
+	// Restart: the deliverer stops (possibly mid-attempt) and a new server
+	// and deliverer take over the same database.
+	stop()
+	e.url = startServer(t, e.cfg)
+	round("r2")
+	startDeliverer(e, m)
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, calls, bad := rc.snapshot()
+		if len(got) == len(want) {
+			if bad != 0 {
+				t.Fatalf("%d deliveries with an invalid signature", bad)
+			}
+			if calls < len(want)+3 {
+				t.Fatalf("%d calls for %d events and 3 refusals", calls, len(want))
+			}
+			for id, ev := range got {
+				inv, ok := want[id]
+				if !ok || ev.Data.Invoice.ID != inv || !strings.HasSuffix(id, strings.TrimPrefix(ev.Type, "invoice")) {
+					t.Fatalf("unexpected event %s: %+v", id, ev)
+				}
+				if ev.Type == "invoice.issued" && ev.Data.Invoice.Status != "issued" || ev.Type == "invoice.cancelled" && ev.Data.Invoice.Status != "cancelled" {
+					t.Fatalf("event %s shows the invoice %s", id, ev.Data.Invoice.Status)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver has %d of %d events after 60s (%d calls)", len(got), len(want), calls)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The metrics count every attempt, the three refused ones too.
+	if g, err := m.Gather(); err != nil || g["invoiced_webhook_deliveries_total"] < float64(len(want)+3) ||
+		g["invoiced_webhook_delivery_duration_seconds"] != g["invoiced_webhook_deliveries_total"] {
+		t.Fatalf("delivery metrics %v, %v; want at least %d attempts", g["invoiced_webhook_deliveries_total"], err, len(want)+3)
+	}
+	// Every delivery is recorded delivered.
+	var pending int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'`).Scan(&pending); err != nil || pending != 0 {
+		t.Fatalf("%d deliveries not delivered (%v)", pending, err)
+	}
+
+	// The event log replays the same events, oldest first, page by page.
+	var listed []eventJSON
+	after := ""
+	for {
+		r := e.do("GET", "/v1/events?limit=7"+after, e.read, "")
+		e.wantStatus(r, http.StatusOK)
+		var page eventListJSON
+		if err := json.Unmarshal(r.body, &page); err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		listed = append(listed, page.Events...)
+		after = "&after=" + page.Events[len(page.Events)-1].ID
+	}
+	if len(listed) != len(want) {
+		t.Fatalf("GET /v1/events listed %d events, want %d", len(listed), len(want))
+	}
+	for i, ev := range listed {
+		if _, ok := want[ev.ID]; !ok {
+			t.Fatalf("listed unexpected event %s", ev.ID)
+		}
+		if i > 0 && ev.CreatedAt < listed[i-1].CreatedAt {
+			t.Fatalf("events not oldest first: %s after %s", ev.CreatedAt, listed[i-1].CreatedAt)
+		}
+	}
+	e.wantError(e.do("GET", "/v1/events?after=CH1-2026-999.issued", e.read, ""), http.StatusUnprocessableEntity, "invalid_cursor")
+	e.wantError(e.do("GET", "/v1/events?after=nonsense", e.read, ""), http.StatusUnprocessableEntity, "invalid_cursor")
+	e.wantError(e.do("GET", "/v1/events", e.issue, ""), http.StatusForbidden, "forbidden")
+}
+
+// An event row exists exactly for each committed change of a seller with
+// a webhook, under concurrent single requests (group commit, predicted
+// batches) and batches; a seller without a webhook gets none.
+func TestEventsIffCommitted(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+	e.mustIssue("CH1", "") // before the webhook: no event
+	w := e.registerWebhook("http://127.0.0.1:9/never", "invoice.issued")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				r := e.do("POST", "/v1/series/CH1/invoices", e.issue, issueJSON(""), "Idempotency-Key", fmt.Sprintf("g%d-%d", g, i))
+				if r.status != http.StatusCreated {
+					t.Errorf("issue: %d %s", r.status, r.body)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		items := []string{batchItemJSON("x1", ""), badItemJSON("x2"), batchItemJSON("x3", "")}
+		e.batch(e.do("POST", "/v1/series/CH1/invoices/batch", e.issue, batchJSON(items)))
+	})
+	wg.Wait()
+	// A cancel is not subscribed: no event for it.
+	inv := e.mustIssue("CH1", "")
+	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"x"}`), http.StatusOK)
+	var events, deliveries, invoices int
+	err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries), (SELECT count(*) FROM invoices)`).Scan(&events, &deliveries, &invoices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if invoices != 84 || events != 83 || deliveries != 83 {
+		t.Fatalf("%d invoices, %d events, %d deliveries; want 84, 83, 83", invoices, events, deliveries)
+	}
+	// After the webhook is deleted, nothing more is recorded and its
+	// pending deliveries are dropped.
+	e.wantStatus(e.do("DELETE", "/v1/webhooks/"+w.ID, e.all, ""), http.StatusNoContent)
+	e.wantError(e.do("DELETE", "/v1/webhooks/"+w.ID, e.all, ""), http.StatusNotFound, "webhook_not_found")
+	e.mustIssue("CH1", "")
+	var pending int
+	if err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&events, &pending); err != nil || events != 83 || pending != 0 {
+		t.Fatalf("after delete: %d events, %d pending (%v)", events, pending, err)
+	}
+}
+
+// Registration: validation, the secret shown once, and SSRF refusal.
+func TestWebhookRegistration(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for name, body := range map[string]string{
+		"no events":  `{"url":"https://example.com/h","events":[]}`,
+		"bad event":  `{"url":"https://example.com/h","events":["invoice.paid"]}`,
+		"ftp":        `{"url":"ftp://example.com/h","events":["invoice.issued"]}`,
+		"relative":   `{"url":"/h","events":["invoice.issued"]}`,
+		"user info":  `{"url":"https://u:p@example.com/h","events":["invoice.issued"]}`,
+		"loopback":   `{"url":"http://127.0.0.1:8080/h","events":["invoice.issued"]}`,
+		"private":    `{"url":"http://10.1.2.3/h","events":["invoice.issued"]}`,
+		"link-local": `{"url":"http://169.254.169.254/latest","events":["invoice.issued"]}`,
+		"ipv6 loop":  `{"url":"http://[::1]/h","events":["invoice.issued"]}`,
+		"localhost":  `{"url":"http://localhost/h","events":["invoice.issued"]}`,
+		"mapped v4":  `{"url":"http://[::ffff:127.0.0.1]/h","events":["invoice.issued"]}`,
+	} {
+		r := e.do("POST", "/v1/webhooks", e.all, body)
+		if r.status != http.StatusUnprocessableEntity {
+			t.Errorf("%s: status %d, want 422; %s", name, r.status, r.body)
+		}
+	}
+	e.wantError(e.do("POST", "/v1/webhooks", e.all, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`), http.StatusUnprocessableEntity, "webhook_url_forbidden")
+	e.wantError(e.do("POST", "/v1/webhooks", e.issue, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`), http.StatusForbidden, "forbidden")
+
+	p := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+	w := p.registerWebhook("http://127.0.0.1:9/h", "invoice.cancelled", "invoice.issued", "invoice.issued")
+	if strings.Join(w.Events, ",") != "invoice.cancelled,invoice.issued" || !strings.HasPrefix(w.Secret, "whsec_") {
+		t.Fatalf("webhook %+v", w)
+	}
+	r := p.do("GET", "/v1/webhooks", p.all, "")
+	p.wantStatus(r, http.StatusOK)
+	if strings.Contains(string(r.body), "whsec_") || !strings.Contains(string(r.body), w.ID) {
+		t.Fatalf("listing %s shows a secret or misses the webhook", r.body)
+	}
+}
+
+// A delivery never connects to a private address unless allowed, whatever
+// the name resolved to when the webhook was registered.
+func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+	rc := newReceiver(t, 0)
+	w := e.registerWebhook(rc.srv.URL, "invoice.issued")
+	rc.secret = w.Secret
+	e.mustIssue("CH1", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	d := NewDeliverer(DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	deadline := time.Now().Add(20 * time.Second)
+	var lastErr *string
+	for lastErr == nil && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		e.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
+	}
+	cancel()
+	<-done
+	if lastErr == nil || !strings.Contains(*lastErr, "loopback, private or link-local") {
+		t.Fatalf("last_error %v, want a refused private address", lastErr)
+	}
+	if _, calls, _ := rc.snapshot(); calls != 0 {
+		t.Fatalf("the receiver on 127.0.0.1 was called %d times", calls)
+	}
+}

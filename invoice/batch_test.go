@@ -1,0 +1,62 @@
+package invoice_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/invoiced/invoiced/invoice"
+)
+
+// A batch larger than MaxBatch, sent while single requests queue in the
+// same series, is numbered in one transaction (its invoices share the
+// transaction's issue time): its serials are consecutive in request
+// order, and the series has no gap.
+func TestIssueBatchIsNeverSplit(t *testing.T) {
+	t.Parallel()
+	for _, predict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			c := &invoice.Committer{DB: f.pool, Batching: true, Predict: predict, MaxBatch: 4}
+			const batches, size, singles = 6, 25, 8
+			var wg sync.WaitGroup
+			for w := range singles {
+				wg.Go(func() {
+					for i := range 15 {
+						if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("s%d-%d", w, i))}); r.Err != nil {
+							t.Errorf("single: %v", r.Err)
+							return
+						}
+					}
+				})
+			}
+			results := make([][]invoice.Result, batches)
+			for b := range batches {
+				wg.Go(func() {
+					reqs := make([]invoice.IssueRequest, size)
+					for i := range reqs {
+						reqs[i] = invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("b%d-%d", b, i))}
+					}
+					results[b] = c.IssueBatch(context.Background(), reqs)
+				})
+			}
+			wg.Wait()
+			for b, rs := range results {
+				for i, r := range rs {
+					if r.Err != nil || r.Replayed {
+						t.Fatalf("batch %d item %d: %+v", b, i, r)
+					}
+					if want := rs[0].Invoice.Serial + int64(i); r.Invoice.Serial != want {
+						t.Fatalf("batch %d item %d: serial %d, want %d (out of order)", b, i, r.Invoice.Serial, want)
+					}
+					if !r.Invoice.IssuedAt.Equal(rs[0].Invoice.IssuedAt) {
+						t.Fatalf("batch %d item %d issued at %v, item 0 at %v: the batch was split", b, i, r.Invoice.IssuedAt, rs[0].Invoice.IssuedAt)
+					}
+				}
+			}
+			checkContiguous(t, serialsOf(t, f), batches*size+singles*15)
+		})
+	}
+}
