@@ -235,3 +235,37 @@ func TestBatchEnvelopeIsRefusedWhole(t *testing.T) {
 		t.Fatalf("item results: %+v", out.Results)
 	}
 }
+
+// TestBatchItemsAreCheckedAsSingleInvoices: a batch is held to what the
+// single route checks: the key's series (403 for the whole request), a
+// note's original and the body limit; a refused item takes no number.
+func TestBatchItemsAreCheckedAsSingleInvoices(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	e.createSeries("CH2", "invoice", "CH2/{FY}/{SEQ:5}")
+	term, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"CH2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wantError(e.do("POST", "/v1/series/CH1/invoices/batch", term, batchJSON([]string{batchItemJSON("t1", "")})), http.StatusForbidden, "series_forbidden")
+	if n, _ := e.invoiceCount(); n != 0 {
+		t.Fatalf("a forbidden batch issued %d invoices", n)
+	}
+
+	e.createSeries("CN", "credit_note", "CN/{FY}/{SEQ:4}")
+	item := `"items":[{"description":"Refund","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
+	out := e.batch(e.do("POST", "/v1/series/CN/invoices/batch", e.issue, batchJSON([]string{
+		`{"idempotency_key":"n1","original":{"number":"XX/99/1","invoice_date":"2026-11-20"},` + item + `}`,
+	})))
+	if len(out.Results) != 1 || out.Results[0].Status != 422 || out.Results[0].Error.Code != "original_not_found" {
+		t.Fatalf("a note naming no original: %+v", out.Results)
+	}
+	var notes int
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices i JOIN series s ON s.id = i.series_id WHERE s.code = 'CN'`).Scan(&notes); err != nil || notes != 0 {
+		t.Fatalf("the refused note left %d invoices (%v)", notes, err)
+	}
+
+	big := batchJSON([]string{`{"idempotency_key":"b1","buyer":{"name":"` + strings.Repeat("x", batchBodyMax) + `"},` + item + `}`})
+	e.wantError(e.do("POST", "/v1/series/CH1/invoices/batch", e.issue, big), http.StatusRequestEntityTooLarge, "body_too_large")
+}

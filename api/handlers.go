@@ -164,14 +164,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	// an attempt that may still commit (invoices are never deleted, and the
 	// issuing transaction checks the month again under the seller's row
 	// lock, so a queued attempt in a month locked since is refused too).
-	now := s.now()
-	d, err := invoice.PrepareContent(req, p.seller, sr, now)
-	if err == nil {
-		err = invoice.CheckOriginal(ctx, s.pool, p.seller, &d)
-	}
-	if err == nil {
-		err = invoice.CheckPeriod(ctx, s.pool, p.seller, d.InvoiceDate, now)
-	}
+	d, err := s.prepare(ctx, p.seller, sr, req)
 	if err != nil {
 		// A retry of a request that succeeded earlier replays its answer
 		// even if it would no longer pass (its date is now too old, its
@@ -195,6 +188,22 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	s.metrics.Issued(string(r.Invoice.DocType))
 	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
+}
+
+// prepare validates req for series sr of seller and computes it (see
+// invoice.PrepareContent), then checks a note's original and a backdated
+// invoice's month; it returns the draft, or the refusal (4xx) or a
+// database error. The date window is not judged here (see issueInvoice).
+func (s *Server) prepare(ctx context.Context, seller series.Seller, sr series.Series, req invoice.Request) (invoice.Draft, error) {
+	now := s.now()
+	d, err := invoice.PrepareContent(req, seller, sr, now)
+	if err == nil {
+		err = invoice.CheckOriginal(ctx, s.pool, seller, &d)
+	}
+	if err == nil {
+		err = invoice.CheckPeriod(ctx, s.pool, seller, d.InvoiceDate, now)
+	}
+	return d, err
 }
 
 // replay answers with inv, issued earlier for the same Idempotency-Key.
