@@ -7,7 +7,9 @@
 // Every mutating call (IssueInvoice, CancelInvoice) carries an
 // Idempotency-Key, made once per call (or given with IdempotencyKey) and
 // sent unchanged, with byte-identical bodies, on every attempt, so a retry
-// can never issue or cancel twice. A call is retried, with jittered
+// can never issue or cancel twice. IssueBatch gives each item its own key
+// (written into the item when the caller left it empty) and resends the
+// whole batch, every item's result being a replay or a first issue. A call is retried, with jittered
 // exponential backoff that honours Retry-After, until it gets an answer
 // that settles it or the caller's context ends, on:
 //   - no answer (connection refused or reset, a timeout),
@@ -26,5 +28,12 @@
 // that says "not done" (no answer, 500, 503 commit_outcome_unknown, 409
 // idempotency_key_in_progress) and no later answer settled it. Retrying
 // the call with the same IdempotencyKey then learns the outcome: the
-// replay of the first answer, or a first success.
+// replay of the first answer, or a first success. For IssueBatch, sending
+// the same items (which now hold their keys) again learns it.
+//
+// # Webhooks
+//
+// CreateWebhook, ListWebhooks and DeleteWebhook manage the seller's
+// webhooks; ListEvents replays the events of the last 30 days; a receiver
+// checks each delivery with VerifyWebhook before decoding its body.
 package client

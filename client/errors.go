@@ -49,15 +49,18 @@ func (e *outcomeError) Error() string {
 func (e *outcomeError) Unwrap() []error { return e.errs }
 
 // IsOutcomeUnknown reports whether err, returned by a mutating call
-// (IssueInvoice, CancelInvoice), leaves open whether the call took effect.
-// Retrying with the call's Idempotency-Key (see OutcomeKey) learns it.
+// (IssueInvoice, CancelInvoice, IssueBatch, CreateSeries, CreateWebhook),
+// leaves open whether the call took effect. Retrying with the call's
+// Idempotency-Key (see OutcomeKey) learns it; for IssueBatch, sending the
+// same items again, which hold their keys.
 func IsOutcomeUnknown(err error) bool {
 	var oe *outcomeError
 	return errors.As(err, &oe)
 }
 
 // OutcomeKey returns the Idempotency-Key of the call whose outcome err
-// leaves unknown, "" when IsOutcomeUnknown(err) is false.
+// leaves unknown, "" when IsOutcomeUnknown(err) is false or the call has
+// no single key (IssueBatch: the keys are in its items).
 func OutcomeKey(err error) string {
 	var oe *outcomeError
 	if errors.As(err, &oe) {

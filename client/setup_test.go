@@ -47,7 +47,7 @@ func setup(t *testing.T) *env {
 	if e.issue, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue}); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1}).Handler())
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true}).Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	e.proxy = &faultProxy{backend: ts.URL, client: &http.Client{}}

@@ -263,3 +263,103 @@ type DocIssueDocs struct {
 	Cancel   int    `json:"cancel"`
 	NetIssue int    `json:"net_issue"`
 }
+
+// BatchItem is one invoice of IssueBatch: an IssueRequest with its own
+// idempotency key.
+type BatchItem struct {
+	// IdempotencyKey identifies the item across retries (1 to 255
+	// printable ASCII characters, distinct within the batch); IssueBatch
+	// makes one when it is empty.
+	IdempotencyKey string      `json:"idempotency_key"`
+	InvoiceDate    string      `json:"invoice_date,omitempty"`
+	Buyer          *Buyer      `json:"buyer,omitempty"`
+	PlaceOfSupply  string      `json:"place_of_supply,omitempty"`
+	Items          []ItemInput `json:"items"`
+	Original       *Original   `json:"original,omitempty"`
+}
+
+// BatchRequest is the body of IssueBatch.
+type BatchRequest struct {
+	Invoices []BatchItem `json:"invoices"`
+}
+
+// BatchResults is the answer of IssueBatch: one result per item, in
+// request order.
+type BatchResults struct {
+	Results []BatchResult `json:"results"`
+}
+
+// BatchResult is the outcome of one item of a batch: Status 201 with
+// Invoice (Replayed when an earlier send issued it), or the status and
+// error the single-invoice route would have answered.
+type BatchResult struct {
+	Status   int          `json:"status"`
+	Replayed bool         `json:"replayed,omitempty"`
+	Invoice  *Invoice     `json:"invoice,omitempty"`
+	Error    *ResultError `json:"error,omitempty"`
+}
+
+// ResultError is the error of a refused batch item.
+type ResultError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Err returns the item's refusal as an *Error (Status, Code, Message),
+// or nil when the item was issued.
+func (r BatchResult) Err() *Error {
+	if r.Status >= 200 && r.Status < 300 {
+		return nil
+	}
+	e := &Error{Status: r.Status}
+	if r.Error != nil {
+		e.Code, e.Message = r.Error.Code, r.Error.Message
+	}
+	return e
+}
+
+// Event types a webhook subscribes to.
+const (
+	EventInvoiceIssued    = "invoice.issued"
+	EventInvoiceCancelled = "invoice.cancelled"
+)
+
+// WebhookRequest registers a webhook.
+type WebhookRequest struct {
+	URL    string   `json:"url"`    // absolute http(s)
+	Events []string `json:"events"` // EventInvoiceIssued, EventInvoiceCancelled
+}
+
+// Webhook is a registered webhook. Secret, the key of its signatures, is
+// set only in the answer of CreateWebhook.
+type Webhook struct {
+	ID        string    `json:"id"` // "wh_…"
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	CreatedAt time.Time `json:"created_at"`
+	Secret    string    `json:"secret,omitempty"`
+}
+
+// WebhookList is the answer of ListWebhooks.
+type WebhookList struct {
+	Webhooks []Webhook `json:"webhooks"`
+}
+
+// Event is one change delivered to webhooks and listed by ListEvents.
+type Event struct {
+	ID        string    `json:"id"` // "CH1-2026-7.issued": deduplicate deliveries by it
+	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
+	Data      EventData `json:"data"`
+}
+
+// EventData is an Event's payload: the invoice as GetInvoice returns it,
+// as issued for invoice.issued, cancelled for invoice.cancelled.
+type EventData struct {
+	Invoice Invoice `json:"invoice"`
+}
+
+// EventList is one page of ListEvents.
+type EventList struct {
+	Events []Event `json:"events"`
+}
