@@ -161,7 +161,11 @@ func TestPgSurvivesAReclone(t *testing.T) {
 	pg := func(args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, filepath.Join(repo, "scripts", "pg"), args...)
+		// Through bash, not exec of the copy: a test that forks while the
+		// copy is being written (other tests here run in parallel) leaves
+		// its write descriptor open in the child for a moment, and exec of
+		// the file then fails with "text file busy".
+		cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repo, "scripts", "pg")}, args...)...)
 		cmd.Env = envWithout("DATABASE_URL", "TEST_DATABASE_URL")
 		cmd.Stderr = &testWriter{t: t}
 		out, err := cmd.Output()
