@@ -186,30 +186,15 @@ type AuditRow struct {
 	Hash         string    `json:"hash,omitempty"`
 	// The rest of what the chain seals (docs/chain.md), so that a third
 	// party can recompute it from the export alone.
-	BuyerName      string      `json:"buyer_name,omitempty"`
-	PlaceOfSupply  string      `json:"place_of_supply,omitempty"`
-	OriginalNumber string      `json:"original_number,omitempty"`
-	OriginalDate   string      `json:"original_date,omitempty"`
-	CancelledAt    string      `json:"cancelled_at,omitempty"`
-	IssuePosition  int64       `json:"issue_position,omitempty"`
-	CancelPosition int64       `json:"cancel_position,omitempty"`
-	CancelHash     string      `json:"cancel_hash,omitempty"`
-	Items          []AuditItem `json:"items,omitempty"`
-}
-
-// AuditItem is one line of an AuditRow, each value as the chain's
-// canonical form takes it.
-type AuditItem struct {
-	Description string `json:"description"`
-	HSN         string `json:"hsn"`
-	Quantity    string `json:"quantity"`
-	UnitPrice   string `json:"unit_price"`
-	GSTRate     string `json:"gst_rate"`
-	Taxable     string `json:"taxable"`
-	CGST        string `json:"cgst"`
-	SGST        string `json:"sgst"`
-	IGST        string `json:"igst"`
-	Total       string `json:"total"`
+	BuyerName      string `json:"buyer_name,omitempty"`
+	PlaceOfSupply  string `json:"place_of_supply,omitempty"`
+	OriginalNumber string `json:"original_number,omitempty"`
+	OriginalDate   string `json:"original_date,omitempty"`
+	CancelledAt    string `json:"cancelled_at,omitempty"`
+	IssuePosition  int64  `json:"issue_position,omitempty"`
+	CancelPosition int64  `json:"cancel_position,omitempty"`
+	CancelHash     string `json:"cancel_hash,omitempty"`
+	Items          []Item `json:"items,omitempty"` // the lines as the chain seals them
 }
 
 // PeriodLock is a month locked after its GSTR-1 was filed: no invoice
