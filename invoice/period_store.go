@@ -145,19 +145,21 @@ const codePeriodLocked = "IV005"
 // periodGuard is what queuePeriodGuard queued: the months it checks.
 type periodGuard struct{ months []Month }
 
-// queuePeriodGuard queues on b, for the groups not refused (errs) whose
-// date lies before now's month, the lock of their sellers' rows FOR SHARE
+// queuePeriodGuard queues on b, for the groups with invoices written
+// (written[g], all of a group or, for a group issued in part before its
+// series ran out, its first ones) whose date lies before now's month, the
+// lock of their sellers' rows FOR SHARE
 // and then a requirement that none of their months is locked. The row lock
 // waits for a LockPeriod in progress, and the requirement, a statement of
 // its own, then sees its lock; a LockPeriod that comes later waits for this
 // transaction. Nothing is queued when every date is in now's month, the
 // common case. It must be queued after the counter rows are locked.
-func queuePeriodGuard(b *pgx.Batch, groups []Group, errs []error, now time.Time) periodGuard {
+func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now time.Time) periodGuard {
 	var sellers []int64
 	var months []time.Time
 	var g periodGuard
 	for i, gr := range groups {
-		if (errs != nil && errs[i] != nil) || len(gr.Drafts) == 0 || !backdated(gr.Drafts[0].InvoiceDate, now) {
+		if len(written[i]) == 0 || !backdated(gr.Drafts[0].InvoiceDate, now) {
 			continue
 		}
 		m := MonthOf(gr.Drafts[0].InvoiceDate)

@@ -268,3 +268,39 @@ func TestDeclareOpening(t *testing.T) {
 		t.Fatalf("declare a year with an invoice: %v", err)
 	}
 }
+
+// TestPeriodLockGuardsAGroupIssuedInPart: a series with fewer numbers left
+// than a batch asks issues the first ones and refuses the rest as
+// exhausted; the first ones are still held to the period lock, so a
+// month locked while they waited gets none of them.
+func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	n9, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "N9", DocType: "invoice", Format: "N9/{FY}/{SEQ:1}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		if _, err := invoice.Issue(ctx, f.pool, f.seller, n9, dated(t, f, n9, "2026-11-05"), december, series.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// November is locked after the five below passed any early check.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {
+		t.Fatal(err)
+	}
+	c := &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: func() time.Time { return december }}
+	var reqs []invoice.IssueRequest
+	for range 5 {
+		reqs = append(reqs, invoice.IssueRequest{Seller: f.seller, Series: n9, Draft: dated(t, f, n9, "2026-11-20")})
+	}
+	for i, r := range c.IssueBatch(ctx, reqs) {
+		if r.Err == nil || !errors.Is(r.Err, invoice.ErrPeriodLocked) && !errors.Is(r.Err, series.ErrExhausted) {
+			t.Errorf("request %d: %+v, want period_locked or exhausted", i, r)
+		}
+	}
+	if got := lastSerial(t, f, n9); got != 7 {
+		t.Fatalf("N9's last serial is %d after a batch into a locked month, want 7", got)
+	}
+}

@@ -136,7 +136,9 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 		return w.out, errs, w.states, false, nil
 	}
 	batch := &pgx.Batch{}
-	guard := queuePeriodGuard(batch, groups, errs, now) // under the counter locks NextMany took
+	// Under the counter locks NextMany took; by what is written, not by
+	// errs, which also refuses the tail of a group issued in part.
+	guard := queuePeriodGuard(batch, groups, w.out, now)
 	w.queue(batch)
 	series.QueueAdvanceChains(batch, w.hSeries, w.hFY, w.hLength, w.hHead)
 	committed, err = sendWrites(ctx, tx, batch, commit)
@@ -221,7 +223,7 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 	series.QueueAdvance(batch, advs, opt)
 	// Under the counter locks QueueAdvance took. A locked month fails the
 	// round trip like a misprediction: the ordinary path answers it.
-	queuePeriodGuard(batch, groups, nil, now)
+	queuePeriodGuard(batch, groups, w.out, now)
 	w.queue(batch)
 	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
 		return nil, nil, err
