@@ -197,8 +197,11 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 		t.Fatalf("series holds %v", s)
 	}
 
-	e.proxy.set(&step{fault: synthesized, status: 503, body: `{"error":{"code":"database_unavailable","message":"m"}}`})
-	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// Retry-After outlasts the deadline, so the deadline falls while the
+	// client waits between attempts, never during one (an attempt cut off
+	// in flight may have reached the server: that would rightly be unknown).
+	e.proxy.set(&step{fault: synthesized, status: 503, retryAfter: "30", body: `{"error":{"code":"database_unavailable","message":"m"}}`})
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
 	_, err = c.IssueInvoice(ctx, "CH1", sale())
 	cancel()
 	var ae *Error
