@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/jackc/pgx/v5"
 )
 
 // build compiles cmd/invoiced into a temporary folder and returns its path.
@@ -127,6 +128,20 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("GET %s/healthz: %d", base, resp.StatusCode)
+	}
+	// The console has rows to show: five sample invoices in series DEMO
+	// (issued before the banner, with curl when the machine has it).
+	if _, err := exec.LookPath("curl"); err == nil {
+		conn, err := pgx.Connect(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		err = conn.QueryRow(t.Context(), `SELECT count(*) FROM invoices WHERE number LIKE 'DEMO/%'`).Scan(&n)
+		conn.Close(context.Background())
+		if err != nil || n != 5 {
+			t.Fatalf("series DEMO holds %d sample invoices (%v), want 5", n, err)
+		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
