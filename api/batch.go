@@ -144,11 +144,8 @@ func (s *Server) issueBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
-		return err
-	}
-	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	path := http.MethodPost + " /v1/series/" + strings.ToUpper(c.Param("code")) + "/invoices/batch"

@@ -149,11 +149,8 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
-		return err
-	}
-	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	// The date window is judged in the transaction, once the key is
@@ -188,6 +185,22 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	s.metrics.Issued(string(r.Invoice.DocType))
 	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
+}
+
+// seriesOf returns the series with the code (any spelling) that request
+// principal p may use: ErrNotFound-kinded errors for a series its seller
+// does not have, ErrSeriesForbidden for one outside the key's series. Every
+// request that names a series fetches it here, so the key's restriction
+// cannot be left out of a route.
+func (s *Server) seriesOf(ctx context.Context, p principal, code string) (series.Series, error) {
+	sr, err := s.series.get(ctx, s.pool, p.seller.ID, code)
+	if err != nil {
+		return series.Series{}, err
+	}
+	if err := p.checkSeries(sr.Code); err != nil {
+		return series.Series{}, err
+	}
+	return sr, nil
 }
 
 // prepare validates req for series sr of seller and computes it (see
@@ -276,11 +289,8 @@ func (s *Server) listInvoices(c echo.Context) error {
 		}
 		limit = n
 	}
-	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
-		return err
-	}
-	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	invs, err := invoice.ListDated(ctx, s.pool, sr, fy, dates, after, limit+1)
@@ -406,14 +416,11 @@ func (s *Server) invoiceID(ctx context.Context, p principal, v string) (int64, e
 		strconv.Itoa(fy) != v[j+1:i] || strconv.FormatInt(serial, 10) != v[i+1:] {
 		return 0, invoice.ErrNotFound
 	}
-	sr, err := s.series.get(ctx, s.pool, sellerID, v[:j])
+	sr, err := s.seriesOf(ctx, p, v[:j])
 	if errors.Is(err, series.ErrNotFound) {
 		return 0, invoice.ErrNotFound
 	}
 	if err != nil {
-		return 0, err
-	}
-	if err := p.checkSeries(sr.Code); err != nil {
 		return 0, err
 	}
 	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)

@@ -54,11 +54,8 @@ func (s *Server) audit(c echo.Context) error {
 	default:
 		return apperr.Errorf(errInvalidPart, "part %q: must be rows or summary", clip(part))
 	}
-	sr, err := s.series.get(ctx, s.pool, p.seller.ID, c.Param("code"))
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
-		return err
-	}
-	if err := p.checkSeries(sr.Code); err != nil {
 		return err
 	}
 	release, err := s.exports.acquire(p.seller.ID)
