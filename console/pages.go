@@ -262,15 +262,20 @@ func backTo(inv invoice.Invoice) string {
 	return "/console/series/" + url.PathEscape(inv.SeriesCode) + "/" + inv.FY.String() + "?number=" + url.QueryEscape(inv.Number)
 }
 
+// toCancel returns the invoice the path names, for a session whose key may
+// cancel (scope issue); it fails as require and invoiceOf do.
+func (c *Console) toCancel(r *http.Request, s *session) (invoice.Invoice, error) {
+	if err := require(s, api.ScopeIssue); err != nil {
+		return invoice.Invoice{}, err
+	}
+	return c.invoiceOf(r, s)
+}
+
 // cancelForm serves GET /console/invoices/{id}/cancel: the confirmation,
 // with a field for the reason.
 func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeIssue); err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	inv, err := c.invoiceOf(r, s)
+	inv, err := c.toCancel(r, s)
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
@@ -287,11 +292,7 @@ func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 // shows the form again with the reason.
 func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeIssue); err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	inv, err := c.invoiceOf(r, s)
+	inv, err := c.toCancel(r, s)
 	if err != nil {
 		c.fail(w, r, s, err)
 		return

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,19 +22,7 @@ const sellerGSTIN = "27AAPFU0939F1ZV"
 // bin is the invoiced binary, built once by TestMain.
 var bin *servetest.Binary
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		var err error
-		bin, err = servetest.Build()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "pos:", err)
-			return 1
-		}
-		defer bin.Close()
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servetest.Main(m, "pos", &bin) }
 
 // lineBuffer is stdout shared by pos's terminals and the test.
 type lineBuffer struct {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,19 +27,7 @@ const (
 // bin is the invoiced binary, built once by TestMain.
 var bin *servetest.Binary
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		var err error
-		bin, err = servetest.Build()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "faults:", err)
-			return 1
-		}
-		defer bin.Close()
-		return m.Run()
-	}()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { servetest.Main(m, "faults", &bin) }
 
 // cli runs the invoiced binary with DATABASE_URL=dbURL and returns stdout.
 func cli(t testing.TB, dbURL string, args ...string) string {

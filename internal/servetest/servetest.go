@@ -53,6 +53,23 @@ func Build() (*Binary, error) {
 // Close removes the binary.
 func (b *Binary) Close() { os.RemoveAll(b.dir) }
 
+// Main is a package's TestMain for tests of the real binary: it builds the
+// binary into *bin, runs the tests and removes the binary, then exits with
+// the tests' status (1, naming pkg, when the build fails).
+func Main(m *testing.M, pkg string, bin **Binary) {
+	code := func() int {
+		var err error
+		*bin, err = Build()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, pkg+":", err)
+			return 1
+		}
+		defer (*bin).Close()
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
 // CLI runs the binary with DATABASE_URL=dbURL and returns its stdout; the
 // test fails if it exits non-zero or takes over a minute.
 func (b *Binary) CLI(t testing.TB, dbURL string, args ...string) string {
