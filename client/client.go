@@ -284,6 +284,21 @@ func (cl *Client) getJSON(ctx context.Context, path string, out any) error {
 	return decode(a.body, out)
 }
 
+// createJSON POSTs in as JSON to path, a create without an
+// Idempotency-Key (its outcome may be unknown after a lost answer), and
+// decodes the answer into out.
+func (cl *Client) createJSON(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	a, err := cl.do(ctx, &call{method: http.MethodPost, path: path, body: body, mutating: true, accept: "application/json"})
+	if err != nil {
+		return err
+	}
+	return decode(a.body, out)
+}
+
 func decode(b []byte, out any) error {
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("invoiced: decode answer: %w", err)

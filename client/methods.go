@@ -48,16 +48,8 @@ func (cl *Client) Metrics(ctx context.Context) ([]byte, error) {
 // without an answer, a retry that gets 409 duplicate_series returns an
 // error for which IsOutcomeUnknown is true (the series may be this call's).
 func (cl *Client) CreateSeries(ctx context.Context, req SeriesRequest) (Series, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return Series{}, err
-	}
-	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/series", body: body, mutating: true})
-	if err != nil {
-		return Series{}, err
-	}
 	var s Series
-	return s, decode(a.body, &s)
+	return s, cl.createJSON(ctx, "/v1/series", req, &s)
 }
 
 // ListSeries returns the seller's series (GET /v1/series, scope read).

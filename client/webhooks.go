@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"net/http"
 	"net/url"
@@ -20,16 +19,8 @@ import (
 // Idempotency-Key: after an attempt without an answer, a retry that gets
 // 409 returns an error for which IsOutcomeUnknown is true.
 func (cl *Client) CreateWebhook(ctx context.Context, req WebhookRequest) (Webhook, error) {
-	body, err := json.Marshal(req)
-	if err != nil {
-		return Webhook{}, err
-	}
-	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/webhooks", body: body, mutating: true, accept: "application/json"})
-	if err != nil {
-		return Webhook{}, err
-	}
 	var w Webhook
-	return w, decode(a.body, &w)
+	return w, cl.createJSON(ctx, "/v1/webhooks", req, &w)
 }
 
 // ListWebhooks returns the seller's webhooks, oldest first, without
