@@ -64,7 +64,7 @@ type Usage struct {
 }
 
 // SeriesUsage is a series with its counters, newest year first.
-type SeriesUsage struct {
+type SeriesUsage struct { //nolint:revive // Usage already names one year's counter; this is a series with its years
 	Series
 	Years []Usage
 }
