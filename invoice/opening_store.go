@@ -26,10 +26,15 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 	}
 	o.DeclaredAt, o.DeclaredBy = now.UTC().Truncate(time.Microsecond), by
 	hash := OpeningRecord(string(seller.GSTIN), s, o).Hash()
+	args := pgx.NamedArgs{
+		"series_id": s.ID, "fy": int(o.FY), "seller_id": seller.ID, "capacity": s.Format.Capacity(),
+		"last_serial": o.LastSerial, "last_invoice_date": o.LastInvoiceDate, "last_number": o.LastNumber,
+		"declared_at": o.DeclaredAt, "declared_by": o.DeclaredBy, "hash": hash,
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8) ON CONFLICT DO NOTHING`,
-		s.ID, int(o.FY), seller.ID, o.LastSerial, s.Format.Capacity(), o.LastInvoiceDate, o.DeclaredAt, hash)
+		VALUES (@series_id, @fy, @seller_id, @last_serial, @capacity, @last_invoice_date, @declared_at, 1, @hash) ON CONFLICT DO NOTHING`,
+		args)
 	if err != nil {
 		return Opening{}, translate(err, "declare opening")
 	}
@@ -37,10 +42,10 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 		return Opening{}, apperr.Errorf(ErrOpeningTooLate, "series %s already has invoices (or an opening) in %s", s.Code, o.FY)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, 1, 'opening', $3, $4, $5)`,
-		s.ID, int(o.FY), o.LastSerial, o.DeclaredAt, hash)
-	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		s.ID, int(o.FY), o.LastSerial, o.LastInvoiceDate, o.LastNumber, o.DeclaredAt, o.DeclaredBy)
+	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
+		VALUES (@series_id, @fy, 1, 'opening', @last_serial, @declared_at, @hash)`, args)
+	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by)
+		VALUES (@series_id, @fy, @last_serial, @last_invoice_date, @last_number, @declared_at, @declared_by)`, args)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return Opening{}, translate(err, "declare opening")
 	}

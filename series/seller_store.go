@@ -38,8 +38,12 @@ func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c C
 	}
 	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode(), Contact: c}
 	err = q.QueryRow(ctx, `
-		INSERT INTO sellers (gstin, name, state_code, address, phone, email) VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING id, created_at`, string(g), name, s.StateCode, c.Address, c.Phone, c.Email).Scan(&s.ID, &s.CreatedAt)
+		INSERT INTO sellers (gstin, name, state_code, address, phone, email)
+		VALUES (@gstin, @name, @state_code, @address, @phone, @email)
+		RETURNING id, created_at`, pgx.NamedArgs{
+		"gstin": string(g), "name": name, "state_code": s.StateCode,
+		"address": c.Address, "phone": c.Phone, "email": c.Email,
+	}).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
 		return Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
 	}
@@ -78,8 +82,10 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 		return Seller{}, err
 	}
 	return scanSeller(q.QueryRow(ctx, `
-		UPDATE sellers SET name = $2, address = $3, phone = $4, email = $5 WHERE id = $1
-		RETURNING `+sellerCols, s.ID, s.Name, s.Address, s.Phone, s.Email))
+		UPDATE sellers SET name = @name, address = @address, phone = @phone, email = @email WHERE id = @id
+		RETURNING `+sellerCols, pgx.NamedArgs{
+		"id": s.ID, "name": s.Name, "address": s.Address, "phone": s.Phone, "email": s.Email,
+	}))
 }
 
 // SellerByGSTIN returns the seller registered under gstin, or

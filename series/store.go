@@ -63,9 +63,11 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (Series, error)
 	s := Series{SellerID: n.SellerID, Code: code, DocType: dt, Format: f, Shop: n.Shop}
 	err = tx.QueryRow(ctx, `
 		INSERT INTO series (seller_id, code, doc_type, format, capacity, shop)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		RETURNING id, created_at`,
-		n.SellerID, code, string(dt), f.String(), f.Capacity(), n.Shop).Scan(&s.ID, &s.CreatedAt)
+		VALUES (@seller_id, @code, @doc_type, @format, @capacity, @shop)
+		RETURNING id, created_at`, pgx.NamedArgs{
+		"seller_id": n.SellerID, "code": code, "doc_type": string(dt),
+		"format": f.String(), "capacity": f.Capacity(), "shop": n.Shop,
+	}).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
 		return Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
 	}
