@@ -66,14 +66,14 @@ func keyCount(t *testing.T, f fixture, key string) int {
 func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	c := &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 20 * time.Second}}
+	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
+	c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 20 * time.Second}}))
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	// The next transaction waits for a connection until the gate opens.
-	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-	c.DB = gated
+	gated.armed.Store(true)
 	var wg sync.WaitGroup
 	var taken, queued invoice.Result
 	wg.Go(func() {
@@ -127,8 +127,9 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 				return s
 			}
 			nine, hundred := mk("N9", "N9/{FY}/{SEQ:1}"), mk("H99", "H99/{FY}/{SEQ:2}")
-			c := &invoice.Committer{DB: f.pool, Batching: true, Predict: predict, Now: func() time.Time { return now },
-				Options: series.Options{LockTimeout: 20 * time.Second}}
+			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
+			c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
+				Options: series.Options{LockTimeout: 20 * time.Second}}))
 			draft := func(s series.Series, key string) invoice.Draft {
 				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
 				if err != nil {
@@ -147,8 +148,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			}
 			// Hold the drainer's first transaction back, then queue the
 			// rest in arrival order.
-			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-			c.DB = gated
+			gated.armed.Store(true)
 			release := sync.OnceFunc(func() { close(gated.gate) })
 			t.Cleanup(release)
 			results := make([]invoice.Result, 5)
@@ -197,16 +197,20 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 	}
 }
 
-// gatedPool is a pool whose connections are handed out only once gate is
-// closed: the Committer's first transaction waits, and requests queue
-// behind it in a known order.
+// gatedPool is a pool whose connections, once it is armed, are handed out
+// only once gate is closed: the Committer's first transaction waits, and
+// requests queue behind it in a known order.
 type gatedPool struct {
 	*pgxpool.Pool
 	gate    chan struct{}
+	armed   atomic.Bool
 	waiting atomic.Int64
 }
 
 func (g *gatedPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if !g.armed.Load() {
+		return g.Pool.Acquire(ctx)
+	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
 	select {
@@ -265,8 +269,8 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	oc := &overlapCounter{db: f.pool}
-	c := &invoice.Committer{DB: oc, Batching: true, InFlight: 2, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+	c := mustCommitter(invoice.NewPlainCommitter(oc, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 	yesterday := series.DateIST(now).AddDate(0, 0, -1)
 	ctx := context.Background()
 	// The counter row exists and is held by another transaction for a
@@ -358,7 +362,7 @@ func TestCommitErrorOnAPlainConnectionIsAnUnknownOutcome(t *testing.T) {
 		{"rolled back", pgx.ErrTxCommitRollback, false},
 		{"statement error", &pgconn.PgError{Severity: "ОШИБКА", SeverityUnlocalized: "ERROR", Code: "40001", Message: "could not serialize access"}, false},
 	} {
-		c := &invoice.Committer{DB: commitFails{f.pool, tc.err}, Batching: true, Now: func() time.Time { return now }}
+		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, invoice.Config{Batching: true, Now: func() time.Time { return now }}))
 		r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
 		if got := errors.Is(r.Err, invoice.ErrOutcomeUnknown); got != tc.unknown || r.Err == nil {
 			t.Errorf("%s: %v; want outcome unknown %v", tc.name, r.Err, tc.unknown)
