@@ -1,6 +1,9 @@
 package invoice
 
-import "github.com/invoiced/invoiced/internal/apperr"
+import (
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+)
 
 // Errors returned by this package; match them with errors.Is.
 var (
@@ -15,8 +18,9 @@ var (
 	// ErrOutcomeUnknown is returned when the connection failed after COMMIT
 	// was sent: the invoices may or may not be stored. The batch is not
 	// retried (that could issue them twice); clients retry with their
-	// Idempotency-Key, which finds out.
-	ErrOutcomeUnknown = apperr.New(apperr.Unavailable, "commit_outcome_unknown", "the database connection failed while committing; retry with the same Idempotency-Key to learn the outcome")
+	// Idempotency-Key, which finds out (db.ErrOutcomeUnknown, class
+	// db.OutcomeUnknown).
+	ErrOutcomeUnknown = db.ErrOutcomeUnknown
 	// ErrKeyRace is returned by IssueTx when another transaction recorded
 	// the same idempotency key first; the caller retries and replays.
 	ErrKeyRace = apperr.New(apperr.Conflict, "idempotency_key_race", "a concurrent request recorded this Idempotency-Key first; retry to replay it")

@@ -1,6 +1,9 @@
 package series
 
-import "github.com/invoiced/invoiced/internal/apperr"
+import (
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+)
 
 // Errors returned by this package. Match them with errors.Is; the returned
 // errors carry a specific message and the sentinel's code.
@@ -16,9 +19,12 @@ var (
 	ErrNotFound       = apperr.New(apperr.NotFound, "series_not_found", "series not found")
 	ErrExhausted      = apperr.New(apperr.Conflict, "series_exhausted", "the series has no numbers left in this financial year")
 	ErrDateOutOfOrder = apperr.New(apperr.Conflict, "date_out_of_order", "the invoice date is earlier than the last invoice date of the series in this financial year")
-	ErrLockTimeout    = apperr.New(apperr.Unavailable, "series_busy", "the series is busy; retry shortly")
+	// ErrLockTimeout is returned when a counter row stays locked past
+	// Options.LockTimeout (db.ErrLockTimeout, class db.LockTimeout).
+	ErrLockTimeout = db.ErrLockTimeout
 	// ErrMoved is returned by a transaction that queued QueueAdvance when
-	// a counter row was not in the predicted state; it took nothing.
-	ErrMoved          = apperr.New(apperr.Unavailable, "counter_moved", "the series' counter moved on while the request was prepared; retry")
+	// a counter row was not in the predicted state; it took nothing
+	// (db.ErrRowMoved, class db.RowMoved).
+	ErrMoved          = db.ErrRowMoved
 	ErrInvalidDocType = apperr.New(apperr.Invalid, "invalid_doc_type", "unknown document type")
 )

@@ -1,0 +1,209 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+)
+
+// Class is what a database failure means to the code that got it.
+type Class int
+
+// The classes, from Classify.
+const (
+	// None: no error, or a failure of no class below (a bug, bad SQL, a
+	// check of ours, an unexpected SQLSTATE). It is a fault of ours.
+	None Class = iota
+	// LockTimeout: a lock wait outlasted lock_timeout (SQLSTATE 55P03).
+	// Nothing the statement would have done is done; retry later.
+	LockTimeout
+	// RowMoved: a counter row was not in the state its block was
+	// predicted from (CodeRowMoved); the transaction took nothing.
+	RowMoved
+	// Unavailable: the database cannot be reached or did not answer in
+	// time: connection failures and drops, SQLSTATE class 08, shutdown
+	// (57P01–57P03), cancellation (57014), too many connections (53300),
+	// any other error that ended the session (severity FATAL or PANIC,
+	// but for bad credentials or an unknown database, classes 28 and 3D),
+	// and deadlines and cancellations (pool acquire included).
+	Unavailable
+	// OutcomeUnknown: COMMIT was sent and its answer was lost (a dropped
+	// connection, a FATAL, a deadline): the server may have committed.
+	OutcomeUnknown
+	// Constraint: an integrity constraint refused a row (SQLSTATE class
+	// 23); Violated says which.
+	Constraint
+)
+
+// String returns the class's name, "lock timeout".
+func (c Class) String() string {
+	switch c {
+	case None:
+		return "none"
+	case LockTimeout:
+		return "lock timeout"
+	case RowMoved:
+		return "row moved"
+	case Unavailable:
+		return "unavailable"
+	case OutcomeUnknown:
+		return "outcome unknown"
+	case Constraint:
+		return "constraint"
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// The SQLSTATEs of invoiced_require (migration 00002): the message says
+// what was required, the code which requirement failed.
+const (
+	CodeRowMoved     = "IV001" // a counter row is not in the predicted state
+	CodeKeyHeld      = "IV002" // an idempotency key is held by another transaction
+	CodeOutOfWindow  = "IV004" // an invoice date is outside the backdating window by the database's clock
+	CodePeriodLocked = "IV005" // an invoice is dated in a locked month
+)
+
+// Classify returns the class of err, None for nil. It looks through
+// wrapping (fmt.Errorf's %w, *apperr.Error's cause), and an error this
+// package's sentinels (ErrLockTimeout, ErrRowMoved, ErrOutcomeUnknown)
+// derive from keeps their class.
+func Classify(err error) Class {
+	if err == nil {
+		return None
+	}
+	if c := translated(err); c != None {
+		return c
+	}
+	var te *TxError
+	if errors.As(err, &te) && te.Op == OpCommit {
+		return ClassifyCommit(te.Err)
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return classifyPg(pg)
+	}
+	if connectionLost(err) {
+		return Unavailable
+	}
+	return None
+}
+
+// ClassifyCommit returns the class of err, the failure of a COMMIT (or of a
+// pipeline that ends in one): OutcomeUnknown when the answer to it was
+// lost, Classify's class otherwise. Only a definite answer means nothing
+// was committed: the server answered ROLLBACK, or an ERROR (a deferred
+// constraint, a serialization failure, a statement of the pipeline before
+// COMMIT) ended the transaction.
+func ClassifyCommit(err error) Class {
+	if err != nil && translated(err) == None && !errors.Is(err, pgx.ErrTxCommitRollback) && sessionLost(err) {
+		return OutcomeUnknown
+	}
+	return Classify(err)
+}
+
+// translated returns the class of the sentinel err derives from, None
+// when it derives from none of them.
+func translated(err error) Class {
+	switch {
+	case errors.Is(err, ErrOutcomeUnknown):
+		return OutcomeUnknown
+	case errors.Is(err, ErrLockTimeout):
+		return LockTimeout
+	case errors.Is(err, ErrRowMoved):
+		return RowMoved
+	}
+	return None
+}
+
+// classifyPg classifies an error the server answered.
+func classifyPg(pg *pgconn.PgError) Class {
+	code := pg.Code
+	switch {
+	case code == pgerrcode.LockNotAvailable:
+		return LockTimeout
+	case code == CodeRowMoved:
+		return RowMoved
+	case pgerrcode.IsConnectionException(code),
+		code == pgerrcode.AdminShutdown, code == pgerrcode.CrashShutdown, code == pgerrcode.CannotConnectNow,
+		code == pgerrcode.QueryCanceled, code == pgerrcode.TooManyConnections:
+		return Unavailable
+	case pgerrcode.IsIntegrityConstraintViolation(code):
+		return Constraint
+	case pgerrcode.IsInvalidAuthorizationSpecification(code), pgerrcode.IsInvalidCatalogName(code):
+		return None // a configuration fault, not an outage
+	case fatal(pg):
+		return Unavailable
+	}
+	return None
+}
+
+// sessionLost reports whether err ended the database session rather than
+// one statement: no answer from the server, or an error of severity FATAL
+// or PANIC (a terminated backend, a server shutting down).
+func sessionLost(err error) bool {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return true
+	}
+	return fatal(pg)
+}
+
+// fatal reports whether pg ended the session. The severity is read
+// unlocalized: a server with lc_messages in another language translates
+// Severity ("ВАЖНО" for FATAL), not SeverityUnlocalized, which servers
+// before 9.6 do not send.
+func fatal(pg *pgconn.PgError) bool {
+	sev := pg.SeverityUnlocalized
+	if sev == "" {
+		sev = pg.Severity
+	}
+	return sev == "FATAL" || sev == "PANIC"
+}
+
+// connectionLost reports whether err, which the server did not answer,
+// means no connection or no answer in time.
+func connectionLost(err error) bool {
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	// A pooled connection the server dropped fails with "conn closed"
+	// (pgconn.ErrConnClosed) before anything was sent: safe to retry.
+	return errors.As(err, &ce) || errors.As(err, &ne) ||
+		pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, puddle.ErrClosedPool) ||
+		errors.Is(err, pgconn.ErrConnClosed) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Violation is the integrity constraint a statement violated.
+type Violation struct {
+	Code       string // SQLSTATE: pgerrcode.UniqueViolation, ForeignKeyViolation, …
+	Table      string
+	Constraint string
+}
+
+// Violated returns the constraint err violated, and false when err is not
+// of class Constraint.
+func Violated(err error) (Violation, bool) {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) || !pgerrcode.IsIntegrityConstraintViolation(pg.Code) {
+		return Violation{}, false
+	}
+	return Violation{Code: pg.Code, Table: pg.TableName, Constraint: pg.ConstraintName}, true
+}
+
+// SQLState returns the SQLSTATE of the first server error in err's chain,
+// "" when there is none.
+func SQLState(err error) string {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code
+	}
+	return ""
+}
