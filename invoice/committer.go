@@ -90,7 +90,7 @@ func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committ
 	}
 	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
 	if cfg.Batching {
-		q, err := groupcommit.New(groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor}, groupcommit.Committer[*call](batches{c}))
+		q, err := groupcommit.New[*call](groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor}, batches{c})
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbfault"
 	"github.com/invoiced/invoiced/internal/groupcommit"
 	"github.com/invoiced/invoiced/series"
@@ -35,7 +36,7 @@ const (
 type failure int
 
 const (
-	failedStatement failure = iota // none of the others: a statement, a constraint, a bug
+	failedStatement failure = iota // none of the others: a statement, a constraint (db.None, db.Constraint)
 	lockTimeout                    // a counter lock was not had in time
 	rowMoved                       // a counter row moved on under a prediction
 	unavailable                    // the database was not reachable or did not answer
@@ -64,18 +65,21 @@ var retryRules = [...][scopes]bool{
 // failed with err are retried: the one place retryRules is read.
 func retried(s scope, err error) bool { return err != nil && retryRules[failureOf(err)][s] }
 
-// failureOf returns the failure class of err, a failed transaction's error.
+// failureOf returns the failure class of err, a failed transaction's
+// error: a lost idempotency-key race, or the database's class of it
+// (db.Classify).
 func failureOf(err error) failure {
-	switch {
-	case errors.Is(err, ErrOutcomeUnknown):
-		return outcomeUnknown
-	case errors.Is(err, ErrKeyRace):
+	if errors.Is(err, ErrKeyRace) {
 		return keyRace
-	case errors.Is(err, series.ErrLockTimeout):
+	}
+	switch db.Classify(err) {
+	case db.OutcomeUnknown:
+		return outcomeUnknown
+	case db.LockTimeout:
 		return lockTimeout
-	case errors.Is(err, series.ErrMoved):
+	case db.RowMoved:
 		return rowMoved
-	case dbfault.Unavailable(err):
+	case db.Unavailable:
 		return unavailable
 	}
 	return failedStatement
