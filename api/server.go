@@ -53,12 +53,12 @@ type Config struct {
 	// (group commit, see invoice.Committer). For comparison only.
 	DisableBatching bool
 	// BatchesInFlight is how many group-commit transactions may be open at
-	// once (invoice.Committer.InFlight); 0 means 1.
+	// once (invoice.Config.InFlight); 0 means 1.
 	BatchesInFlight int
 	// DisablePrediction makes every group-commit transaction read its
 	// counter rows before numbering (three round trips) instead of
 	// predicting them from the state this process left them in (one); see
-	// invoice.Committer.Predict. For comparison only.
+	// invoice.Config.Predict. For comparison only.
 	DisablePrediction bool
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most

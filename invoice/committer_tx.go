@@ -41,8 +41,8 @@ func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Op
 	}
 	defer c.observeTx(time.Now(), calls, &err)
 
-	rows, predicted := c.enterRows(parts, res)
-	defer c.leaveRows(rows)
+	rows, predicted := c.registerTx(parts, res)
+	defer c.unregisterTx(rows)
 	if predicted != nil {
 		if done, err := c.commitPredicted(ctx, parts, rows, predicted, opt); done {
 			return err

@@ -34,13 +34,13 @@ func (r *rowState) predictable(now time.Time) bool {
 	return r.known && r.running == 0 && !now.Before(r.unstableUntil)
 }
 
-// enter registers a transaction on the row.
-func (r *rowState) enter() { r.running++ }
+// txBegan counts a transaction begun on the row.
+func (r *rowState) txBegan() { r.running++ }
 
-// leave ends what enter began; a leave without its enter is a bug.
-func (r *rowState) leave() {
+// txEnded counts one ended; more ends than begins is a bug.
+func (r *rowState) txEnded() {
 	if r.running <= 0 {
-		panic("invoice: a transaction left a counter row it did not enter")
+		panic("invoice: a transaction ended on a counter row more often than it began")
 	}
 	r.running--
 }
@@ -80,12 +80,12 @@ func (c *Committer) tidy(rk rowKey, now time.Time) {
 	}
 }
 
-// enterRows registers a transaction on the counter rows of parts and
+// registerTx registers a transaction on the counter rows of parts and
 // returns them, with the states to predict them from when every row can
 // be predicted (Predict on, rows reserved for the transaction, each
 // predictable, no idempotency key twice in the batch), nil otherwise. It
-// returns no rows (nothing to leave) when c does not predict.
-func (c *Committer) enterRows(parts [][]*call, res reservation) ([]rowKey, []series.State) {
+// returns no rows (nothing to unregister) when c does not predict.
+func (c *Committer) registerTx(parts [][]*call, res reservation) ([]rowKey, []series.State) {
 	if !c.cfg.Predict || res != reserved {
 		return nil, nil // nothing to track
 	}
@@ -120,13 +120,13 @@ func (c *Committer) enterRows(parts [][]*call, res reservation) ([]rowKey, []ser
 		}
 	}
 	for _, rk := range rows {
-		c.row(rk).enter()
+		c.row(rk).txBegan()
 	}
 	return rows, predicted
 }
 
-// leaveRows ends what enterRows began.
-func (c *Committer) leaveRows(rows []rowKey) {
+// unregisterTx ends what registerTx began.
+func (c *Committer) unregisterTx(rows []rowKey) {
 	if len(rows) == 0 {
 		return
 	}
@@ -136,9 +136,9 @@ func (c *Committer) leaveRows(rows []rowKey) {
 	for _, rk := range rows {
 		r := c.rows[rk]
 		if r == nil {
-			panic("invoice: a transaction left a counter row it did not enter")
+			panic("invoice: a transaction unregistered from a counter row it did not register on")
 		}
-		r.leave()
+		r.txEnded()
 		c.tidy(rk, now)
 	}
 }
