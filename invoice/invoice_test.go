@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -30,9 +31,8 @@ func mustSeries(t testing.TB, docType, format string) series.Series {
 	return series.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: dt, Format: f}
 }
 
-func chai(qty, price, rate string) invoice.ItemInput {
-	return invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: qty, UnitPrice: price, GSTRate: rate}
-}
+// chai returns a line of masala chai.
+var chai = testfactory.Chai
 
 func TestPrepareComputesTotals(t *testing.T) {
 	t.Parallel()

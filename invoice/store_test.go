@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,30 +21,14 @@ type fixture struct {
 
 func setup(t *testing.T) fixture {
 	t.Helper()
-	ctx := context.Background()
 	pool := dbtest.New(t)
-	sel, err := series.CreateSeller(ctx, pool, "27AAPFU0939F1ZV", "Pune Chai Co")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: sel.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fixture{pool: pool, seller: sel, s: s}
+	sel := testfactory.Seller(t, pool, nil)
+	return fixture{pool: pool, seller: sel, s: testfactory.Series(t, pool, sel, nil)}
 }
 
 func (f fixture) draft(t *testing.T, key string) invoice.Draft {
 	t.Helper()
-	d, err := invoice.Prepare(invoice.Request{
-		Buyer: &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
-		Items: []invoice.ItemInput{chai("2", "10.00", "5")},
-	}, f.seller, f.s, now, invoice.Policy{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.IdempotencyKey, d.RequestHash = key, []byte("h-"+key)
-	return d
+	return testfactory.Draft(t, f.seller, f.s, now, &testfactory.DraftOpts{Key: key})
 }
 
 func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {

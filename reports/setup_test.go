@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -42,17 +43,10 @@ func setup(t *testing.T) fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	seller, err := series.CreateSeller(ctx, pool, "27AAPFU0939F1ZV", "Pune Chai Co")
-	if err != nil {
-		t.Fatalf("create seller: %v", err)
-	}
+	seller := testfactory.Seller(t, pool, nil)
 	f := fixture{pool: pool, seller: seller, invs: map[string]invoice.Invoice{}}
 	mk := func(code, docType, format string) series.Series {
-		s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: code, DocType: docType, Format: format})
-		if err != nil {
-			t.Fatalf("create series %s: %v", code, err)
-		}
-		return s
+		return testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: code, DocType: docType, Format: format})
 	}
 	f.ch1 = mk("CH1", "invoice", "CH1/{FY}/{SEQ:5}")
 	f.cn1 = mk("CN1", "credit_note", "CN/{FY}/{SEQ:4}")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,10 +25,7 @@ func setup(t *testing.T) fixture {
 	t.Helper()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, "27AAPFU0939F1ZV", "Pune Chai Co")
-	if err != nil {
-		t.Fatalf("create seller: %v", err)
-	}
+	seller := testfactory.Seller(t, pool, nil)
 	// A scratch table standing in for the caller's invoices: committed
 	// serials land here in the same transaction as the allocation.
 	if _, err := pool.Exec(ctx, `CREATE TABLE allocs (series_id bigint, fy int, serial bigint, PRIMARY KEY (series_id, fy, serial))`); err != nil {
@@ -38,13 +36,7 @@ func setup(t *testing.T) fixture {
 
 func (f fixture) series(t *testing.T, code, format string) series.Series {
 	t.Helper()
-	s, err := series.CreateSeries(context.Background(), f.pool, series.NewSeries{
-		SellerID: f.seller.ID, Code: code, DocType: "invoice", Format: format, Shop: "stall",
-	})
-	if err != nil {
-		t.Fatalf("create series %s: %v", code, err)
-	}
-	return s
+	return testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: code, DocType: "invoice", Format: format, Shop: "stall"})
 }
 
 func date(s string) time.Time {

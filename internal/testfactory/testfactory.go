@@ -1,0 +1,124 @@
+// Package testfactory makes the rows tests start from: a seller, a series
+// of it, and a draft invoice ready to issue, with the values most tests
+// share and options for the rest. Each function fails the test when the
+// database refuses. It imports series and invoice, so only their external
+// test packages (series_test, invoice_test) and packages above them can
+// use it; the wait helper every test can use is in internal/testwait.
+package testfactory
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+)
+
+// The seller most tests use.
+const (
+	SellerGSTIN = "27AAPFU0939F1ZV" // Maharashtra
+	SellerName  = "Pune Chai Co"
+)
+
+// SellerOpts are a seller's values; empty GSTIN and Name mean SellerGSTIN
+// and SellerName.
+type SellerOpts struct {
+	GSTIN   string
+	Name    string
+	Contact series.Contact
+}
+
+// Seller creates a seller (opts may be nil) and returns it.
+func Seller(t testing.TB, q db.Querier, opts *SellerOpts) series.Seller {
+	t.Helper()
+	o := SellerOpts{GSTIN: SellerGSTIN, Name: SellerName}
+	if opts != nil {
+		o.Contact = opts.Contact
+		if opts.GSTIN != "" {
+			o.GSTIN = opts.GSTIN
+		}
+		if opts.Name != "" {
+			o.Name = opts.Name
+		}
+	}
+	s, err := series.CreateSellerWith(context.Background(), q, o.GSTIN, o.Name, o.Contact)
+	if err != nil {
+		t.Fatalf("testfactory: create seller %s: %v", o.GSTIN, err)
+	}
+	return s
+}
+
+// SeriesOpts are a series' values; empty fields mean code "CH1", doc type
+// "invoice" and format "<code>/{FY}/{SEQ:5}" (CH1/{FY}/{SEQ:5}).
+type SeriesOpts struct {
+	Code    string
+	DocType string
+	Format  string
+	Shop    string
+}
+
+// Series creates a series of seller (opts may be nil) and returns it.
+func Series(t testing.TB, b db.Beginner, seller series.Seller, opts *SeriesOpts) series.Series {
+	t.Helper()
+	var o SeriesOpts
+	if opts != nil {
+		o = *opts
+	}
+	if o.Code == "" {
+		o.Code = "CH1"
+	}
+	if o.DocType == "" {
+		o.DocType = "invoice"
+	}
+	if o.Format == "" {
+		o.Format = o.Code + "/{FY}/{SEQ:5}"
+	}
+	s, err := series.CreateSeries(context.Background(), b, series.NewSeries{
+		SellerID: seller.ID, Code: o.Code, DocType: o.DocType, Format: o.Format, Shop: o.Shop})
+	if err != nil {
+		t.Fatalf("testfactory: create series %s: %v", o.Code, err)
+	}
+	return s
+}
+
+// Buyer is the registered buyer of a default draft, in Karnataka (an
+// inter-state supply from SellerGSTIN).
+var Buyer = invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}
+
+// Chai returns a line of masala chai (HSN 0902).
+func Chai(qty, price, rate string) invoice.ItemInput {
+	return invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: qty, UnitPrice: price, GSTRate: rate}
+}
+
+// DraftOpts are a draft's values. A nil Request means an invoice to Buyer
+// of Chai("2", "10.00", "5"); a Key sets the draft's Idempotency-Key and
+// its request hash to "h-<key>".
+type DraftOpts struct {
+	Request *invoice.Request
+	Policy  invoice.Policy
+	Key     string
+}
+
+// Draft prepares a draft of s, as of now (opts may be nil), and returns it.
+func Draft(t testing.TB, seller series.Seller, s series.Series, now time.Time, opts *DraftOpts) invoice.Draft {
+	t.Helper()
+	var o DraftOpts
+	if opts != nil {
+		o = *opts
+	}
+	req := o.Request
+	if req == nil {
+		buyer := Buyer
+		req = &invoice.Request{Buyer: &buyer, Items: []invoice.ItemInput{Chai("2", "10.00", "5")}}
+	}
+	d, err := invoice.Prepare(*req, seller, s, now, o.Policy)
+	if err != nil {
+		t.Fatalf("testfactory: prepare a draft of %s: %v", s.Code, err)
+	}
+	if o.Key != "" {
+		d.IdempotencyKey, d.RequestHash = o.Key, []byte("h-"+o.Key)
+	}
+	return d
+}
