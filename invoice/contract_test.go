@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -21,14 +22,10 @@ import (
 // invoice being committed, and the answer for one request does not depend
 // on how it was batched.
 
-// waitUntil polls cond every 5 ms for up to 10 s.
+// waitUntil waits until cond holds, failing t after 10 s (testwait).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testwait.Until(t, 10*time.Second, cond, "%s", what)
 }
 
 // holdRow locks the counter row of s in the year of now from another

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // recorder is a Committer that records what it is given. Each commit
@@ -172,16 +174,10 @@ func (h *harness) enqueue(k Key, n int) []int {
 	return items
 }
 
-// waitFor polls cond until it holds or 10 s pass, then fails t.
+// waitFor waits until cond holds, failing t after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, 10*time.Second, cond, "%s", what)
 }
 
 // drained waits until every enqueued item is committed and the
