@@ -142,11 +142,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		waitUntil(t, what, cond)
 	}
 	// The first request runs alone and waits on the held lock ...
 	launch(0)
@@ -437,11 +433,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	run("a-late", a, prep(a, "2026-11-27"))
 	run("b1", b, prep(b, "2026-11-29"))
 	run("b2", b, prep(b, "2026-11-29"))
-	for deadline := time.Now().Add(10 * time.Second); invoice.PendingOf(c) < 3; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("requests did not queue")
-		}
-	}
+	waitUntil(t, "requests to queue", func() bool { return invoice.PendingOf(c) >= 3 })
 	holder.Rollback(ctx)
 	wg.Wait()
 	if !errors.Is(results["a-late"].Err, series.ErrDateOutOfOrder) {
@@ -458,14 +450,9 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 
 func waitForLockWait(t *testing.T, f fixture) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	waitUntil(t, "a lock wait to begin", func() bool {
 		var waiting int
 		f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
-		if waiting > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no lock wait began")
-		}
-	}
+		return waiting > 0
+	})
 }
