@@ -337,7 +337,7 @@ type failingCommit struct {
 }
 
 func (f failingCommit) Commit(ctx context.Context) error {
-	f.Tx.Rollback(ctx)
+	f.Rollback(ctx)
 	return f.err
 }
 
