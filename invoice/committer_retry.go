@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/internal/dbfault"
 	"github.com/invoiced/invoiced/internal/groupcommit"
 	"github.com/invoiced/invoiced/series"
 )
@@ -85,13 +83,21 @@ func failureOf(err error) failure {
 	return failedStatement
 }
 
-// statementFailed reports whether err is a statement's error from the
-// database other than a lock timeout, which the shared batch answers by
-// splitting itself, not by retrying in place: a predicted transaction that
-// fails with it took nothing and is issued the ordinary way.
+// statementFailed reports whether err is the database's answer to a
+// statement (a *pgconn.PgError) that neither is a lock wait nor ended the
+// session: a predicted transaction that fails with it took nothing and is
+// issued the ordinary way, while a lock wait is answered by splitting the
+// shared batch, not by retrying in place.
 func statementFailed(err error) bool {
 	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !sessionLost(err) && !dbfault.Unavailable(err)
+	if !errors.As(err, &pg) {
+		return false
+	}
+	switch db.Classify(err) {
+	case db.LockTimeout, db.Unavailable, db.OutcomeUnknown:
+		return false
+	}
+	return true
 }
 
 // attempt runs one transaction of scope s for parts (commitTx) and returns

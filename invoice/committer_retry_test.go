@@ -52,3 +52,27 @@ func TestRetryRules(t *testing.T) {
 		t.Fatal("errGaveUp is a key race")
 	}
 }
+
+// TestStatementFailed: a predicted transaction falls back to the ordinary
+// path for the database's answer to a statement, not for a lock wait, a
+// lost session or an error that did not come from the server.
+func TestStatementFailed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&pgconn.PgError{Code: "42883", Severity: "ERROR", SeverityUnlocalized: "ERROR"}, true}, // undefined function
+		{&pgconn.PgError{Code: "40P01", Severity: "ERROR", SeverityUnlocalized: "ERROR"}, true}, // deadlock
+		{&pgconn.PgError{Code: "23505", Severity: "ERROR", SeverityUnlocalized: "ERROR"}, true},
+		{fmt.Errorf("claim: %w", &pgconn.PgError{Code: "55P03", Severity: "ERROR", SeverityUnlocalized: "ERROR"}), false},
+		{&pgconn.PgError{Code: "57P01", Severity: "FATAL", SeverityUnlocalized: "FATAL"}, false},
+		{&pgconn.PgError{Code: "XX000", Severity: "ВАЖНО", SeverityUnlocalized: "PANIC"}, false},
+		{io.ErrUnexpectedEOF, false},
+		{context.DeadlineExceeded, false},
+	} {
+		if got := statementFailed(tc.err); got != tc.want {
+			t.Errorf("statementFailed(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
