@@ -422,8 +422,8 @@ func TestIdempotentConcurrent(t *testing.T) {
 	var created []byte
 	fresh := 0
 	for _, r := range results {
-		switch {
-		case r.status == http.StatusCreated:
+		switch r.status {
+		case http.StatusCreated:
 			if r.header.Get(headerReplayed) != "true" {
 				fresh++
 			}
@@ -431,7 +431,7 @@ func TestIdempotentConcurrent(t *testing.T) {
 				t.Fatalf("two different 201 bodies:\n%s\n%s", created, r.body)
 			}
 			created = r.body
-		case r.status == http.StatusConflict:
+		case http.StatusConflict:
 			if !strings.Contains(string(r.body), `"idempotency_key_in_progress"`) {
 				t.Fatalf("409 body %s", r.body)
 			}

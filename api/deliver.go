@@ -229,7 +229,9 @@ func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	// Drained so the connection can be reused; only the status counts, so
+	// a body that fails to arrive changes nothing.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, nil
 }
 

@@ -18,8 +18,9 @@ import (
 // address of a client that does not, except when its cache entry must be
 // refreshed (every --key-cache-ttl) while that client keeps failing.
 
-// Defaults of the failure limits in Config.
-const DefaultFailureRate = 5.0 // per second
+// DefaultFailureRate is the failures per second a client address may
+// spend when Config.FailureRate is 0.
+const DefaultFailureRate = 5.0
 
 // maxPeers bounds the addresses the limiter remembers.
 const maxPeers = 10000

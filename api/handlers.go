@@ -88,7 +88,7 @@ func (s *Server) listSeries(c echo.Context) error {
 	}
 	out := seriesListJSON{Series: make([]seriesJSON, 0, len(all))}
 	for _, su := range all {
-		if p.maySeries(su.Series.Code) {
+		if p.maySeries(su.Code) {
 			out.Series = append(out.Series, renderSeries(su.Series, su.Years))
 		}
 	}

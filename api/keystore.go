@@ -29,10 +29,10 @@ func insertKey(ctx context.Context, db series.DB, sellerID int64, prefix string,
 		VALUES ($1, $2, $3, $4, $5, $6)`, sellerID, prefix, secretHash, plain, restricted, seriesCodes)
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
-		switch {
-		case pg.Code == pgerrcode.UniqueViolation:
+		switch pg.Code {
+		case pgerrcode.UniqueViolation:
 			return errPrefixTaken
-		case pg.Code == pgerrcode.ForeignKeyViolation:
+		case pgerrcode.ForeignKeyViolation:
 			return series.ErrSellerNotFound
 		}
 	}

@@ -318,7 +318,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, status int, name 
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	_, _ = w.Write(buf.Bytes()) // a failed write means the browser has gone
 }
 
 // fail shows err as an error page with the status the API would give it;

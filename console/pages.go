@@ -414,7 +414,7 @@ func (c *Console) gstr1JSON(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", `attachment; filename="gstr1-doc-issue-`+p.String()+`.json"`)
-	w.Write(append(b, '\n'))
+	_, _ = w.Write(append(b, '\n')) // a failed write means the browser has gone
 }
 
 // ---- verify

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -48,8 +49,8 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 
 // OpeningOf returns the opening declared for series seriesID in fy; found
 // is false when there is none.
-func OpeningOf(ctx context.Context, db series.DB, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
-	err = db.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
+func OpeningOf(ctx context.Context, q db.Querier, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
+	err = q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
 		seriesID, int(fy)).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Opening{}, false, nil
@@ -65,9 +66,9 @@ func OpeningOf(ctx context.Context, db series.DB, seriesID int64, fy series.FY) 
 // before invoiced: a number that an invoice-type series of seller with an
 // opening in o's year renders for a declared serial, dated no later than
 // the opening's last date.
-func declaredOriginal(ctx context.Context, db series.DB, seller series.Seller, o *Original) (bool, error) {
+func declaredOriginal(ctx context.Context, q db.Querier, seller series.Seller, o *Original) (bool, error) {
 	fy := series.FYOf(o.InvoiceDate)
-	rows, err := db.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id
 		WHERE s.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
 			AND s.doc_type IN ('invoice', 'bill_of_supply', 'revised_invoice', 'inward_supply_unregistered')`,

@@ -12,19 +12,18 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/shopspring/decimal"
 )
 
-// This file holds the package's SQL; pgx errors are translated here.
+// This file holds the SQL of issuing, cancelling and reading invoices and
+// of idempotency keys; database errors are translated where they arise.
 
-// Beginner starts transactions: *pgxpool.Pool and *pgx.Conn satisfy it.
-type Beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+// Beginner is db.Beginner, under the name the Committer and callers
+// outside the data layer know.
+type Beginner = db.Beginner
 
 var publicIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
@@ -140,7 +139,7 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 	// errs, which also refuses the tail of a group issued in part.
 	guard := queuePeriodGuard(batch, groups, w.out, now)
 	w.queue(batch)
-	series.QueueAdvanceChains(batch, w.hSeries, w.hFY, w.hLength, w.hHead)
+	w.queueHeads(batch)
 	committed, err = sendWrites(ctx, tx, batch, commit)
 	if err != nil {
 		return nil, nil, nil, false, guard.translate(err)
@@ -235,24 +234,21 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 var errPredictRefused = errors.New("invoice: prediction says the series refuses the group")
 
 // mispredicted reports whether issuePredicted failed because the database
-// refused a prediction (IsMoved), an idempotency key's lock (codeKeyHeld),
+// refused a prediction (IsMoved), an idempotency key's lock (db.CodeKeyHeld),
 // a key already used (ErrKeyRace: the unique index refused its row) or an
 // invoice date outside the window by the database's clock
-// (codeOutOfWindow), or a backdated invoice's month locked
-// (codePeriodLocked); nothing was taken.
+// (db.CodeOutOfWindow), or a backdated invoice's month locked
+// (db.CodePeriodLocked); nothing was taken.
 func mispredicted(err error) bool {
-	var pg *pgconn.PgError
-	return series.IsMoved(err) || errors.Is(err, ErrKeyRace) ||
-		errors.As(err, &pg) && (pg.Code == codeKeyHeld || pg.Code == codeOutOfWindow || pg.Code == codePeriodLocked)
+	if series.IsMoved(err) || errors.Is(err, ErrKeyRace) {
+		return true
+	}
+	switch db.SQLState(err) {
+	case db.CodeKeyHeld, db.CodeOutOfWindow, db.CodePeriodLocked:
+		return true
+	}
+	return false
 }
-
-// codeKeyHeld is the SQLSTATE queueRequireKeyLocks raises, codeOutOfWindow
-// the one dateWindow.queueRequire raises (invoiced_require, migration
-// 00002).
-const (
-	codeKeyHeld     = "IV002"
-	codeOutOfWindow = "IV004"
-)
 
 // dateWindow is the span of invoice dates of a predicted transaction, for
 // the database to check against Policy{BackdateDays} by its own clock.
@@ -267,7 +263,7 @@ type dateWindow struct {
 func (w *dateWindow) queueRequire(b *pgx.Batch) {
 	b.Queue(`SELECT invoiced_require($1::date >= t.today - $3::int AND $2::date <= t.today, $4, 'an invoice date is outside the window')
 		FROM (SELECT (clock_timestamp() AT TIME ZONE 'Asia/Kolkata')::date AS today) t`,
-		w.First, w.Last, w.BackdateDays, codeOutOfWindow)
+		w.First, w.Last, w.BackdateDays, db.CodeOutOfWindow)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -293,7 +289,7 @@ func maxTime(a, b time.Time) time.Time {
 // its keys, about a fifth of the batch's database time under load.
 func queueRequireKeyLocks(b *pgx.Batch, claims []KeyClaim) {
 	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), $2, 'an idempotency key is held by another transaction')
-		FROM unnest($1::text[]) AS u(k)`, lockNames(claims), codeKeyHeld)
+		FROM unnest($1::text[]) AS u(k)`, lockNames(claims), db.CodeKeyHeld)
 }
 
 // keyLockName names the advisory lock of a seller's idempotency key.
@@ -310,262 +306,27 @@ func lockNames(claims []KeyClaim) []string {
 	return names
 }
 
-// sealGroups checks groups and returns each draft's sealed parts (worked
-// out before the lock) and each group's take.
-func sealGroups(groups []Group) ([][]*sealed, []series.Take, error) {
-	takes := make([]series.Take, len(groups))
-	seals := make([][]*sealed, len(groups))
-	for g, gr := range groups {
-		if len(gr.Drafts) == 0 {
-			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
-		}
-		date := gr.Drafts[0].InvoiceDate
-		seals[g] = make([]*sealed, len(gr.Drafts))
-		for i := range gr.Drafts {
-			d := &gr.Drafts[i]
-			if !d.InvoiceDate.Equal(date) {
-				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
-			}
-			// The items' JSON, the totals as text and the content part of
-			// the chain record (Prepare did it already).
-			var err error
-			if seals[g][i], err = d.seal(); err != nil {
-				return nil, nil, err
-			}
-		}
-		takes[g] = series.Take{Series: gr.Series, Date: date, N: len(gr.Drafts)}
-	}
-	return seals, takes, nil
-}
-
-// writes is what one transaction inserts, as parallel columns.
-type writes struct {
-	out                              [][]Invoice
-	states                           []*series.State
-	all                              []*Invoice
-	sellerIDs, seriesIDs, serials    []int64
-	fys                              []int32
-	dates, issuedAt                  []time.Time
-	numbers, publicIDs, pos, items   []string
-	bGSTIN, bName, origNum           []*string
-	origDate                         []*time.Time
-	taxable, cgst, sgst, igst, total []string
-	cSeries, cPositions, cSerials    []int64
-	cFY                              []int32
-	cAt                              []time.Time
-	cHashes                          [][]byte
-	origExt                          []*string
-	hSeries, hLength                 []int64
-	hFY                              []int32
-	hHead                            [][]byte
-	kSeller, kSeries, kSerial        []int64
-	kFY                              []int32
-	keys                             []string
-	keyHashes                        [][]byte
-}
-
-// numberGroups numbers and chains the drafts of every group not refused
-// (errs) with its block and returns the rows to write.
-func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][]*sealed) *writes {
-	w := &writes{out: make([][]Invoice, len(groups)), states: make([]*series.State, len(groups))}
-	for g, gr := range groups {
-		if errs[g] != nil {
-			continue
-		}
-		b := blocks[g]
-		invs := make([]Invoice, b.N)
-		w.out[g] = invs
-		head := b.ChainHead
-		for i, d := range gr.Drafts[:b.N] {
-			inv := &invs[i]
-			*inv = Invoice{
-				PublicID: newPublicID(), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
-				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
-				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
-				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
-			}
-			w.all = append(w.all, inv)
-			position := b.ChainLength + int64(i) + 1
-			sl := seals[g][i]
-			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
-
-			w.sellerIDs, w.seriesIDs, w.serials = append(w.sellerIDs, gr.Seller.ID), append(w.seriesIDs, gr.Series.ID), append(w.serials, inv.Serial)
-			w.fys, w.dates, w.issuedAt = append(w.fys, int32(b.FY)), append(w.dates, inv.InvoiceDate), append(w.issuedAt, inv.IssuedAt)
-			w.numbers, w.publicIDs, w.pos, w.items = append(w.numbers, inv.Number), append(w.publicIDs, inv.PublicID), append(w.pos, inv.PlaceOfSupply), append(w.items, sl.itemsJSON)
-			var bg, bn, on, oext *string
-			var od *time.Time
-			if inv.Buyer != nil {
-				if inv.Buyer.GSTIN != "" {
-					bg = &inv.Buyer.GSTIN
-				}
-				if inv.Buyer.Name != "" {
-					bn = &inv.Buyer.Name
-				}
-			}
-			if inv.Original != nil {
-				on, od = &inv.Original.Number, &inv.Original.InvoiceDate
-				if inv.Original.ExternalReason != "" {
-					oext = &inv.Original.ExternalReason
-				}
-			}
-			w.bGSTIN, w.bName, w.origNum, w.origDate = append(w.bGSTIN, bg), append(w.bName, bn), append(w.origNum, on), append(w.origDate, od)
-			w.origExt = append(w.origExt, oext)
-			w.taxable, w.cgst, w.sgst = append(w.taxable, sl.money[0]), append(w.cgst, sl.money[1]), append(w.sgst, sl.money[2])
-			w.igst, w.total = append(w.igst, sl.money[3]), append(w.total, sl.money[4])
-
-			w.cSeries, w.cFY, w.cPositions, w.cSerials = append(w.cSeries, gr.Series.ID), append(w.cFY, int32(b.FY)), append(w.cPositions, position), append(w.cSerials, inv.Serial)
-			w.cAt, w.cHashes = append(w.cAt, inv.IssuedAt), append(w.cHashes, head)
-			if d.IdempotencyKey != "" {
-				w.kSeller, w.kSeries, w.kFY, w.kSerial = append(w.kSeller, gr.Seller.ID), append(w.kSeries, gr.Series.ID), append(w.kFY, int32(b.FY)), append(w.kSerial, inv.Serial)
-				w.keys, w.keyHashes = append(w.keys, d.IdempotencyKey), append(w.keyHashes, d.RequestHash)
-			}
-		}
-		length := b.ChainLength + int64(b.N)
-		w.hSeries, w.hFY, w.hLength, w.hHead = append(w.hSeries, gr.Series.ID), append(w.hFY, int32(b.FY)), append(w.hLength, length), append(w.hHead, head)
-		st := b.After(gr.Drafts[0].InvoiceDate, length, head)
-		w.states[g] = &st
-	}
-	return w
-}
-
-// queue queues on b the statements inserting w: one inserts the invoices
-// and their idempotency keys and returns the ids, one the chain records.
-func (w *writes) queue(b *pgx.Batch) {
-	b.Queue(`
-		WITH ins AS (
-			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-				taxable, cgst, sgst, igst, total, original_external_reason)
-			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
-				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
-				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext
-			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
-				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
-				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $26::text[])
-				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
-				taxable, cgst, sgst, igst, total, oext)
-			RETURNING id, seller_id, series_id, fy, serial, issued_at
-		), `+issuedEventsSQL+`, keys AS (
-			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
-			SELECT k.seller_id, k.key, k.hash, ins.id
-			FROM unnest($20::bigint[], $21::bigint[], $22::int[], $23::bigint[], $24::text[], $25::bytea[])
-				AS k(seller_id, series_id, fy, serial, key, hash)
-			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
-		)
-		SELECT ins.id FROM ins
-		JOIN unnest($2::bigint[], $3::int[], $4::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
-			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
-		ORDER BY o.n`,
-		w.sellerIDs, w.seriesIDs, w.fys, w.serials, w.numbers, w.dates, w.issuedAt, w.publicIDs, w.bGSTIN, w.bName, w.pos, w.origNum, w.origDate, w.items,
-		w.taxable, w.cgst, w.sgst, w.igst, w.total,
-		w.kSeller, w.kSeries, w.kFY, w.kSerial, w.keys, w.keyHashes, w.origExt).Query(func(rows pgx.Rows) error {
-		i := 0
-		for rows.Next() {
-			if i == len(w.all) {
-				return fmt.Errorf("invoice: more ids than invoices")
-			}
-			if err := rows.Scan(&w.all[i].ID); err != nil {
-				return err
-			}
-			i++
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if i != len(w.all) {
-			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(w.all))
-		}
-		return nil
-	})
-	b.Queue(`
-		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
-		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[])
-			AS u(series_id, fy, position, serial, at, hash)`,
-		w.cSeries, w.cFY, w.cPositions, w.cSerials, w.cAt, w.cHashes)
-}
-
-// sendWrites sends b on tx, with COMMIT appended when commit is set, and
-// reports whether it committed. A statement's error means nothing was
-// committed. Once COMMIT has answered, the transaction is durable whatever
-// fails after (reading the end of the pipeline, the connection): sendWrites
-// then reports it committed. A lost session before that answer, after
-// COMMIT was sent, is ErrOutcomeUnknown: the server may have committed.
-func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
-	committed := false
-	if commit {
-		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
-			if tag.String() == "ROLLBACK" {
-				return pgx.ErrTxCommitRollback
-			}
-			committed = true
-			return nil
-		})
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		var pg *pgconn.PgError
-		switch {
-		case committed:
-			return true, nil
-		case errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation && pg.TableName == "idempotency_keys":
-			return false, apperr.WithCause(ErrKeyRace, err)
-		case commit && sessionLost(err) && !errors.Is(err, pgx.ErrTxCommitRollback):
-			// A statement error aborts the pipeline before COMMIT runs; a
-			// lost connection or a terminated backend may come after the
-			// server committed.
-			return false, apperr.WithCause(ErrOutcomeUnknown, err)
-		}
-		return false, translate(err, "insert invoices")
-	}
-	return commit, nil
-}
-
-// sessionLost reports whether err ended the database session rather than
-// one statement: no answer from the server, or an error of severity FATAL
-// or PANIC (a terminated backend, a server shutting down). The severity is
-// read unlocalized: a server with lc_messages in another language
-// translates Severity ("ВАЖНО" for FATAL), not SeverityUnlocalized, which
-// servers before 9.6 do not send.
-func sessionLost(err error) bool {
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) {
-		return true
-	}
-	sev := pg.SeverityUnlocalized
-	if sev == "" {
-		sev = pg.Severity
-	}
-	return sev == "FATAL" || sev == "PANIC"
-}
-
-// commitFailed returns the error of a COMMIT that failed with err. Only a
-// definite rollback (the server answered ROLLBACK, or an ERROR such as a
-// deferred constraint or a serialization failure, which ends the
-// transaction without committing it) is translated as such; anything else
-// (a lost connection, a FATAL or PANIC, a deadline while waiting for the
-// answer) came after COMMIT was sent, and the server may have committed:
-// ErrOutcomeUnknown.
+// commitFailed returns the error of a COMMIT that failed with err:
+// ErrOutcomeUnknown when the server may have committed (class
+// db.OutcomeUnknown: the answer was lost), and otherwise, a definite
+// rollback, err translated.
 func commitFailed(err error) error {
-	if errors.Is(err, pgx.ErrTxCommitRollback) || !sessionLost(err) {
-		return translate(err, "commit")
+	if db.ClassifyCommit(err) == db.OutcomeUnknown {
+		return apperr.WithCause(ErrOutcomeUnknown, err)
 	}
-	return apperr.WithCause(ErrOutcomeUnknown, err)
+	return translate(err, "commit")
 }
 
 // Issue numbers and stores one draft in its own transaction and returns it.
 // See IssueTx for the errors.
-func Issue(ctx context.Context, db Beginner, seller series.Seller, s series.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
-	tx, err := db.Begin(ctx)
+func Issue(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
+	var invs []Invoice
+	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
+		invs, err = IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)
+		return err
+	})
 	if err != nil {
-		return Invoice{}, translate(err, "begin")
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	invs, err := IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)
-	if err != nil {
-		return Invoice{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return Invoice{}, commitFailed(err)
+		return Invoice{}, txFailed(err)
 	}
 	return invs[0], nil
 }
@@ -591,13 +352,13 @@ func ClaimKey(ctx context.Context, tx pgx.Tx, sellerID int64, key string, reques
 // burst at once), until none is left; batch below 1 means 1000. It
 // returns how many it deleted, also when it fails part way (ctx ended or
 // the database failed).
-func PurgeKeys(ctx context.Context, db series.DB, cutoff time.Time, batch int) (int64, error) {
+func PurgeKeys(ctx context.Context, q db.Querier, cutoff time.Time, batch int) (int64, error) {
 	if batch < 1 {
 		batch = 1000
 	}
 	var total int64
 	for {
-		tag, err := db.Exec(ctx, `DELETE FROM idempotency_keys WHERE (seller_id, key) IN (
+		tag, err := q.Exec(ctx, `DELETE FROM idempotency_keys WHERE (seller_id, key) IN (
 			SELECT seller_id, key FROM idempotency_keys WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, batch)
 		if err != nil {
 			return total, translate(err, "purge idempotency keys")
@@ -665,16 +426,16 @@ func one(row pgx.Row, what string) (Invoice, error) {
 
 // Get returns the seller's invoice with id, or ErrNotFound (also when it
 // belongs to another seller).
-func Get(ctx context.Context, db series.DB, sellerID, id int64) (Invoice, error) {
-	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
+func Get(ctx context.Context, q db.Querier, sellerID, id int64) (Invoice, error) {
+	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
 // IDBySerial returns the internal id of the seller's invoice with serial
 // in series seriesID and year fy, or ErrNotFound (also when the series is
 // another seller's). It fails otherwise only on a database error.
-func IDBySerial(ctx context.Context, db series.DB, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
+func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
 	var id int64
-	err := db.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
+	err := q.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
 		seriesID, int(fy), serial, sellerID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, ErrNotFound
@@ -687,14 +448,14 @@ func IDBySerial(ctx context.Context, db series.DB, sellerID, seriesID int64, fy 
 
 // GetByPublicID returns the invoice whose public id is publicID, or
 // ErrNotFound.
-func GetByPublicID(ctx context.Context, db series.DB, publicID string) (Invoice, error) {
-	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
+func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (Invoice, error) {
+	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
 }
 
 // List returns up to limit invoices of series s in fy with serials above
 // after, in serial order.
-func List(ctx context.Context, db series.DB, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
-	return ListDated(ctx, db, s, fy, DateRange{}, after, limit)
+func List(ctx context.Context, q db.Querier, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+	return ListDated(ctx, q, s, fy, DateRange{}, after, limit)
 }
 
 // DateRange bounds invoice dates, both ends included; a zero end is open.
@@ -706,7 +467,7 @@ type DateRange struct {
 // series-year invoice dates never decrease with the serial, so the
 // matching invoices are consecutive serials. It fails only on a database
 // error.
-func ListDated(ctx context.Context, db series.DB, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
+func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
 	var from, to *string
 	if !r.From.IsZero() {
 		v := r.From.Format(time.DateOnly)
@@ -716,7 +477,7 @@ func ListDated(ctx context.Context, db series.DB, s series.Series, fy series.FY,
 		v := r.To.Format(time.DateOnly)
 		to = &v
 	}
-	rows, err := db.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
 		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3
 		  AND ($5::date IS NULL OR i.invoice_date >= $5::date)
 		  AND ($6::date IS NULL OR i.invoice_date <= $6::date)
@@ -739,18 +500,18 @@ func ListDated(ctx context.Context, db series.DB, s series.Series, fy series.FY,
 // never deleted, so a check before issuing stays true. It returns nil for a
 // draft without an original, ErrOriginalNotFound, ErrInvalid when the
 // number names a note or a voucher, and database errors.
-func CheckOriginal(ctx context.Context, db series.DB, seller series.Seller, d *Draft) error {
+func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *Draft) error {
 	o := d.Original
 	if o == nil || o.ExternalReason != "" {
 		return nil
 	}
 	var dt string
-	err := db.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id
 		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
 		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		declared, derr := declaredOriginal(ctx, db, seller, o)
+		declared, derr := declaredOriginal(ctx, q, seller, o)
 		if derr != nil || declared {
 			return derr
 		}
@@ -771,10 +532,10 @@ func CheckOriginal(ctx context.Context, db series.DB, seller series.Seller, d *D
 // compared case-insensitively (as the IRP compares document numbers):
 // none, one, or, for a format without {FY}, one per financial year,
 // newest year first. It fails only on a database error.
-func FindByNumber(ctx context.Context, db series.DB, sellerID int64, number string) ([]Invoice, error) {
+func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number string) ([]Invoice, error) {
 	// Numbers are stored upper-case (formats are), and unique per seller
 	// and year: one index probe per year the seller has used.
-	rows, err := db.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
 		WHERE i.seller_id = $1 AND i.number = upper($2)
 		  AND i.fy IN (SELECT DISTINCT c.fy FROM series_counters c WHERE c.seller_id = $1)
 		ORDER BY i.fy DESC`, sellerID, number)
@@ -790,8 +551,8 @@ func FindByNumber(ctx context.Context, db series.DB, sellerID int64, number stri
 
 // Cancel cancels an invoice in its own transaction; see CancelTx. It also
 // returns ErrOutcomeUnknown when the COMMIT's answer was lost.
-func Cancel(ctx context.Context, db Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
-	inv, _, err := CancelOnce(ctx, db, seller, CancelRequest{ID: id, Reason: reason}, now, opt)
+func Cancel(ctx context.Context, b db.Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+	inv, _, err := CancelOnce(ctx, b, seller, CancelRequest{ID: id, Reason: reason}, now, opt)
 	return inv, err
 }
 
@@ -814,36 +575,42 @@ type CancelRequest struct {
 // transaction ErrKeyInProgress, a key used for another request
 // ErrKeyReused. Other errors are CancelTx's, and ErrOutcomeUnknown when
 // the COMMIT's answer was lost.
-func CancelOnce(ctx context.Context, db Beginner, seller series.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		return Invoice{}, false, translate(err, "begin")
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if req.IdempotencyKey != "" {
-		id, err := ClaimKey(ctx, tx, seller.ID, req.IdempotencyKey, req.RequestHash)
-		if err != nil {
-			return Invoice{}, false, err
+func CancelOnce(ctx context.Context, b db.Beginner, seller series.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
+	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
+		if req.IdempotencyKey != "" {
+			id, err := ClaimKey(ctx, tx, seller.ID, req.IdempotencyKey, req.RequestHash)
+			if err != nil {
+				return err
+			}
+			if id != 0 {
+				if inv, err = Get(ctx, tx, seller.ID, id); err != nil {
+					return err
+				}
+				return errReplayed // it only read: roll back
+			}
 		}
-		if id != 0 {
-			inv, err := Get(ctx, tx, seller.ID, id)
-			return inv, err == nil, err
+		if inv, err = CancelTx(ctx, tx, seller, req.ID, req.Reason, now, opt); err != nil {
+			return err
 		}
-	}
-	if inv, err = CancelTx(ctx, tx, seller, req.ID, req.Reason, now, opt); err != nil {
-		return Invoice{}, false, err
-	}
-	if req.IdempotencyKey != "" {
-		if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id) VALUES ($1, $2, $3, $4)`,
-			seller.ID, req.IdempotencyKey, req.RequestHash, inv.ID); err != nil {
-			return Invoice{}, false, translate(err, "record idempotency key")
+		if req.IdempotencyKey != "" {
+			if _, err := tx.Exec(ctx, `INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id) VALUES ($1, $2, $3, $4)`,
+				seller.ID, req.IdempotencyKey, req.RequestHash, inv.ID); err != nil {
+				return translate(err, "record idempotency key")
+			}
 		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return Invoice{}, false, commitFailed(err)
+		return nil
+	})
+	switch {
+	case errors.Is(err, errReplayed):
+		return inv, true, nil
+	case err != nil:
+		return Invoice{}, false, txFailed(err)
 	}
 	return inv, false, nil
 }
+
+// errReplayed ends CancelOnce's transaction when its key answered already.
+var errReplayed = errors.New("invoice: replayed")
 
 // CancelTx marks the seller's invoice id cancelled with reason and appends a
 // cancellation record to its series-year's chain, under the counter lock.
@@ -893,18 +660,18 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	return inv, nil
 }
 
-func translate(err error, what string) error {
-	if err == nil {
-		return nil
+// translate returns err as db.Translate does (series.ErrLockTimeout,
+// series.ErrMoved), otherwise wrapped as "invoice: what: err"; nil stays
+// nil.
+func translate(err error, what string) error { return db.Translate(err, "invoice: "+what) }
+
+// txFailed returns the error of db.InTx as this package's callers see it:
+// fn's error unchanged, BEGIN's translated, COMMIT's as commitFailed says.
+func txFailed(err error) error {
+	if te, ok := err.(*db.TxError); ok && te.Op == db.OpCommit {
+		return commitFailed(te.Err)
 	}
-	var pg *pgconn.PgError
-	switch {
-	case errors.As(err, &pg) && pg.Code == pgerrcode.LockNotAvailable:
-		return apperr.WithCause(series.ErrLockTimeout, err)
-	case series.IsMoved(err):
-		return apperr.WithCause(series.ErrMoved, err)
-	}
-	return fmt.Errorf("invoice: %s: %w", what, err)
+	return db.TranslateTx(err, "invoice")
 }
 
 // KeyClaim is one idempotency key of a seller to claim.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -178,11 +179,11 @@ type RowItem struct {
 // ErrSeriesYearNotFound (before writing) when the series-year has no
 // counter row, invoice or chain record, database errors, and w's write
 // errors; after a failure w may hold a partial export.
-func WriteAudit(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
 	if ContentType(format) == "" {
 		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
 	}
-	return readTx(ctx, db, func(tx pgx.Tx) error { return WriteAuditTx(ctx, tx, seller, s, fy, format, w) })
+	return readTx(ctx, b, func(tx pgx.Tx) error { return WriteAuditTx(ctx, tx, seller, s, fy, format, w) })
 }
 
 // WriteAuditTx is WriteAudit inside the caller's transaction, which should
@@ -227,13 +228,13 @@ func newAuditWriter(format string, w io.Writer) (auditWriter, error) {
 // WriteAuditSummary writes the summary of the serial audit alone, as
 // WriteAudit would head it: in CSV two columns (Field, Value), in JSON
 // {"summary": {…}}, in XLSX the Summary sheet. It fails as WriteAudit does.
-func WriteAuditSummary(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
 	aw, err := newAuditWriter(format, w)
 	if err != nil {
 		return err
 	}
 	defer aw.abort()
-	return readTx(ctx, db, func(tx pgx.Tx) error {
+	return readTx(ctx, b, func(tx pgx.Tx) error {
 		sum, err := AuditSummaryTx(ctx, tx, seller, s, fy)
 		if err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -263,9 +264,9 @@ func (r VerifyReport) Findings() []Finding {
 // series.ErrNotFound, filters that select no series-year
 // ErrSeriesYearNotFound (never an empty, "intact" report); otherwise it
 // fails only when the database fails.
-func Verify(ctx context.Context, db DB, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
+func Verify(ctx context.Context, b db.OptionsBeginner, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
 	var rep VerifyReport
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
 		rep, err = VerifyTx(ctx, tx, seller, seriesCode, fy)
 		return err

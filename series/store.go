@@ -7,24 +7,25 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// This file holds the package's SQL. pgx errors are translated here, once.
+// This file holds the SQL of series and their counters; database errors
+// are translated where they arise (translate, below).
 
 // CreateSeller registers a seller; see CreateSellerWith.
-func CreateSeller(ctx context.Context, db DB, gstin, name string) (Seller, error) {
-	return CreateSellerWith(ctx, db, gstin, name, Contact{})
+func CreateSeller(ctx context.Context, q db.Querier, gstin, name string) (Seller, error) {
+	return CreateSellerWith(ctx, q, gstin, name, Contact{})
 }
 
 // CreateSellerWith registers a seller with its contact. It returns
 // ErrInvalidGSTIN for a bad GSTIN, ErrInvalidSeries for an empty name or
 // an invalid contact (CheckContact) and ErrSellerExists when the GSTIN is
 // already registered.
-func CreateSellerWith(ctx context.Context, db DB, gstin, name string, c Contact) (Seller, error) {
+func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c Contact) (Seller, error) {
 	g, err := ParseGSTIN(gstin)
 	if err != nil {
 		return Seller{}, err
@@ -39,7 +40,7 @@ func CreateSellerWith(ctx context.Context, db DB, gstin, name string, c Contact)
 		return Seller{}, err
 	}
 	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode(), Contact: c}
-	err = db.QueryRow(ctx, `
+	err = q.QueryRow(ctx, `
 		INSERT INTO sellers (gstin, name, state_code, address, phone, email) VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING id, created_at`, string(g), name, s.StateCode, c.Address, c.Phone, c.Email).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
@@ -59,8 +60,8 @@ type SellerUpdate struct {
 // UpdateSeller applies u to the seller registered under gstin and returns
 // it as stored. It returns ErrInvalidGSTIN, ErrInvalidSeries for an empty
 // name or an invalid contact, and ErrSellerNotFound.
-func UpdateSeller(ctx context.Context, db DB, gstin string, u SellerUpdate) (Seller, error) {
-	s, err := SellerByGSTIN(ctx, db, gstin)
+func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdate) (Seller, error) {
+	s, err := SellerByGSTIN(ctx, q, gstin)
 	if err != nil {
 		return Seller{}, err
 	}
@@ -79,29 +80,29 @@ func UpdateSeller(ctx context.Context, db DB, gstin string, u SellerUpdate) (Sel
 	if err := CheckContact(s.Contact); err != nil {
 		return Seller{}, err
 	}
-	return scanSeller(db.QueryRow(ctx, `
+	return scanSeller(q.QueryRow(ctx, `
 		UPDATE sellers SET name = $2, address = $3, phone = $4, email = $5 WHERE id = $1
 		RETURNING `+sellerCols, s.ID, s.Name, s.Address, s.Phone, s.Email))
 }
 
 // SellerByGSTIN returns the seller registered under gstin, or
 // ErrSellerNotFound (ErrInvalidGSTIN when gstin is malformed).
-func SellerByGSTIN(ctx context.Context, db DB, gstin string) (Seller, error) {
+func SellerByGSTIN(ctx context.Context, q db.Querier, gstin string) (Seller, error) {
 	g, err := ParseGSTIN(gstin)
 	if err != nil {
 		return Seller{}, err
 	}
-	return scanSeller(db.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE gstin = $1`, string(g)))
+	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE gstin = $1`, string(g)))
 }
 
 // SellerByID returns the seller with id, or ErrSellerNotFound.
-func SellerByID(ctx context.Context, db DB, id int64) (Seller, error) {
-	return scanSeller(db.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE id = $1`, id))
+func SellerByID(ctx context.Context, q db.Querier, id int64) (Seller, error) {
+	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE id = $1`, id))
 }
 
 // Sellers returns every seller, oldest first.
-func Sellers(ctx context.Context, db DB) ([]Seller, error) {
-	rows, err := db.Query(ctx, `SELECT `+sellerCols+` FROM sellers ORDER BY id`)
+func Sellers(ctx context.Context, q db.Querier) ([]Seller, error) {
+	rows, err := q.Query(ctx, `SELECT `+sellerCols+` FROM sellers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sellers: %w", err)
 	}
@@ -125,20 +126,14 @@ func scanSeller(row pgx.Row) (Seller, error) {
 }
 
 // CreateSeries creates a series in its own transaction; see CreateSeriesTx.
-func CreateSeries(ctx context.Context, db interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}, n NewSeries) (Series, error) {
-	tx, err := db.Begin(ctx)
+func CreateSeries(ctx context.Context, b db.Beginner, n NewSeries) (Series, error) {
+	var s Series
+	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
+		s, err = CreateSeriesTx(ctx, tx, n)
+		return err
+	})
 	if err != nil {
-		return Series{}, translate(err, "begin")
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	s, err := CreateSeriesTx(ctx, tx, n)
-	if err != nil {
-		return Series{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return Series{}, translate(err, "commit")
+		return Series{}, db.TranslateTx(err, "series")
 	}
 	return s, nil
 }
@@ -208,12 +203,12 @@ func scanSeries(row pgx.Row) (Series, error) {
 }
 
 // Get returns the seller's series with code (case-insensitive), or ErrNotFound.
-func Get(ctx context.Context, db DB, sellerID int64, code string) (Series, error) {
+func Get(ctx context.Context, q db.Querier, sellerID int64, code string) (Series, error) {
 	c, err := ParseCode(code)
 	if err != nil {
 		return Series{}, apperr.Errorf(ErrNotFound, "series %q not found", code)
 	}
-	s, err := scanSeries(db.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND code = $2`, sellerID, c))
+	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND code = $2`, sellerID, c))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Series{}, apperr.Errorf(ErrNotFound, "series %s not found", c)
 	}
@@ -224,8 +219,8 @@ func Get(ctx context.Context, db DB, sellerID int64, code string) (Series, error
 }
 
 // GetByID returns the series with id, or ErrNotFound.
-func GetByID(ctx context.Context, db DB, id int64) (Series, error) {
-	s, err := scanSeries(db.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE id = $1`, id))
+func GetByID(ctx context.Context, q db.Querier, id int64) (Series, error) {
+	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Series{}, ErrNotFound
 	}
@@ -235,8 +230,8 @@ func GetByID(ctx context.Context, db DB, id int64) (Series, error) {
 	return s, nil
 }
 
-func listSeries(ctx context.Context, db DB, sellerID int64) ([]Series, error) {
-	rows, err := db.Query(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 ORDER BY code`, sellerID)
+func listSeries(ctx context.Context, q db.Querier, sellerID int64) ([]Series, error) {
+	rows, err := q.Query(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 ORDER BY code`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list series")
 	}
@@ -249,12 +244,12 @@ func listSeries(ctx context.Context, db DB, sellerID int64) ([]Series, error) {
 
 // List returns the seller's series ordered by code, each with its counters
 // (newest financial year first) and the last number issued in each.
-func List(ctx context.Context, db DB, sellerID int64) ([]SeriesUsage, error) {
-	all, err := listSeries(ctx, db, sellerID)
+func List(ctx context.Context, q db.Querier, sellerID int64) ([]SeriesUsage, error) {
+	all, err := listSeries(ctx, q, sellerID)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT c.series_id, c.fy, c.last_serial, c.last_invoice_date, c.last_issued_at
 		FROM series_counters c JOIN series s ON s.id = c.series_id
 		WHERE s.seller_id = $1 ORDER BY c.series_id, c.fy DESC`, sellerID)
@@ -488,9 +483,9 @@ func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.T
 
 // Counter returns the counter row of series id in fy without locking it, or
 // ErrNotFound when no number was ever taken there.
-func Counter(ctx context.Context, db DB, seriesID int64, fy FY) (Usage, error) {
+func Counter(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Usage, error) {
 	u := Usage{FY: fy}
-	err := db.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
+	err := q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
 		seriesID, int(fy)).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Usage{}, ErrNotFound
@@ -521,8 +516,8 @@ func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Option
 // lock_timeout for the statements queued after it, saving the
 // transaction's own value so that QueueLockTimeoutRestore, queued after
 // them, can put it back in the same round trip. A lock wait past it fails
-// with SQLSTATE 55P03, which the store packages translate to
-// ErrLockTimeout.
+// with SQLSTATE 55P03 (class db.LockTimeout), which the store packages
+// translate to ErrLockTimeout.
 func QueueLockTimeout(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
 		return
@@ -541,24 +536,14 @@ func QueueLockTimeoutRestore(b *pgx.Batch, opt Options) {
 	b.Queue(`SELECT set_config('lock_timeout', current_setting('invoiced.saved_lock_timeout'), true)`)
 }
 
-// translate maps database errors to the package's errors; nil stays nil.
-func translate(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		switch pg.Code {
-		case pgerrcode.LockNotAvailable:
-			return apperr.WithCause(ErrLockTimeout, err)
-		}
-	}
-	return fmt.Errorf("series: %s: %w", what, err)
-}
+// translate returns err as db.Translate does (ErrLockTimeout, ErrMoved),
+// otherwise wrapped as "series: what: err"; nil stays nil.
+func translate(err error, what string) error { return db.Translate(err, "series: "+what) }
 
+// isUnique reports whether err is a unique violation.
 func isUnique(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code == pgerrcode.UniqueViolation
+	v, ok := db.Violated(err)
+	return ok && v.Code == pgerrcode.UniqueViolation
 }
 
 // QueueAdvanceChains queues on b one update storing the chain state of
@@ -570,16 +555,9 @@ func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []
 		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
 }
 
-// codeMoved is the SQLSTATE QueueAdvance's check raises (invoiced_require,
-// migration 00002).
-const codeMoved = "IV001"
-
-// IsMoved reports whether err is the database error of a failed
-// QueueAdvance check.
-func IsMoved(err error) bool {
-	var pg *pgconn.PgError
-	return errors.Is(err, ErrMoved) || errors.As(err, &pg) && pg.Code == codeMoved
-}
+// IsMoved reports whether err is the error of a failed QueueAdvance check,
+// as the database raised it or translated (ErrMoved): class db.RowMoved.
+func IsMoved(err error) bool { return db.Classify(err) == db.RowMoved }
 
 // State is a counter row as a transaction left it: the last serial taken,
 // its invoice date and issue time, and the chain after the last record. A
@@ -657,7 +635,7 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
 		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
 		  ON r.series_id = u.series_id AND r.fy = u.fy`,
-		ids, fys, lasts, lens0, heads0, n, codeMoved)
+		ids, fys, lasts, lens0, heads0, n, db.CodeRowMoved)
 	QueueLockTimeoutRestore(b, opt)
 	b.Queue(`
 		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,

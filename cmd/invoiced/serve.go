@@ -229,7 +229,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	if c.webhookWorkers > 0 {
 		d := api.NewDeliverer(api.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
 			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers})
-		background.Go(func() { d.Run(bgCtx) })
+		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
 	}
 	if c.verifyEvery > 0 {
 		check := chainCheck{pool: pool, logger: logger, metrics: m, now: time.Now}
@@ -344,7 +344,9 @@ func serveMetrics(addr string, m *metrics.Metrics, logger *slog.Logger) (string,
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	// Serve returns http.ErrServerClosed when stop closes it; nothing else
+	// can fail on a listener that is already bound.
+	go func() { _ = srv.Serve(ln) }()
 	logger.Info("metrics", "addr", ln.Addr().String())
 	return ln.Addr().String(), func() { srv.Close() }, nil
 }
@@ -387,7 +389,7 @@ func servePprof(addr string, logger *slog.Logger) (func(), error) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
+	go func() { _ = srv.Serve(ln) }() // returns http.ErrServerClosed when stopped
 	logger.Info("pprof", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
 }

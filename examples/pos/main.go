@@ -30,8 +30,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "pos:", err)
 		os.Exit(1)
 	}
@@ -145,12 +146,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 					numbered.Add(1)
 				}
 				mu.Lock()
-				if cfg.json {
+				switch {
+				case cfg.json:
 					b, _ := json.Marshal(s)
 					fmt.Fprintf(stdout, "%s\n", b)
-				} else if s.Error != "" {
+				case s.Error != "":
 					fmt.Fprintf(stdout, "terminal %d sale %d: %s (key %s)\n", s.Terminal, s.Sale, s.Error, s.Key)
-				} else {
+				default:
 					fmt.Fprintf(stdout, "terminal %d sale %d: %s (%s)\n", s.Terminal, s.Sale, s.Number, s.ID)
 				}
 				mu.Unlock()

@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 						r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, v, srv.pid(), stderr)
 						if err != nil {
 							if srv != nil {
-								srv.stop()
+								_ = srv.stop() // err, the measurement's, is the one to report
 							}
 							return rep, err
 						}

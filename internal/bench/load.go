@@ -537,10 +537,10 @@ func registerWebhook(ctx context.Context, a *apiClient) (stop func(), err error)
 		return nil, err
 	}
 	rcv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body) // the body is not looked at
 		w.WriteHeader(http.StatusNoContent)
 	}), ReadHeaderTimeout: 5 * time.Second}
-	go rcv.Serve(ln)
+	go func() { _ = rcv.Serve(ln) }() // returns http.ErrServerClosed when stopped
 	body, _ := json.Marshal(map[string]any{"url": "http://" + ln.Addr().String() + "/hook", "events": []string{"invoice.issued", "invoice.cancelled"}})
 	st, b, err := a.do(ctx, http.MethodPost, "/v1/webhooks", body, nil)
 	if err == nil && st != http.StatusCreated {
@@ -554,9 +554,15 @@ func registerWebhook(ctx context.Context, a *apiClient) (stop func(), err error)
 	var wh struct {
 		ID string `json:"id"`
 	}
-	json.Unmarshal(b, &wh)
+	if err := json.Unmarshal(b, &wh); err != nil {
+		rcv.Close()
+		a.close()
+		return nil, fmt.Errorf("bench: register webhook: %w", err)
+	}
 	return func() {
-		a.do(context.WithoutCancel(ctx), http.MethodDelete, "/v1/webhooks/"+wh.ID, nil, nil)
+		// Best effort: the webhook belongs to the benchmark's own seller,
+		// which the next run replaces.
+		_, _, _ = a.do(context.WithoutCancel(ctx), http.MethodDelete, "/v1/webhooks/"+wh.ID, nil, nil)
 		rcv.Close()
 		a.close()
 	}, nil

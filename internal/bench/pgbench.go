@@ -196,7 +196,7 @@ func resetBaseline(ctx context.Context, dbURL string, nseries int) error {
 	// Settle the new tables so every design starts from the same state.
 	// CHECKPOINT needs superuser (or pg_checkpoint); without it there is
 	// only more noise, so its error is ignored.
-	conn.Exec(ctx, "CHECKPOINT")
+	_, _ = conn.Exec(ctx, "CHECKPOINT")
 	return nil
 }
 
@@ -246,13 +246,12 @@ func checkBaseline(ctx context.Context, dbURL string, b baseline) (rows int64, p
 
 // pgbenchRun is one pgbench invocation.
 type pgbenchRun struct {
-	bin         string
-	dbURL       string // through the proxy when latency is injected
-	clients     int
-	nseries     int
-	duration    time.Duration
-	script      string
-	scriptLabel string
+	bin      string
+	dbURL    string // through the proxy when latency is injected
+	clients  int
+	nseries  int
+	duration time.Duration
+	script   string
 }
 
 // run writes the script to a temporary folder, runs pgbench with per-

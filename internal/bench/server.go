@@ -123,7 +123,7 @@ func (iv invoiced) startServer(ctx context.Context, flags []string, logPath stri
 				}
 			}
 		}
-		io.Copy(io.Discard, stdout)
+		_, _ = io.Copy(io.Discard, stdout) // drained so the server never blocks on a full pipe
 		s.done <- cmd.Wait()
 	}()
 	select {
@@ -136,7 +136,7 @@ func (iv invoiced) startServer(ctx context.Context, flags []string, logPath stri
 	case <-time.After(60 * time.Second):
 	case <-ctx.Done():
 	}
-	s.stop()
+	_ = s.stop() // the missing address is the error to report
 	return nil, fmt.Errorf("invoiced serve did not print its address (log: %s)", logPath)
 }
 
@@ -153,13 +153,15 @@ func (s *server) pid() int {
 // process. It returns the server's exit error, if any.
 func (s *server) stop() error {
 	defer s.log.Close()
-	s.cmd.Process.Signal(syscall.SIGTERM)
+	// Signal and Kill fail only when the process has exited already, and
+	// then s.done holds its exit status.
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-s.done:
 		return err
 	case <-time.After(60 * time.Second):
-		s.cmd.Process.Kill()
-		<-s.done
+		_ = s.cmd.Process.Kill()
+		<-s.done //nolint:errcheck // its exit status after a kill says only "killed"
 		return errors.New("invoiced serve did not exit within 60s of SIGTERM; killed")
 	}
 }

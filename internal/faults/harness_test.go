@@ -77,13 +77,11 @@ func startServer(t testing.TB, dbURL, addr string, flags ...string) *server {
 // transport errors, 5xx and 409 (respecting Retry-After), until a 201 or a
 // definite refusal or until its deadline.
 type client struct {
-	h     *History
-	key   string // API key
-	base  atomic.Value
-	http  *http.Client
-	seq   atomic.Int64
-	tag   string // distinguishes keys of several tests on one database
-	retry time.Duration
+	h    *History
+	key  string // API key
+	base atomic.Value
+	http *http.Client
+	tag  string // distinguishes keys of several tests on one database
 }
 
 func newClient(h *History, apiKey, base, tag string) *client {
@@ -96,8 +94,6 @@ func newClient(h *History, apiKey, base, tag string) *client {
 }
 
 func (c *client) close() { c.http.CloseIdleConnections() }
-
-func (c *client) setBase(u string) { c.base.Store(u) }
 
 // body is the invoice request for key: the key is the item description, so
 // that a stored invoice can be traced to its request.
