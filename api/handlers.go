@@ -154,7 +154,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 		return err
 	}
 	// The date window is judged in the transaction, once the key is
-	// claimed (Committer.DateWindow): a retry of a request that succeeded
+	// claimed (invoice.Config.DateWindow): a retry of a request that succeeded
 	// replays it even if its date is now too old, and a retry of one that
 	// may still commit is never refused for its date. The original of a
 	// note and a locked month are checked here, early; both stay true for

@@ -53,12 +53,12 @@ type Config struct {
 	// (group commit, see invoice.Committer). For comparison only.
 	DisableBatching bool
 	// BatchesInFlight is how many group-commit transactions may be open at
-	// once (invoice.Committer.InFlight); 0 means 1.
+	// once (invoice.Config.InFlight); 0 means 1.
 	BatchesInFlight int
 	// DisablePrediction makes every group-commit transaction read its
 	// counter rows before numbering (three round trips) instead of
 	// predicting them from the state this process left them in (one); see
-	// invoice.Committer.Predict. For comparison only.
+	// invoice.Config.Predict. For comparison only.
 	DisablePrediction bool
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
@@ -191,9 +191,15 @@ func New(cfg Config) *Server {
 	}
 	s.logRequests = cfg.LogRequests
 	s.opt.LockWaited = s.metrics.LockWaited
-	s.committer = &invoice.Committer{
-		DB: s.pool, Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
-		InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction, Observer: s.metrics,
+	if s.pool != nil { // a Server without a pool (tests of routes and headers) issues nothing
+		committer, err := invoice.NewCommitter(s.pool, invoice.Config{
+			Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
+			InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction && !cfg.DisableBatching, Observer: s.metrics,
+		})
+		if err != nil {
+			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid unless Config is (a negative BatchesInFlight)
+		}
+		s.committer = committer
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
@@ -438,7 +444,7 @@ func (s *Server) stats(c echo.Context) error {
 	}
 	st := s.committer.Stats()
 	return writeJSON(c, http.StatusOK, statsBody{
-		Batching: s.committer.Batching, Batches: st.Batches, Invoices: st.Invoices,
+		Batching: s.committer.Batching(), Batches: st.Batches, Invoices: st.Invoices,
 		Retries: st.Retries, MaxBatch: st.MaxBatch, Predicted: st.Predicted, Mispredicted: st.Mispredicted,
 	})
 }

@@ -19,7 +19,7 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := &invoice.Committer{DB: f.pool, Batching: true, Predict: predict, MaxBatch: 4}
+			c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: predict, MaxBatch: 4}))
 			const batches, size, singles = 6, 25, 8
 			var wg sync.WaitGroup
 			for w := range singles {

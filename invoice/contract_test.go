@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -21,14 +22,10 @@ import (
 // invoice being committed, and the answer for one request does not depend
 // on how it was batched.
 
-// waitUntil polls cond every 5 ms for up to 10 s.
+// waitUntil waits until cond holds, failing t after 10 s (testwait).
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	testwait.Until(t, 10*time.Second, cond, "%s", what)
 }
 
 // holdRow locks the counter row of s in the year of now from another
@@ -66,14 +63,14 @@ func keyCount(t *testing.T, f fixture, key string) int {
 func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	c := &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 20 * time.Second}}
+	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
+	c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 20 * time.Second}}))
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	// The next transaction waits for a connection until the gate opens.
-	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-	c.DB = gated
+	gated.armed.Store(true)
 	var wg sync.WaitGroup
 	var taken, queued invoice.Result
 	wg.Go(func() {
@@ -127,8 +124,9 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 				return s
 			}
 			nine, hundred := mk("N9", "N9/{FY}/{SEQ:1}"), mk("H99", "H99/{FY}/{SEQ:2}")
-			c := &invoice.Committer{DB: f.pool, Batching: true, Predict: predict, Now: func() time.Time { return now },
-				Options: series.Options{LockTimeout: 20 * time.Second}}
+			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
+			c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
+				Options: series.Options{LockTimeout: 20 * time.Second}}))
 			draft := func(s series.Series, key string) invoice.Draft {
 				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
 				if err != nil {
@@ -147,8 +145,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			}
 			// Hold the drainer's first transaction back, then queue the
 			// rest in arrival order.
-			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-			c.DB = gated
+			gated.armed.Store(true)
 			release := sync.OnceFunc(func() { close(gated.gate) })
 			t.Cleanup(release)
 			results := make([]invoice.Result, 5)
@@ -197,16 +194,20 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 	}
 }
 
-// gatedPool is a pool whose connections are handed out only once gate is
-// closed: the Committer's first transaction waits, and requests queue
-// behind it in a known order.
+// gatedPool is a pool whose connections, once it is armed, are handed out
+// only once gate is closed: the Committer's first transaction waits, and
+// requests queue behind it in a known order.
 type gatedPool struct {
 	*pgxpool.Pool
 	gate    chan struct{}
+	armed   atomic.Bool
 	waiting atomic.Int64
 }
 
 func (g *gatedPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if !g.armed.Load() {
+		return g.Pool.Acquire(ctx)
+	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
 	select {
@@ -265,8 +266,8 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	oc := &overlapCounter{db: f.pool}
-	c := &invoice.Committer{DB: oc, Batching: true, InFlight: 2, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+	c := mustCommitter(invoice.NewPlainCommitter(oc, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 	yesterday := series.DateIST(now).AddDate(0, 0, -1)
 	ctx := context.Background()
 	// The counter row exists and is held by another transaction for a
@@ -336,7 +337,7 @@ type failingCommit struct {
 }
 
 func (f failingCommit) Commit(ctx context.Context) error {
-	f.Tx.Rollback(ctx)
+	f.Rollback(ctx)
 	return f.err
 }
 
@@ -358,7 +359,7 @@ func TestCommitErrorOnAPlainConnectionIsAnUnknownOutcome(t *testing.T) {
 		{"rolled back", pgx.ErrTxCommitRollback, false},
 		{"statement error", &pgconn.PgError{Severity: "ОШИБКА", SeverityUnlocalized: "ERROR", Code: "40001", Message: "could not serialize access"}, false},
 	} {
-		c := &invoice.Committer{DB: commitFails{f.pool, tc.err}, Batching: true, Now: func() time.Time { return now }}
+		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, invoice.Config{Batching: true, Now: func() time.Time { return now }}))
 		r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
 		if got := errors.Is(r.Err, invoice.ErrOutcomeUnknown); got != tc.unknown || r.Err == nil {
 			t.Errorf("%s: %v; want outcome unknown %v", tc.name, r.Err, tc.unknown)

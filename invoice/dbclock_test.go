@@ -25,9 +25,9 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	}
 	today = time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
 	processNow := today.AddDate(0, 0, -3).Add(6 * time.Hour) // the process's clock is 3 days behind
-	c := &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: func() time.Time { return processNow },
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return processNow },
 		DateWindow: &invoice.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 	draft := func(key string, date time.Time) invoice.Draft {
 		d, err := invoice.PrepareContent(invoice.Request{InvoiceDate: date, Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, processNow)
 		if err != nil {
@@ -53,9 +53,9 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	// checks the window in the predicted round trip; the batch then goes
 	// the ordinary way, which words the refusal).
 	ahead := today.AddDate(0, 0, 3).Add(6 * time.Hour)
-	c2 := &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: func() time.Time { return ahead },
+	c2 := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return ahead },
 		DateWindow: &invoice.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-1", today)}); r.Err != nil || r.Invoice.Serial != 4 {
 		t.Fatalf("second process, dated the database's today: %+v", r)
 	}

@@ -83,8 +83,8 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 		t.Run(fmt.Sprintf("batching=%v/predict=%v/in-flight=%d", batching, mode.predict, mode.inFlight), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := &invoice.Committer{DB: f.pool, Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
-				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}}
+			c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
+				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}}))
 			const clients, each = 32, 40
 			got := issueConcurrently(t, f, clients, each, func(int) *invoice.Committer { return c }, nil)
 			checkContiguous(t, got, clients*each)
@@ -113,8 +113,8 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 30 * time.Second}}
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 30 * time.Second}}))
 
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
@@ -142,11 +142,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		waitUntil(t, what, cond)
 	}
 	// The first request runs alone and waits on the held lock ...
 	launch(0)
@@ -196,7 +192,7 @@ func TestGroupCommitReplaysAcrossBatches(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now }}
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now }}))
 	first := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "same")})
 	if first.Err != nil {
 		t.Fatal(first.Err)
@@ -282,8 +278,8 @@ func TestGroupCommitAcrossSeries(t *testing.T) {
 func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 	f := setup(t)
 	ss := f.moreSeries(t, 12)
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
-		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}}
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
+		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}}))
 	const clients, each = 24, 30
 	var mu sync.Mutex
 	perSeries := map[int64][]int64{}
@@ -339,8 +335,8 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	f := setup(t)
 	ss := f.moreSeries(t, 6)
 	ctx := context.Background()
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 2 * time.Second}}
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 2 * time.Second}}))
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -400,8 +396,8 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ss := f.moreSeries(t, 2)
 	a, b := ss[0], ss[1]
 	ctx := context.Background()
-	c := &invoice.Committer{DB: f.pool, Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 	prep := func(s series.Series, day string) invoice.Draft {
 		d, err := invoice.Prepare(invoice.Request{InvoiceDate: date(t, day), Items: []invoice.ItemInput{chai("1", "10", "5")}},
 			f.seller, s, now, invoice.Policy{BackdateDays: 5})
@@ -437,11 +433,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	run("a-late", a, prep(a, "2026-11-27"))
 	run("b1", b, prep(b, "2026-11-29"))
 	run("b2", b, prep(b, "2026-11-29"))
-	for deadline := time.Now().Add(10 * time.Second); invoice.PendingOf(c) < 3; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("requests did not queue")
-		}
-	}
+	waitUntil(t, "requests to queue", func() bool { return invoice.PendingOf(c) >= 3 })
 	holder.Rollback(ctx)
 	wg.Wait()
 	if !errors.Is(results["a-late"].Err, series.ErrDateOutOfOrder) {
@@ -458,14 +450,9 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 
 func waitForLockWait(t *testing.T, f fixture) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	waitUntil(t, "a lock wait to begin", func() bool {
 		var waiting int
 		f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
-		if waiting > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no lock wait began")
-		}
-	}
+		return waiting > 0
+	})
 }

@@ -226,7 +226,7 @@ func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, 
 // PrepareContent is Prepare without the invoice-date window (Policy): an
 // invoice date of zero still becomes today (IST) at now. It is for a
 // caller that has the window judged when the invoice is numbered
-// (Committer.DateWindow), so that a refusal for the date, which depends on
+// (Config.DateWindow), so that a refusal for the date, which depends on
 // the time it is judged, is given only once the request's idempotency key
 // is claimed: never while an earlier attempt with the same key may still
 // commit.

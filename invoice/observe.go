@@ -20,11 +20,12 @@ type Observer interface {
 	OutcomeUnknown()
 }
 
-// observeRun tells c.Observer about one run begun at began whose members
-// are calls and which returned *errp (read when it returns: defer it).
-func (c *Committer) observeRun(began time.Time, calls []*call, errp *error) {
+// observeTx tells the Observer about one transaction begun at began whose
+// members are calls and which returned *errp (read when it returns: defer
+// it).
+func (c *Committer) observeTx(began time.Time, calls []*call, errp *error) {
 	err := *errp
-	if c.Observer == nil {
+	if c.cfg.Observer == nil {
 		return
 	}
 	issued := 0
@@ -34,16 +35,16 @@ func (c *Committer) observeRun(began time.Time, calls []*call, errp *error) {
 		}
 	}
 	if issued > 0 {
-		c.Observer.BatchCommitted(issued, time.Since(began))
+		c.cfg.Observer.BatchCommitted(issued, time.Since(began))
 	}
 	if errors.Is(err, ErrOutcomeUnknown) {
-		c.Observer.OutcomeUnknown()
+		c.cfg.Observer.OutcomeUnknown()
 	}
 }
 
-// observeMispredicted tells c.Observer about a failed prediction.
+// observeMispredicted tells the Observer about a failed prediction.
 func (c *Committer) observeMispredicted() {
-	if c.Observer != nil {
-		c.Observer.Mispredicted()
+	if c.cfg.Observer != nil {
+		c.cfg.Observer.Mispredicted()
 	}
 }

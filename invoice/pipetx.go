@@ -9,11 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// acquirer hands out pool connections; *pgxpool.Pool satisfies it.
-type acquirer interface {
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-}
-
 // pipeTx is a pgx.Tx that saves round trips for the Committer: BEGIN is not
 // sent on its own but in front of the first statement or batch, and the
 // issuing code may send COMMIT at the end of its last batch (then it calls

@@ -13,8 +13,8 @@ import (
 )
 
 func predicting(f fixture, now func() time.Time) *invoice.Committer {
-	return &invoice.Committer{DB: f.pool, Batching: true, Predict: true, Now: now,
-		Options: series.Options{LockTimeout: 10 * time.Second}}
+	return mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: now,
+		Options: series.Options{LockTimeout: 10 * time.Second}}))
 }
 
 func verifyChains(t *testing.T, f fixture) {

@@ -447,7 +447,10 @@ func clockJump(t *testing.T, batching bool) {
 	}
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	cm := &invoice.Committer{DB: p, Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock}
+	cm, err := invoice.NewCommitter(p, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &History{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
