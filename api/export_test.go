@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -127,8 +128,8 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	bulkIssue(t, pool, a, mkSeries(a, "CH1"), 800)
 	bulkIssue(t, pool, c, mkSeries(c, "CC1"), 800)
 	mkSeries(b, "BB1")
-	aRead, cRead := mustKey(t, pool, a.ID, ScopeRead), mustKey(t, pool, c.ID, ScopeRead)
-	bAll := mustKey(t, pool, b.ID, ScopeIssue, ScopeRead)
+	aRead, cRead := mustKey(t, pool, a.ID, apikey.ScopeRead), mustKey(t, pool, c.ID, apikey.ScopeRead)
+	bAll := mustKey(t, pool, b.ID, apikey.ScopeIssue, apikey.ScopeRead)
 
 	const stall = 2 * time.Second // long enough that no slot frees before all 16 arrive
 	srv := httptest.NewUnstartedServer(New(Config{

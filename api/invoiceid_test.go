@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -21,7 +22,7 @@ func TestInvoiceIDsRevealNothingAcrossSellers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeRead, ScopeManage)
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	e.wantStatus(e.do("POST", "/v1/series", otherKey, `{"code":"CH1","doc_type":"invoice","format":"CH1/{FY}/{SEQ:5}"}`), http.StatusCreated)
 
 	first := e.mustIssue("CH1", "")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/series"
 	"github.com/xuri/excelize/v2"
 )
@@ -93,7 +94,7 @@ func TestAuditExport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeRead)
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeRead)
 	e.wantError(e.do("GET", "/v1/series/CH1/audit", otherKey, ""), http.StatusNotFound, "series_not_found")
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -23,7 +24,7 @@ func TestSeriesScopedKey(t *testing.T) {
 	if _, err := series.CreateSeries(ctx, e.pool, series.NewSeries{SellerID: e.seller.ID, Code: "CH2", DocType: "invoice", Format: "CH2/{FY}/{SEQ:5}"}); err != nil {
 		t.Fatal(err)
 	}
-	term, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"ch2"})
+	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"ch2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +82,16 @@ func TestSeriesScopedKey(t *testing.T) {
 	for _, c := range []struct {
 		scopes, codes []string
 	}{
-		{[]string{ScopeIssue}, nil},
-		{[]string{ScopeIssue}, []string{" "}},
-		{[]string{ScopeIssue}, []string{"CH9"}},
-		{[]string{ScopeIssue, ScopeManage}, []string{"CH1"}},
+		{[]string{apikey.ScopeIssue}, nil},
+		{[]string{apikey.ScopeIssue}, []string{" "}},
+		{[]string{apikey.ScopeIssue}, []string{"CH9"}},
+		{[]string{apikey.ScopeIssue, apikey.ScopeManage}, []string{"CH1"}},
 	} {
-		if _, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, c.scopes, c.codes); !errors.Is(err, ErrInvalidKeySeries) {
-			t.Errorf("CreateSeriesKey(%v, %v): %v, want ErrInvalidKeySeries", c.scopes, c.codes, err)
+		if _, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, c.scopes, c.codes); !errors.Is(err, apikey.ErrInvalidKeySeries) {
+			t.Errorf("apikey.CreateForSeries(%v, %v): %v, want apikey.ErrInvalidKeySeries", c.scopes, c.codes, err)
 		}
 	}
-	keys, err := Keys(ctx, e.pool, e.seller.ID)
+	keys, err := apikey.List(ctx, e.pool, e.seller.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +108,11 @@ func TestSeriesKeyFailsClosedOnOlderBinaries(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"CH1"})
+	key, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"CH1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, _, _ := parseKey(key)
+	prefix, _, _ := apikey.Parse(key)
 	var scopes []string
 	if err := e.pool.QueryRow(ctx, `SELECT scopes FROM api_keys WHERE prefix = $1`, prefix).Scan(&scopes); err != nil || len(scopes) != 0 {
 		t.Fatalf("scopes column %v (%v), want empty", scopes, err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,9 +49,9 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 		t.Fatalf("create seller: %v", err)
 	}
 	e := &env{t: t, pool: pool, seller: seller}
-	e.all = mustKey(t, pool, seller.ID, ScopeIssue, ScopeRead, ScopeManage)
-	e.read = mustKey(t, pool, seller.ID, ScopeRead)
-	e.issue = mustKey(t, pool, seller.ID, ScopeIssue)
+	e.all = mustKey(t, pool, seller.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
+	e.read = mustKey(t, pool, seller.ID, apikey.ScopeRead)
+	e.issue = mustKey(t, pool, seller.ID, apikey.ScopeIssue)
 	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"}); err != nil {
 		t.Fatalf("create series: %v", err)
 	}
@@ -68,7 +69,7 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 
 func mustKey(t *testing.T, db series.DB, sellerID int64, scopes ...string) string {
 	t.Helper()
-	k, err := CreateKey(context.Background(), db, sellerID, scopes)
+	k, err := apikey.Create(context.Background(), db, sellerID, scopes)
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}

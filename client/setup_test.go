@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 )
@@ -41,10 +42,10 @@ func setup(t *testing.T) *env {
 		}
 	}
 	e := &env{}
-	if e.all, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}); err != nil {
+	if e.all, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage}); err != nil {
 		t.Fatal(err)
 	}
-	if e.issue, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue}); err != nil {
+	if e.issue, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue}); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true}).Handler())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
@@ -75,10 +76,10 @@ func setup(t *testing.T) *fixture {
 		}
 		f.invs = append(f.invs, inv)
 	}
-	if f.all, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}); err != nil {
+	if f.all, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage}); err != nil {
 		t.Fatal(err)
 	}
-	if f.read, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeRead}); err != nil {
+	if f.read, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeRead}); err != nil {
 		t.Fatal(err)
 	}
 	// No key cache, so that a revoked key ends its sessions at once (with

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/series"
@@ -141,7 +142,7 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"}); err != nil {
 		t.Fatal(err)
 	}
-	key, err := api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue})
+	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 )
@@ -37,16 +38,16 @@ func newAbuseEnv(t *testing.T) *abuseEnv {
 		t.Fatal(err)
 	}
 	key := func(id int64, scopes ...string) string {
-		k, err := api.CreateKey(ctx, pool, id, scopes)
+		k, err := apikey.Create(ctx, pool, id, scopes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
 	e := &abuseEnv{t: t,
-		aAll: key(a.ID, api.ScopeIssue, api.ScopeRead, api.ScopeManage), aRead: key(a.ID, api.ScopeRead),
-		aIssue: key(a.ID, api.ScopeIssue), aRevoked: key(a.ID, api.ScopeIssue, api.ScopeRead), bAll: key(b.ID, api.ScopeIssue, api.ScopeRead)}
-	if err := api.RevokeKey(ctx, pool, e.aRevoked); err != nil {
+		aAll: key(a.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage), aRead: key(a.ID, apikey.ScopeRead),
+		aIssue: key(a.ID, apikey.ScopeIssue), aRevoked: key(a.ID, apikey.ScopeIssue, apikey.ScopeRead), bAll: key(b.ID, apikey.ScopeIssue, apikey.ScopeRead)}
+	if err := apikey.Revoke(ctx, pool, e.aRevoked); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []series.NewSeries{
