@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -203,7 +203,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("keys add --series = %q, %v", out, err)
 	}
 	for _, bad := range [][]string{{"--scopes", "issue", "--series", "CH9"}, {"--scopes", "issue,manage", "--series", "CH1"}} {
-		if _, _, err := cli(ctx, f.url, append([]string{"keys", "add", "--gstin", demoGSTIN}, bad...)...); !errors.Is(err, api.ErrInvalidKeySeries) {
+		if _, _, err := cli(ctx, f.url, append([]string{"keys", "add", "--gstin", demoGSTIN}, bad...)...); !errors.Is(err, apikey.ErrInvalidKeySeries) {
 			t.Fatalf("keys add %v: err = %v, want ErrInvalidKeySeries", bad, err)
 		}
 	}
