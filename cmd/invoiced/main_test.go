@@ -29,7 +29,8 @@ import (
 
 const demoGSTIN = "27AAPFU0939F1ZV"
 
-// invoiceBody is the request of issue 3 without invoice_date (today in IST).
+// invoiceBody is an inter-state B2B invoice request (Maharashtra seller,
+// Karnataka buyer) without invoice_date, so dated today in IST.
 const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore Traders"},
  "place_of_supply": "29",
  "items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2",
