@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strings"
 	"sync"
@@ -455,11 +456,7 @@ func TestIdempotentConcurrent(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
-	other, err := series.CreateSeller(ctx, e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
 	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	mine := e.mustIssue("CH1", "")
 	// The other seller has its own CH1 numbering, and its key sees none of ours.
@@ -614,10 +611,7 @@ func TestCreditNoteNeedsOriginal(t *testing.T) {
 	e.wantError(note(`{"number":"XX/99/1","invoice_date":"2026-11-20"}`), 422, "original_not_found")
 	e.wantError(note(`{"number":"CH1/26-27/00002","invoice_date":"2026-11-29"}`), 422, "original_not_found")
 	e.wantError(note(`{"number":"CH1/26-27/00001","invoice_date":"2026-11-28"}`), 422, "original_not_found") // wrong date
-	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
 	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeManage)
 	r := e.do("POST", "/v1/series", otherKey, `{"code":"CN","doc_type":"credit_note","format":"CN/{FY}/{SEQ:4}"}`)
 	e.wantStatus(r, 201)

@@ -2,12 +2,12 @@ package api
 
 import (
 	"context"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strconv"
 	"testing"
 
 	"github.com/invoiced/invoiced/apikey"
-	"github.com/invoiced/invoiced/series"
 )
 
 // TestInvoiceIDsRevealNothingAcrossSellers: a seller's invoice ids depend
@@ -18,10 +18,7 @@ func TestInvoiceIDsRevealNothingAcrossSellers(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	other, err := series.CreateSeller(ctx, e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
 	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	e.wantStatus(e.do("POST", "/v1/series", otherKey, `{"code":"CH1","doc_type":"invoice","format":"CH1/{FY}/{SEQ:5}"}`), http.StatusCreated)
 

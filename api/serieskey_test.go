@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
-	"github.com/invoiced/invoiced/series"
 )
 
 // TestSeriesScopedKey: a key restricted to CH2 issues, reads, lists and
@@ -21,9 +21,7 @@ func TestSeriesScopedKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	if _, err := series.CreateSeries(ctx, e.pool, series.NewSeries{SellerID: e.seller.ID, Code: "CH2", DocType: "invoice", Format: "CH2/{FY}/{SEQ:5}"}); err != nil {
-		t.Fatal(err)
-	}
+	testfactory.Series(t, e.pool, e.seller, &testfactory.SeriesOpts{Code: "CH2", Format: "CH2/{FY}/{SEQ:5}"})
 	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"ch2"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -29,14 +30,8 @@ func newAbuseEnv(t *testing.T) *abuseEnv {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	a, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Seller A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := series.CreateSeller(ctx, pool, otherGSTIN, "Seller B")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Seller A"})
+	b := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Seller B"})
 	key := func(id int64, scopes ...string) string {
 		k, err := apikey.Create(ctx, pool, id, scopes)
 		if err != nil {
