@@ -9,9 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgerrcode"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/dbfault"
@@ -799,8 +798,8 @@ func (c *Committer) run(ctx context.Context, parts [][]*call, opt series.Options
 // database other than a lock timeout, which the shared batch answers by
 // splitting itself (flushShared), not by retrying in place.
 func statementFailed(err error) bool {
-	var pg *pgconn.PgError
-	return errors.As(err, &pg) && pg.Code != pgerrcode.LockNotAvailable && !sessionLost(err) && !dbfault.Unavailable(err)
+	c := db.Classify(err)
+	return db.SQLState(err) != "" && c != db.LockTimeout && c != db.Unavailable && c != db.OutcomeUnknown
 }
 
 // predicts reports whether the Committer predicts counter rows at all:

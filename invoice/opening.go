@@ -12,8 +12,8 @@ import (
 // declaration: always the first record of its series-year.
 const KindOpening = "opening"
 
-// ErrOpeningTooLate: the series-year already has invoices (or an opening),
-// so where it stands can no longer be declared.
+// ErrOpeningTooLate is returned when the series-year already has invoices
+// (or an opening), so where it stands can no longer be declared.
 var ErrOpeningTooLate = apperr.New(apperr.Conflict, "opening_too_late", "the series-year already has invoices; an opening can be declared only before the first")
 
 // Opening declares where a series stood in a financial year before it

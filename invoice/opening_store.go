@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -25,10 +26,15 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 	}
 	o.DeclaredAt, o.DeclaredBy = now.UTC().Truncate(time.Microsecond), by
 	hash := OpeningRecord(string(seller.GSTIN), s, o).Hash()
+	args := pgx.NamedArgs{
+		"series_id": s.ID, "fy": int(o.FY), "seller_id": seller.ID, "capacity": s.Format.Capacity(),
+		"last_serial": o.LastSerial, "last_invoice_date": o.LastInvoiceDate, "last_number": o.LastNumber,
+		"declared_at": o.DeclaredAt, "declared_by": o.DeclaredBy, "hash": hash,
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8) ON CONFLICT DO NOTHING`,
-		s.ID, int(o.FY), seller.ID, o.LastSerial, s.Format.Capacity(), o.LastInvoiceDate, o.DeclaredAt, hash)
+		VALUES (@series_id, @fy, @seller_id, @last_serial, @capacity, @last_invoice_date, @declared_at, 1, @hash) ON CONFLICT DO NOTHING`,
+		args)
 	if err != nil {
 		return Opening{}, translate(err, "declare opening")
 	}
@@ -36,10 +42,10 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 		return Opening{}, apperr.Errorf(ErrOpeningTooLate, "series %s already has invoices (or an opening) in %s", s.Code, o.FY)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, 1, 'opening', $3, $4, $5)`,
-		s.ID, int(o.FY), o.LastSerial, o.DeclaredAt, hash)
-	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		s.ID, int(o.FY), o.LastSerial, o.LastInvoiceDate, o.LastNumber, o.DeclaredAt, o.DeclaredBy)
+	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
+		VALUES (@series_id, @fy, 1, 'opening', @last_serial, @declared_at, @hash)`, args)
+	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by)
+		VALUES (@series_id, @fy, @last_serial, @last_invoice_date, @last_number, @declared_at, @declared_by)`, args)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return Opening{}, translate(err, "declare opening")
 	}
@@ -48,8 +54,8 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 
 // OpeningOf returns the opening declared for series seriesID in fy; found
 // is false when there is none.
-func OpeningOf(ctx context.Context, db series.DB, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
-	err = db.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
+func OpeningOf(ctx context.Context, q db.Querier, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
+	err = q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
 		seriesID, int(fy)).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Opening{}, false, nil
@@ -65,9 +71,9 @@ func OpeningOf(ctx context.Context, db series.DB, seriesID int64, fy series.FY) 
 // before invoiced: a number that an invoice-type series of seller with an
 // opening in o's year renders for a declared serial, dated no later than
 // the opening's last date.
-func declaredOriginal(ctx context.Context, db series.DB, seller series.Seller, o *Original) (bool, error) {
+func declaredOriginal(ctx context.Context, q db.Querier, seller series.Seller, o *Original) (bool, error) {
 	fy := series.FYOf(o.InvoiceDate)
-	rows, err := db.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id
 		WHERE s.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
 			AND s.doc_type IN ('invoice', 'bill_of_supply', 'revised_invoice', 'inward_supply_unregistered')`,

@@ -2,14 +2,13 @@ package invoice
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // This file holds the SQL of period locks (docs/periods.md).
@@ -21,11 +20,11 @@ import (
 // FOR UPDATE while the lock is written, so an issuing transaction holding
 // it FOR SHARE (a backdated invoice being issued) finishes first, and one
 // that comes after sees the lock.
-func LockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
+func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
 	if !backdated(m.Start(), now) {
 		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, series.DateIST(now).Format("2 Jan 2006"))
 	}
-	err = pgx.BeginFunc(ctx, beginner{db}, func(tx pgx.Tx) error {
+	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
 			return err
 		}
@@ -54,12 +53,12 @@ func LockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Month,
 // UnlockPeriod unlocks month m of seller and records who (by), when (now)
 // and why (reason, required). It returns ErrInvalid for an empty or
 // overlong reason, ErrPeriodNotLocked, and database errors.
-func UnlockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Month, by, reason string, now time.Time) error {
+func UnlockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by, reason string, now time.Time) error {
 	reason = strings.TrimSpace(reason)
 	if err := checkText("reason", reason, false); err != nil {
 		return err
 	}
-	err := pgx.BeginFunc(ctx, beginner{db}, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
 			return err
 		}
@@ -80,14 +79,9 @@ func UnlockPeriod(ctx context.Context, db Beginner, seller series.Seller, m Mont
 	return translate(err, "unlock period")
 }
 
-// beginner adapts a Beginner to pgx.BeginFunc.
-type beginner struct{ Beginner }
-
-func (b beginner) Begin(ctx context.Context) (pgx.Tx, error) { return b.Beginner.Begin(ctx) }
-
 // PeriodLocks returns the seller's locked months, newest first.
-func PeriodLocks(ctx context.Context, db series.DB, sellerID int64) ([]PeriodLock, error) {
-	rows, err := db.Query(ctx, `SELECT period, locked_at, locked_by FROM period_locks WHERE seller_id = $1 ORDER BY period DESC`, sellerID)
+func PeriodLocks(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodLock, error) {
+	rows, err := q.Query(ctx, `SELECT period, locked_at, locked_by FROM period_locks WHERE seller_id = $1 ORDER BY period DESC`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list period locks")
 	}
@@ -103,8 +97,8 @@ func PeriodLocks(ctx context.Context, db series.DB, sellerID int64) ([]PeriodLoc
 
 // PeriodEvents returns every lock and unlock of the seller's months, oldest
 // first.
-func PeriodEvents(ctx context.Context, db series.DB, sellerID int64) ([]PeriodEvent, error) {
-	rows, err := db.Query(ctx, `SELECT period, action, at, by, reason FROM period_lock_events WHERE seller_id = $1 ORDER BY id`, sellerID)
+func PeriodEvents(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodEvent, error) {
+	rows, err := q.Query(ctx, `SELECT period, action, at, by, reason FROM period_lock_events WHERE seller_id = $1 ORDER BY id`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list period events")
 	}
@@ -123,13 +117,13 @@ func PeriodEvents(ctx context.Context, db series.DB, sellerID int64) ([]PeriodEv
 // (IST) or later is never in a locked month and costs no query. This is the
 // early, exact answer; the issuing transaction checks again under the
 // seller's row lock (queuePeriodGuard), which is what makes it race-free.
-func CheckPeriod(ctx context.Context, db series.DB, seller series.Seller, date, now time.Time) error {
+func CheckPeriod(ctx context.Context, q db.Querier, seller series.Seller, date, now time.Time) error {
 	if !backdated(date, now) {
 		return nil
 	}
 	var locked bool
 	m := MonthOf(date)
-	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, seller.ID, m.Start()).Scan(&locked); err != nil {
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, seller.ID, m.Start()).Scan(&locked); err != nil {
 		return translate(err, "check period lock")
 	}
 	if locked {
@@ -137,10 +131,6 @@ func CheckPeriod(ctx context.Context, db series.DB, seller series.Seller, date, 
 	}
 	return nil
 }
-
-// codePeriodLocked is the SQLSTATE queuePeriodGuard raises
-// (invoiced_require, migration 00002).
-const codePeriodLocked = "IV005"
 
 // periodGuard is what queuePeriodGuard queued: the months it checks.
 type periodGuard struct{ months []Month }
@@ -172,15 +162,14 @@ func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now tim
 	b.Queue(`SELECT 1 FROM sellers WHERE id = ANY($1) ORDER BY id FOR SHARE`, sellers)
 	b.Queue(`SELECT invoiced_require(NOT EXISTS (
 			SELECT 1 FROM period_locks p JOIN unnest($1::bigint[], $2::date[]) AS u(s, m) ON p.seller_id = u.s AND p.period = u.m),
-			$3, 'an invoice is dated in a locked month')`, sellers, months, codePeriodLocked)
+			$3, 'an invoice is dated in a locked month')`, sellers, months, db.CodePeriodLocked)
 	return g
 }
 
 // translate returns err as ErrPeriodLocked when the guard's requirement
 // failed, and err otherwise.
 func (g periodGuard) translate(err error) error {
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) || pg.Code != codePeriodLocked {
+	if db.SQLState(err) != db.CodePeriodLocked {
 		return err
 	}
 	if len(g.months) == 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -14,9 +15,9 @@ import (
 
 // AuditSummary returns the summary of the serial audit of s in fy, read in
 // its own snapshot; it fails as AuditSummaryTx does.
-func AuditSummary(ctx context.Context, db DB, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+func AuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
 	var sum Summary
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
 		sum, err = AuditSummaryTx(ctx, tx, seller, s, fy)
 		return err
@@ -35,9 +36,9 @@ type RowQuery struct {
 
 // AuditRows returns the audit rows of s in fy that q selects, in serial
 // order (without items). It fails only when the database fails.
-func AuditRows(ctx context.Context, db DB, s series.Series, fy series.FY, q RowQuery) ([]Row, error) {
+func AuditRows(ctx context.Context, b db.OptionsBeginner, s series.Series, fy series.FY, q RowQuery) ([]Row, error) {
 	var out []Row
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		return walkInvoicePage(ctx, tx, s.ID, fy, q, func(r *invoiceRow) error {
 			out = append(out, *rowOf(r))
 			return nil
@@ -56,9 +57,9 @@ type DayCount struct {
 // DailyCounts returns the invoices of s in fy per invoice date, in date
 // order (days without invoices are absent). It fails only when the
 // database fails.
-func DailyCounts(ctx context.Context, db DB, s series.Series, fy series.FY) ([]DayCount, error) {
+func DailyCounts(ctx context.Context, b db.OptionsBeginner, s series.Series, fy series.FY) ([]DayCount, error) {
 	var out []DayCount
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
 		out, err = dailyCounts(ctx, tx, s.ID, fy)
 		return err
@@ -77,9 +78,9 @@ type Activity struct {
 // SeriesActivity returns the activity of each of the seller's series on
 // the day today (a civil date, IST), ordered by code. It fails only when
 // the database fails.
-func SeriesActivity(ctx context.Context, db DB, seller series.Seller, today time.Time) ([]Activity, error) {
+func SeriesActivity(ctx context.Context, b db.OptionsBeginner, seller series.Seller, today time.Time) ([]Activity, error) {
 	var out []Activity
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		all, err := series.List(ctx, tx, seller.ID)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -158,9 +159,9 @@ type DocRange struct {
 // dated in the period, the count of serials from..to, how many of those
 // invoices are cancelled (as of now), and the net issued. A period with no
 // documents gives an empty doc_det. It fails only when the database fails.
-func DocIssue(ctx context.Context, db DB, seller series.Seller, period Period) (DocIssueReport, error) {
+func DocIssue(ctx context.Context, b db.OptionsBeginner, seller series.Seller, period Period) (DocIssueReport, error) {
 	var rep DocIssueReport
-	err := readTx(ctx, db, func(tx pgx.Tx) error {
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
 		rep, err = DocIssueTx(ctx, tx, seller, period)
 		return err

@@ -3,34 +3,27 @@ package reports
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the package's SQL; pgx errors are translated here.
+// This file holds the package's SQL; database errors are translated where
+// they arise.
 
-// DB starts transactions: *pgxpool.Pool and *pgx.Conn satisfy it. Every
-// report runs in one read-only REPEATABLE READ transaction, so its passes
-// see one snapshot.
-type DB interface {
-	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
-}
+// DB is db.OptionsBeginner, under the name callers outside the data layer
+// know. Every report runs in one read-only REPEATABLE READ transaction
+// (readTx), so its passes see one snapshot.
+type DB = db.OptionsBeginner
 
-// readTx runs fn in a read-only REPEATABLE READ transaction on db.
-func readTx(ctx context.Context, db DB, fn func(pgx.Tx) error) error {
-	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return translate(err, "begin")
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return translate(tx.Commit(ctx), "commit")
+// readTx runs fn in a read-only REPEATABLE READ transaction begun on b and
+// returns fn's error, or BEGIN's or COMMIT's translated.
+func readTx(ctx context.Context, b db.OptionsBeginner, fn func(pgx.Tx) error) error {
+	err := db.InTxWith(ctx, b, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+	return db.TranslateTx(err, "reports")
 }
 
 // seriesYear is one series-year to check, with its counter row when there
@@ -390,10 +383,6 @@ func docIssueRows(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.
 	return out, translate(err, "documents issued")
 }
 
-// translate wraps database errors with what was being done; nil stays nil.
-func translate(err error, what string) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("reports: %s: %w", what, err)
-}
+// translate returns err as db.Translate does, wrapped as
+// "reports: what: err"; nil stays nil.
+func translate(err error, what string) error { return db.Translate(err, "reports: "+what) }

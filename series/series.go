@@ -1,7 +1,6 @@
 package series
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"time"
@@ -9,18 +8,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/freetext"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// DB is what the store needs from a connection: *pgxpool.Pool, *pgx.Conn and
-// pgx.Tx all satisfy it.
-type DB interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DB is db.Querier, the statements a store function runs, under the name
+// callers outside the data layer know.
+type DB = db.Querier
 
 // Seller is one GST registration.
 type Seller struct {
@@ -70,7 +64,7 @@ type Usage struct {
 }
 
 // SeriesUsage is a series with its counters, newest year first.
-type SeriesUsage struct {
+type SeriesUsage struct { //nolint:revive // Usage already names one year's counter; this is a series with its years
 	Series
 	Years []Usage
 }

@@ -28,7 +28,8 @@ const (
 )
 
 // Error is a coded error. Two Errors match under errors.Is when their Codes
-// are equal, so a sentinel matches every error derived from it with Wrap.
+// are equal, so a sentinel matches every error derived from it with Errorf
+// or WithCause.
 type Error struct {
 	Kind    Kind
 	Code    string // snake_case, stable, part of the API contract

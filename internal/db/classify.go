@@ -62,7 +62,9 @@ func (c Class) String() string {
 }
 
 // The SQLSTATEs of invoiced_require (migration 00002): the message says
-// what was required, the code which requirement failed.
+// what was required, the code which requirement failed. IV003 (a key
+// already used), listed in the migration, is no longer raised: a used key
+// is found by ClaimKeys' lookup instead.
 const (
 	CodeRowMoved     = "IV001" // a counter row is not in the predicted state
 	CodeKeyHeld      = "IV002" // an idempotency key is held by another transaction

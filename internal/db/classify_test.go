@@ -111,9 +111,23 @@ func TestTranslate(t *testing.T) {
 	}
 	// A lost COMMIT is not mapped: only callers with an Idempotency-Key answer ErrOutcomeUnknown.
 	lost := &db.TxError{Op: db.OpCommit, Err: io.EOF}
-	err = db.Translate(lost, "series")
+	err = db.TranslateTx(lost, "series")
 	if err.Error() != "series: commit: EOF" || errors.Is(err, db.ErrOutcomeUnknown) || db.Classify(err) != db.OutcomeUnknown {
 		t.Fatalf("lost commit translated to %q, class %v", err, db.Classify(err))
+	}
+	refused := errors.New("refused")
+	if err := db.TranslateTx(refused, "series"); err != refused {
+		t.Fatalf("TranslateTx changed fn's error to %v", err)
+	}
+	if err := db.TranslateTx(nil, "series"); err != nil {
+		t.Fatalf("TranslateTx(nil) = %v", err)
+	}
+	begin := &db.TxError{Op: db.OpBegin, Err: pgErr(pgerrcode.LockNotAvailable, "ERROR")}
+	if err := db.TranslateTx(begin, "series"); !errors.Is(err, db.ErrLockTimeout) {
+		t.Fatalf("TranslateTx(lock timeout at BEGIN) = %v", err)
+	}
+	if got := (&db.TxError{Op: db.OpCommit, Err: io.EOF}).Error(); got != "EOF" {
+		t.Fatalf("TxError message %q, want its cause's", got)
 	}
 	down := pgErr(pgerrcode.AdminShutdown, "FATAL")
 	if err := db.Translate(down, "x"); db.Classify(err) != db.Unavailable || apperr.KindOf(err) != apperr.Internal {

@@ -33,14 +33,15 @@ const (
 )
 
 // TxError is the failure of BEGIN or COMMIT itself, as InTx returns it.
-// Classify reads a COMMIT whose answer was lost as OutcomeUnknown.
+// Its message is its cause's; Classify reads a COMMIT whose answer was
+// lost as OutcomeUnknown, and TranslateTx names the operation.
 type TxError struct {
 	Op  string // OpBegin or OpCommit
 	Err error
 }
 
-// Error returns the operation and the cause, "commit: conn closed".
-func (e *TxError) Error() string { return e.Op + ": " + e.Err.Error() }
+// Error returns the cause's message.
+func (e *TxError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the cause.
 func (e *TxError) Unwrap() error { return e.Err }

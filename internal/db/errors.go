@@ -44,3 +44,15 @@ func Translate(err error, context string) error {
 	}
 	return fmt.Errorf("%s: %w", context, err)
 }
+
+// TranslateTx returns InTx's error err as its caller returns it: fn's
+// error unchanged (it was translated where it arose), and a *TxError as
+// Translate(err, prefix+": "+op), "series: commit: conn closed"; nil stays
+// nil.
+func TranslateTx(err error, prefix string) error {
+	te, ok := err.(*TxError) // InTx's own, not one that fn returned wrapped
+	if !ok {
+		return err
+	}
+	return Translate(err, prefix+": "+te.Op)
+}

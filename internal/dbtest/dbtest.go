@@ -145,7 +145,8 @@ func createTemplate(admin, name string) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(727374)`); err != nil {
 		return err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(727374)`)
+	// The lock is the session's: closing the connection releases it too.
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(727374)`) }()
 	var ready bool
 	err = conn.QueryRow(ctx, `SELECT datistemplate FROM pg_database WHERE datname = $1`, name).Scan(&ready)
 	if err == nil && ready {

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -32,6 +33,18 @@ import (
 const gstin = "27AAPFU0939F1ZV"
 
 func main() {
+	if err := run(); errors.Is(err, errUsage) {
+		os.Exit(2)
+	} else if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// errUsage: the flags asked for nothing; the usage was printed.
+var errUsage = errors.New("usage")
+
+// run parses the flags and does what they ask; it returns the first error.
+func run() error {
 	seed := flag.Int("seed", 0, "insert this many invoices into series BENCH (FY 2026-27)")
 	deep := flag.Bool("deep", false, "seed a database years deep (see -deep-*)")
 	var l deepLayout
@@ -49,30 +62,30 @@ func main() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer pool.Close()
 	switch {
 	case *deep:
 		start := time.Now()
 		if err := seedDeep(ctx, pool, l, func(s string) { fmt.Printf("%s (%s)\n", s, time.Since(start).Round(time.Second)) }); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		fmt.Printf("seeded %d invoices over %d series-years in %s\n", l.sellers*l.seriesPer*l.years*l.per, l.sellers*l.seriesPer*l.years, time.Since(start).Round(time.Millisecond))
 	case *seed > 0:
 		start := time.Now()
 		if err := seedSeries(ctx, pool, *seed); err != nil {
-			log.Fatal(err)
+			return err
 		}
 		fmt.Printf("seeded %d invoices in %s\n", *seed, time.Since(start).Round(time.Millisecond))
 	case *audit, *verify:
 		seller, err := series.SellerByGSTIN(ctx, pool, gstin)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		s, err := series.Get(ctx, pool, seller.ID, "BENCH")
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		var peak atomic.Uint64
 		stop := make(chan struct{})
@@ -96,20 +109,20 @@ func main() {
 			what = "audit " + *format
 			f, err := os.Create(*out)
 			if err != nil {
-				log.Fatal(err)
+				return err
 			}
 			cw := &countWriter{w: f}
 			if err := reports.WriteAudit(ctx, pool, seller, s, 2026, *format, cw); err != nil {
-				log.Fatal(err)
+				return err
 			}
 			if err := f.Close(); err != nil {
-				log.Fatal(err)
+				return err
 			}
 			what += fmt.Sprintf(" (%d bytes)", cw.n)
 		} else {
 			rep, err := reports.Verify(ctx, pool, seller, "BENCH", 2026)
 			if err != nil {
-				log.Fatal(err)
+				return err
 			}
 			what += fmt.Sprintf(" (%d invoices, %d records, ok=%v)", rep.Chains[0].Invoices, rep.Chains[0].Records, rep.OK())
 		}
@@ -118,16 +131,22 @@ func main() {
 		if *memprofile != "" {
 			f, err := os.Create(*memprofile)
 			if err != nil {
-				log.Fatal(err)
+				return err
 			}
-			pprof.Lookup("allocs").WriteTo(f, 0)
-			f.Close()
+			err = pprof.Lookup("allocs").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
 		}
 		fmt.Printf("%s: %s, peak heap in use %.1f MiB\n", what, el.Round(time.Millisecond), float64(peak.Load())/(1<<20))
 	default:
 		flag.Usage()
-		os.Exit(2)
+		return errUsage
 	}
+	return nil
 }
 
 type countWriter struct {

@@ -1,0 +1,196 @@
+package invoice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+)
+
+// This file holds the SQL that reads invoices.
+
+const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_type, i.fy, i.serial, i.number,
+	i.invoice_date, i.issued_at, i.status, i.buyer_gstin, i.buyer_name, i.place_of_supply,
+	i.original_number, i.original_date, i.items, i.taxable, i.cgst, i.sgst, i.igst, i.total,
+	i.cancelled_at, i.cancel_reason, i.original_external_reason`
+
+const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id `
+
+func scanInvoice(row pgx.Row) (Invoice, error) {
+	var inv Invoice
+	var dt string
+	var fy int
+	var bg, bn, on, reason, oext *string
+	var od *time.Time
+	var items []byte
+	var taxable, cgst, sgst, igst, total decimal.Decimal
+	err := row.Scan(&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
+		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext)
+	if err != nil {
+		return Invoice{}, err
+	}
+	inv.DocType, inv.FY = series.DocType(dt), series.FY(fy)
+	if bg != nil || bn != nil {
+		inv.Buyer = &Buyer{GSTIN: deref(bg), Name: deref(bn)}
+	}
+	if on != nil && od != nil {
+		inv.Original = &Original{Number: *on, InvoiceDate: *od, ExternalReason: deref(oext)}
+	}
+	inv.Totals = Totals{Taxable: taxable, CGST: cgst, SGST: sgst, IGST: igst, Total: total}
+	inv.CancelReason = deref(reason)
+	if err := json.Unmarshal(items, &inv.Items); err != nil {
+		return Invoice{}, fmt.Errorf("invoice %d: stored items: %w", inv.ID, err)
+	}
+	return inv, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func one(row pgx.Row, what string) (Invoice, error) {
+	inv, err := scanInvoice(row)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Invoice{}, ErrNotFound
+	}
+	if err != nil {
+		return Invoice{}, translate(err, what)
+	}
+	return inv, nil
+}
+
+// Get returns the seller's invoice with id, or ErrNotFound (also when it
+// belongs to another seller).
+func Get(ctx context.Context, q db.Querier, sellerID, id int64) (Invoice, error) {
+	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
+}
+
+// IDBySerial returns the internal id of the seller's invoice with serial
+// in series seriesID and year fy, or ErrNotFound (also when the series is
+// another seller's). It fails otherwise only on a database error.
+func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
+	var id int64
+	err := q.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
+		seriesID, int(fy), serial, sellerID).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, translate(err, "find invoice")
+	}
+	return id, nil
+}
+
+// GetByPublicID returns the invoice whose public id is publicID, or
+// ErrNotFound.
+func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (Invoice, error) {
+	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
+}
+
+// List returns up to limit invoices of series s in fy with serials above
+// after, in serial order.
+func List(ctx context.Context, q db.Querier, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+	return ListDated(ctx, q, s, fy, DateRange{}, after, limit)
+}
+
+// DateRange bounds invoice dates, both ends included; a zero end is open.
+type DateRange struct {
+	From, To time.Time // civil dates (midnight UTC, as series.DateIST gives)
+}
+
+// ListDated is List restricted to invoices dated within r. Within a
+// series-year invoice dates never decrease with the serial, so the
+// matching invoices are consecutive serials. It fails only on a database
+// error.
+func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
+	var from, to *string
+	if !r.From.IsZero() {
+		v := r.From.Format(time.DateOnly)
+		from = &v
+	}
+	if !r.To.IsZero() {
+		v := r.To.Format(time.DateOnly)
+		to = &v
+	}
+	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3
+		  AND ($5::date IS NULL OR i.invoice_date >= $5::date)
+		  AND ($6::date IS NULL OR i.invoice_date <= $6::date)
+		ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit, from, to)
+	if err != nil {
+		return nil, translate(err, "list invoices")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, translate(err, "list invoices")
+	}
+	return out, nil
+}
+
+// CheckOriginal checks the original that draft d (a note) names: unless it
+// is declared external, the seller must have issued here an invoice, bill
+// of supply or revised invoice with that number and date, or declared it
+// as issued before invoiced (an opening whose serials include the number,
+// dated no later than the opening's last date). Invoices are
+// never deleted, so a check before issuing stays true. It returns nil for a
+// draft without an original, ErrOriginalNotFound, ErrInvalid when the
+// number names a note or a voucher, and database errors.
+func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *Draft) error {
+	o := d.Original
+	if o == nil || o.ExternalReason != "" {
+		return nil
+	}
+	var dt string
+	err := q.QueryRow(ctx, `
+		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id
+		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
+		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		declared, derr := declaredOriginal(ctx, q, seller, o)
+		if derr != nil || declared {
+			return derr
+		}
+		return apperr.Errorf(ErrOriginalNotFound, "original %s dated %s was not issued by %s here; if it was issued elsewhere or before the move to invoiced, send \"external\": true with a \"reason\"",
+			o.Number, o.InvoiceDate.Format(time.DateOnly), seller.GSTIN)
+	}
+	if err != nil {
+		return translate(err, "find original")
+	}
+	switch series.DocType(dt) {
+	case series.Invoice, series.BillOfSupply, series.RevisedInvoice, series.InwardSupplyUnregistered:
+		return nil
+	}
+	return apperr.Errorf(ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)
+}
+
+// FindByNumber returns the seller's invoices whose number is number,
+// compared case-insensitively (as the IRP compares document numbers):
+// none, one, or, for a format without {FY}, one per financial year,
+// newest year first. It fails only on a database error.
+func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number string) ([]Invoice, error) {
+	// Numbers are stored upper-case (formats are), and unique per seller
+	// and year: one index probe per year the seller has used.
+	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+		WHERE i.seller_id = $1 AND i.number = upper($2)
+		  AND i.fy IN (SELECT DISTINCT c.fy FROM series_counters c WHERE c.seller_id = $1)
+		ORDER BY i.fy DESC`, sellerID, number)
+	if err != nil {
+		return nil, translate(err, "find invoice by number")
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, translate(err, "find invoice by number")
+	}
+	return out, nil
+}

@@ -1,0 +1,321 @@
+package invoice
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the write path of issuing: the rows one transaction
+// inserts (invoices, chain records, idempotency keys, chain heads), one
+// struct per table's row, sent as one multi-row insert per table.
+
+// sealGroups checks groups and returns each draft's sealed parts (worked
+// out before the lock) and each group's take.
+func sealGroups(groups []Group) ([][]*sealed, []series.Take, error) {
+	takes := make([]series.Take, len(groups))
+	seals := make([][]*sealed, len(groups))
+	for g, gr := range groups {
+		if len(gr.Drafts) == 0 {
+			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
+		}
+		date := gr.Drafts[0].InvoiceDate
+		seals[g] = make([]*sealed, len(gr.Drafts))
+		for i := range gr.Drafts {
+			d := &gr.Drafts[i]
+			if !d.InvoiceDate.Equal(date) {
+				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
+			}
+			// The items' JSON, the totals as text and the content part of
+			// the chain record (Prepare did it already).
+			var err error
+			if seals[g][i], err = d.seal(); err != nil {
+				return nil, nil, err
+			}
+		}
+		takes[g] = series.Take{Series: gr.Series, Date: date, N: len(gr.Drafts)}
+	}
+	return seals, takes, nil
+}
+
+// writes is what one transaction inserts: the invoices numbered (out, by
+// group, and all of them in order), each group's counter state after
+// (states), and the rows of each table.
+type writes struct {
+	out      [][]Invoice
+	states   []*series.State
+	all      []*Invoice
+	invoices []invoiceRow
+	chain    []chainRow
+	keys     []keyRow
+	heads    []headRow
+}
+
+// invoiceRow is the row of an invoice in table invoices (less its id,
+// which the insert returns). Nil pointers are NULL.
+type invoiceRow struct {
+	sellerID, seriesID int64
+	fy                 int32
+	serial             int64
+	number             string
+	date, issuedAt     time.Time
+	publicID           string
+	buyerGSTIN         *string
+	buyerName          *string
+	placeOfSupply      string
+	originalNumber     *string
+	originalDate       *time.Time
+	items              string // JSON
+	taxable, cgst      string // decimal text, cast to numeric by the insert
+	sgst, igst, total  string
+	originalExternal   *string
+}
+
+// chainRow is the record of an issue in table chain_records.
+type chainRow struct {
+	seriesID int64
+	fy       int32
+	position int64
+	serial   int64
+	at       time.Time
+	hash     []byte
+}
+
+// keyRow is an idempotency key in table idempotency_keys, naming its
+// invoice by series, year and serial until the insert knows its id.
+type keyRow struct {
+	sellerID, seriesID int64
+	fy                 int32
+	serial             int64
+	key                string
+	requestHash        []byte
+}
+
+// headRow is a series-year's chain state after the transaction's records,
+// for series.QueueAdvanceChains.
+type headRow struct {
+	seriesID int64
+	fy       int32
+	length   int64
+	head     []byte
+}
+
+// numberGroups numbers and chains the drafts of every group not refused
+// (errs) with its block and returns the rows to write.
+func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][]*sealed) *writes {
+	w := &writes{out: make([][]Invoice, len(groups)), states: make([]*series.State, len(groups))}
+	for g, gr := range groups {
+		if errs[g] != nil {
+			continue
+		}
+		b := blocks[g]
+		invs := make([]Invoice, b.N)
+		w.out[g] = invs
+		head := b.ChainHead
+		for i, d := range gr.Drafts[:b.N] {
+			inv := &invs[i]
+			*inv = Invoice{
+				PublicID: newPublicID(), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
+				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
+				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
+				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
+			}
+			w.all = append(w.all, inv)
+			position := b.ChainLength + int64(i) + 1
+			sl := seals[g][i]
+			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
+
+			w.invoices = append(w.invoices, invoiceRowOf(inv, sl))
+			w.chain = append(w.chain, chainRow{seriesID: inv.SeriesID, fy: int32(inv.FY), position: position,
+				serial: inv.Serial, at: inv.IssuedAt, hash: head})
+			if d.IdempotencyKey != "" {
+				w.keys = append(w.keys, keyRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY),
+					serial: inv.Serial, key: d.IdempotencyKey, requestHash: d.RequestHash})
+			}
+		}
+		length := b.ChainLength + int64(b.N)
+		w.heads = append(w.heads, headRow{seriesID: gr.Series.ID, fy: int32(b.FY), length: length, head: head})
+		st := b.After(gr.Drafts[0].InvoiceDate, length, head)
+		w.states[g] = &st
+	}
+	return w
+}
+
+// invoiceRowOf returns the row of inv, with the parts sl sealed.
+func invoiceRowOf(inv *Invoice, sl *sealed) invoiceRow {
+	r := invoiceRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY), serial: inv.Serial,
+		number: inv.Number, date: inv.InvoiceDate, issuedAt: inv.IssuedAt, publicID: inv.PublicID,
+		placeOfSupply: inv.PlaceOfSupply, items: sl.itemsJSON,
+		taxable: sl.money[0], cgst: sl.money[1], sgst: sl.money[2], igst: sl.money[3], total: sl.money[4]}
+	if inv.Buyer != nil {
+		if inv.Buyer.GSTIN != "" {
+			r.buyerGSTIN = &inv.Buyer.GSTIN
+		}
+		if inv.Buyer.Name != "" {
+			r.buyerName = &inv.Buyer.Name
+		}
+	}
+	if inv.Original != nil {
+		r.originalNumber, r.originalDate = &inv.Original.Number, &inv.Original.InvoiceDate
+		if inv.Original.ExternalReason != "" {
+			r.originalExternal = &inv.Original.ExternalReason
+		}
+	}
+	return r
+}
+
+// invoiceColumns returns rows as the parameters $1 to $20 of the invoice
+// insert (writes.queue), one array per column.
+func invoiceColumns(rows []invoiceRow) []any {
+	n := len(rows)
+	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	dates, issuedAt := make([]time.Time, n), make([]time.Time, n)
+	numbers, publicIDs, pos, items := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	buyerGSTINs, buyerNames, origNumbers, origExternal := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
+	origDates := make([]*time.Time, n)
+	taxable, cgst, sgst, igst, total := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range rows {
+		sellers[i], seriesIDs[i], fys[i], serials[i] = r.sellerID, r.seriesID, r.fy, r.serial
+		numbers[i], dates[i], issuedAt[i], publicIDs[i] = r.number, r.date, r.issuedAt, r.publicID
+		buyerGSTINs[i], buyerNames[i], pos[i] = r.buyerGSTIN, r.buyerName, r.placeOfSupply
+		origNumbers[i], origDates[i], origExternal[i], items[i] = r.originalNumber, r.originalDate, r.originalExternal, r.items
+		taxable[i], cgst[i], sgst[i], igst[i], total[i] = r.taxable, r.cgst, r.sgst, r.igst, r.total
+	}
+	return []any{sellers, seriesIDs, fys, serials, numbers, dates, issuedAt, publicIDs, buyerGSTINs, buyerNames, pos,
+		origNumbers, origDates, items, taxable, cgst, sgst, igst, total, origExternal}
+}
+
+// keyColumns returns rows as the parameters $21 to $26 of the invoice
+// insert (writes.queue).
+func keyColumns(rows []keyRow) []any {
+	n := len(rows)
+	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	keys, hashes := make([]string, n), make([][]byte, n)
+	for i, r := range rows {
+		sellers[i], seriesIDs[i], fys[i], serials[i], keys[i], hashes[i] = r.sellerID, r.seriesID, r.fy, r.serial, r.key, r.requestHash
+	}
+	return []any{sellers, seriesIDs, fys, serials, keys, hashes}
+}
+
+// chainColumns returns rows as the parameters of the chain records' insert.
+func chainColumns(rows []chainRow) []any {
+	n := len(rows)
+	seriesIDs, positions, serials := make([]int64, n), make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	ats, hashes := make([]time.Time, n), make([][]byte, n)
+	for i, r := range rows {
+		seriesIDs[i], fys[i], positions[i], serials[i], ats[i], hashes[i] = r.seriesID, r.fy, r.position, r.serial, r.at, r.hash
+	}
+	return []any{seriesIDs, fys, positions, serials, ats, hashes}
+}
+
+// queueHeads queues on b the update of every series-year's chain state to
+// the heads w's records leave.
+func (w *writes) queueHeads(b *pgx.Batch) {
+	n := len(w.heads)
+	seriesIDs, lengths := make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	heads := make([][]byte, n)
+	for i, h := range w.heads {
+		seriesIDs[i], fys[i], lengths[i], heads[i] = h.seriesID, h.fy, h.length, h.head
+	}
+	series.QueueAdvanceChains(b, seriesIDs, fys, lengths, heads)
+}
+
+// queue queues on b the statements inserting w: one inserts the invoices
+// and their idempotency keys and returns the ids, one the chain records.
+func (w *writes) queue(b *pgx.Batch) {
+	args := append(invoiceColumns(w.invoices), keyColumns(w.keys)...)
+	b.Queue(`
+		WITH ins AS (
+			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
+				taxable, cgst, sgst, igst, total, original_external_reason)
+			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
+				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
+				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext
+			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
+				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
+				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[])
+				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
+				taxable, cgst, sgst, igst, total, oext)
+			RETURNING id, seller_id, series_id, fy, serial, issued_at
+		), `+issuedEventsSQL+`, keys AS (
+			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
+			SELECT k.seller_id, k.key, k.hash, ins.id
+			FROM unnest($21::bigint[], $22::bigint[], $23::int[], $24::bigint[], $25::text[], $26::bytea[])
+				AS k(seller_id, series_id, fy, serial, key, hash)
+			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
+		)
+		SELECT ins.id FROM ins
+		JOIN unnest($2::bigint[], $3::int[], $4::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
+			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
+		ORDER BY o.n`, args...).Query(func(rows pgx.Rows) error {
+		i := 0
+		for rows.Next() {
+			if i == len(w.all) {
+				return fmt.Errorf("invoice: more ids than invoices")
+			}
+			if err := rows.Scan(&w.all[i].ID); err != nil {
+				return err
+			}
+			i++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if i != len(w.all) {
+			return fmt.Errorf("invoice: %d ids for %d invoices", i, len(w.all))
+		}
+		return nil
+	})
+	b.Queue(`
+		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
+		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[])
+			AS u(series_id, fy, position, serial, at, hash)`, chainColumns(w.chain)...)
+}
+
+// sendWrites sends b on tx, with COMMIT appended when commit is set, and
+// reports whether it committed. A statement's error means nothing was
+// committed. Once COMMIT has answered, the transaction is durable whatever
+// fails after (reading the end of the pipeline, the connection): sendWrites
+// then reports it committed. A lost session before that answer, after
+// COMMIT was sent, is ErrOutcomeUnknown: the server may have committed.
+func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
+	committed := false
+	if commit {
+		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+			if tag.String() == "ROLLBACK" {
+				return pgx.ErrTxCommitRollback
+			}
+			committed = true
+			return nil
+		})
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		v, _ := db.Violated(err)
+		switch {
+		case committed:
+			return true, nil
+		case v.Code == pgerrcode.UniqueViolation && v.Table == "idempotency_keys":
+			return false, apperr.WithCause(ErrKeyRace, err)
+		case commit && db.ClassifyCommit(err) == db.OutcomeUnknown:
+			// A statement error aborts the pipeline before COMMIT runs; a
+			// lost connection or a terminated backend may come after the
+			// server committed.
+			return false, apperr.WithCause(ErrOutcomeUnknown, err)
+		}
+		return false, translate(err, "insert invoices")
+	}
+	return commit, nil
+}

@@ -1,0 +1,221 @@
+package reports
+
+import (
+	"archive/zip"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+	"github.com/xuri/excelize/v2"
+)
+
+// This file holds the XLSX export of the serial audit.
+
+// maxSheetRows is how many invoice rows one sheet takes below its header
+// (Excel's limit is 1,048,576 rows); more continue on "Rows 2", "Rows 3"….
+const maxSheetRows = 1048576 - 1
+
+type xlsxWriter struct {
+	w                                  io.Writer
+	f                                  *excelize.File
+	sw                                 *excelize.StreamWriter
+	sheet                              int // number of the current rows sheet
+	n                                  int // rows written to it
+	bold, left, amount, date, datetime int
+	cells                              []any
+}
+
+func newXLSXWriter(w io.Writer) *xlsxWriter {
+	return &xlsxWriter{w: w, f: excelize.NewFile(), cells: make([]any, len(rowHeader))}
+}
+
+func (xw *xlsxWriter) styles() error {
+	var err error
+	styles := []struct {
+		id *int
+		st *excelize.Style
+	}{
+		{&xw.bold, &excelize.Style{Font: &excelize.Font{Bold: true}}},
+		{&xw.left, &excelize.Style{Alignment: &excelize.Alignment{Horizontal: "left"}}},
+		{&xw.amount, &excelize.Style{CustomNumFmt: ptr("#,##0.00")}},
+		{&xw.date, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")}},
+		{&xw.datetime, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd hh:mm:ss")}},
+	}
+	for _, s := range styles {
+		if *s.id, err = xw.f.NewStyle(s.st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// printLayout makes sheet print landscape, fitted to the page width.
+func (xw *xlsxWriter) printLayout(sheet string) error {
+	if err := xw.f.SetPageLayout(sheet, &excelize.PageLayoutOptions{
+		Orientation: ptr("landscape"), FitToWidth: ptr(1), FitToHeight: ptr(0),
+	}); err != nil {
+		return err
+	}
+	return xw.f.SetSheetProps(sheet, &excelize.SheetPropsOptions{FitToPage: ptr(true)})
+}
+
+func (xw *xlsxWriter) summary(s Summary) error {
+	if err := xw.styles(); err != nil {
+		return err
+	}
+	if err := xw.f.SetSheetName("Sheet1", "Summary"); err != nil {
+		return err
+	}
+	if err := xw.printLayout("Summary"); err != nil {
+		return err
+	}
+	sw, err := xw.f.NewStreamWriter("Summary")
+	if err != nil {
+		return err
+	}
+	if err := sw.SetColWidth(1, 1, 26); err != nil {
+		return err
+	}
+	if err := sw.SetColWidth(2, 2, 100); err != nil {
+		return err
+	}
+	if err := sw.SetRow("A1", []any{excelize.Cell{StyleID: xw.bold, Value: "Field"}, excelize.Cell{StyleID: xw.bold, Value: "Value"}}); err != nil {
+		return err
+	}
+	for i, f := range s.fields() {
+		cell, _ := excelize.CoordinatesToCellName(1, i+2)
+		if err := sw.SetRow(cell, []any{excelize.Cell{StyleID: xw.bold, Value: f.label}, excelize.Cell{StyleID: xw.left, Value: f.value}}); err != nil {
+			return err
+		}
+	}
+	return sw.Flush()
+}
+
+func (xw *xlsxWriter) beginRows() error { return xw.newRowsSheet() }
+
+// newRowsSheet flushes the current rows sheet, if any, and starts the next.
+func (xw *xlsxWriter) newRowsSheet() error {
+	if xw.sw != nil {
+		if err := xw.sw.Flush(); err != nil {
+			return err
+		}
+	}
+	xw.sheet++
+	name := "Rows"
+	if xw.sheet > 1 {
+		name = fmt.Sprintf("Rows %d", xw.sheet)
+	}
+	if _, err := xw.f.NewSheet(name); err != nil {
+		return err
+	}
+	if err := xw.printLayout(name); err != nil {
+		return err
+	}
+	sw, err := xw.f.NewStreamWriter(name)
+	if err != nil {
+		return err
+	}
+	widths := []float64{9, 18, 12, 20, 10, 30, 17, 14, 12, 12, 12, 14, 66, 30, 8, 18, 12, 20, 9, 9, 66}
+	for i, wd := range widths {
+		if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
+			return err
+		}
+	}
+	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+		return err
+	}
+	head := make([]any, len(rowHeader))
+	for i, h := range rowHeader {
+		h = strings.Replace(h, "(UTC)", "(IST)", 1)
+		head[i] = excelize.Cell{StyleID: xw.bold, Value: h}
+	}
+	if err := sw.SetRow("A1", head); err != nil {
+		return err
+	}
+	xw.sw, xw.n = sw, 0
+	return nil
+}
+
+func (xw *xlsxWriter) row(r *Row) error {
+	if xw.n == maxSheetRows {
+		if err := xw.newRowsSheet(); err != nil {
+			return err
+		}
+	}
+	xw.n++
+	c := xw.cells
+	c[0], c[1] = r.Serial, r.Number
+	c[2] = excelize.Cell{StyleID: xw.date, Value: r.invoiceDate}
+	c[3] = excelize.Cell{StyleID: xw.datetime, Value: r.issuedAt.In(series.IST)}
+	c[4], c[5], c[6] = r.Status, nilIfEmpty(r.CancelReason), nilIfEmpty(r.BuyerGSTIN)
+	for i, a := range []string{r.Taxable, r.CGST, r.SGST, r.IGST, r.Total} {
+		v, err := strconv.ParseFloat(a, 64)
+		if err != nil {
+			return fmt.Errorf("reports: amount %q of serial %d: %w", a, r.Serial, err)
+		}
+		c[7+i] = excelize.Cell{StyleID: xw.amount, Value: v}
+	}
+	c[12] = r.Hash
+	c[13], c[14], c[15] = nilIfEmpty(r.BuyerName), r.PlaceOfSupply, nilIfEmpty(r.OriginalNumber)
+	c[16], c[17] = nil, nil
+	if r.OriginalDate != "" {
+		d, err := time.Parse(time.DateOnly, r.OriginalDate)
+		if err != nil {
+			return err
+		}
+		c[16] = excelize.Cell{StyleID: xw.date, Value: d}
+	}
+	if r.cancelledAt != nil {
+		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(series.IST)}
+	}
+	c[18], c[19], c[20] = r.IssuePosition, nilIfZero(r.CancelPosition), nilIfEmpty(r.CancelHash)
+	cell, _ := excelize.CoordinatesToCellName(1, xw.n+1)
+	return xw.sw.SetRow(cell, c)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nilIfZero(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
+
+func (xw *xlsxWriter) close() error {
+	if xw.sw != nil {
+		if err := xw.sw.Flush(); err != nil {
+			return err
+		}
+	}
+	// File.WriteTo assembles the whole zip in a bytes.Buffer it passes to
+	// the ZipWriter factory; ignoring that buffer and zipping straight to
+	// w keeps memory flat. (SetActiveSheet is not called: it would parse
+	// the streamed sheets back into memory; Summary, the first sheet, is
+	// active already.)
+	var zw *zip.Writer
+	xw.f.SetZipWriter(func(io.Writer) excelize.ZipWriter {
+		zw = zip.NewWriter(xw.w)
+		return zw
+	})
+	if _, err := xw.f.WriteTo(io.Discard); err != nil {
+		return err
+	}
+	if zw == nil {
+		return errors.New("reports: excelize did not use the zip writer")
+	}
+	return nil
+}
+
+func (xw *xlsxWriter) abort() { xw.f.Close() }

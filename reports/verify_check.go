@@ -1,0 +1,358 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/shopspring/decimal"
+)
+
+// This file holds the checks of one series-year: its chain walked record by
+// record, its invoices against the records, and its counter row.
+
+// checker accumulates the findings of one series-year.
+type checker struct {
+	gstin string
+	sy    seriesYear
+	res   ChainResult
+}
+
+func (c *checker) add(f Finding) {
+	if len(c.res.Findings) >= MaxFindings {
+		c.res.Omitted++
+		return
+	}
+	f.Series, f.FY = c.sy.Series.Code, c.sy.FY.String()
+	c.res.Findings = append(c.res.Findings, f)
+}
+
+func addCapped[T any](list *[]T, v T) {
+	if len(*list) < MaxFindings {
+		*list = append(*list, v)
+	}
+}
+
+// check verifies one series-year.
+func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainResult, error) {
+	c := &checker{gstin: gstin, sy: sy}
+	c.res.Series, c.res.DocType, c.res.FY = sy.Series.Code, sy.Series.DocType, sy.FY
+	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series.ID, sy.FY)
+	if err != nil {
+		return ChainResult{}, err
+	}
+	if found {
+		c.res.Opening = &op
+	}
+	lastHash, lastPos, err := c.walkChain(ctx, tx)
+	if err != nil {
+		return ChainResult{}, err
+	}
+	if err := c.walkInvoices(ctx, tx); err != nil {
+		return ChainResult{}, err
+	}
+	dups, err := duplicateNumbers(ctx, tx, sy.Series.ID, sy.FY, MaxFindings)
+	if err != nil {
+		return ChainResult{}, err
+	}
+	for _, d := range dups {
+		c.res.DuplicateNumbers = append(c.res.DuplicateNumbers, d)
+		c.add(Finding{Kind: DuplicateNumberKind, Serial: d.Serials[0],
+			Message: fmt.Sprintf("number %s is held by %d invoices (serials %s)", d.Number, len(d.Serials), joinInts(d.Serials))})
+	}
+	c.checkCounter(lastHash, lastPos)
+	return c.res, nil
+}
+
+// walkChain walks the records in position order and returns the last
+// stored hash and position.
+func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, lastPos int64, err error) {
+	var (
+		group           []recordRow // rows of one position (several only with duplicate serials)
+		lastIssueSerial int64
+	)
+	flush := func() {
+		if len(group) == 0 {
+			return
+		}
+		r := group[0]
+		linkKnown := true
+		if r.Position != lastPos+1 {
+			what := fmt.Sprintf("chain records at positions %s are", SerialRange{lastPos + 1, r.Position - 1})
+			if r.Position-1 == lastPos+1 {
+				what = fmt.Sprintf("the chain record at position %d is", lastPos+1)
+			}
+			c.add(Finding{Kind: RecordMissing, Position: lastPos + 1, To: r.Position - 1,
+				Message: fmt.Sprintf("%s missing (deleted); the record at position %d no longer links to its predecessor", what, r.Position)})
+			linkKnown = false
+		}
+		if r.Kind == invoice.KindOpening {
+			c.checkOpening(r, linkKnown)
+			c.res.OpeningHash = r.Hash
+			if c.res.Opening != nil {
+				lastIssueSerial = max(lastIssueSerial, c.res.Opening.LastSerial)
+			}
+			lastHash, lastPos = r.Hash, r.Position
+			c.res.Records++
+			group = group[:0]
+			return
+		}
+		switch r.Kind {
+		case invoice.KindIssue:
+			if r.Serial <= lastIssueSerial {
+				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
+					Message: fmt.Sprintf("issue record of serial %d follows the issue record of serial %d", r.Serial, lastIssueSerial)})
+			}
+			lastIssueSerial = max(lastIssueSerial, r.Serial)
+		case invoice.KindCancel:
+			if r.Serial > lastIssueSerial {
+				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
+					Message: fmt.Sprintf("cancel record of serial %d precedes its issue record", r.Serial)})
+			}
+		}
+		found, matched, timeOK := false, false, true
+		for i := range group {
+			g := &group[i]
+			if !g.Found {
+				continue
+			}
+			found = true
+			rec, ok := c.record(g.Kind, &g.Inv, g.Position, lastHash)
+			if ok && bytes.Equal(rec.Hash(), g.Hash) {
+				matched = true
+				timeOK = rec.RecordedAt.Equal(g.RecordedAt)
+				break
+			}
+			timeOK = timeOK && ok && rec.RecordedAt.Equal(g.RecordedAt)
+		}
+		switch {
+		case !found:
+			c.add(Finding{Kind: InvoiceMissing, Position: r.Position, Serial: r.Serial,
+				Message: fmt.Sprintf("%s record names serial %d, which has no invoice row (deleted)", r.Kind, r.Serial)})
+		case !matched && linkKnown:
+			c.add(Finding{Kind: HashMismatch, Position: r.Position, Serial: r.Serial,
+				Message: fmt.Sprintf("%s record of serial %d (%s) does not match the invoice's current fields: the invoice or the record was altered", r.Kind, r.Serial, r.Inv.Number)})
+		}
+		if found && !timeOK {
+			c.add(Finding{Kind: RecordedAtMismatch, Position: r.Position, Serial: r.Serial,
+				Message: fmt.Sprintf("%s record of serial %d: recorded_at %s differs from the invoice's time", r.Kind, r.Serial, invoice.Timestamp(r.RecordedAt))})
+		}
+		lastHash, lastPos = r.Hash, r.Position
+		c.res.Records++
+		group = group[:0]
+	}
+	err = walkRecords(ctx, tx, c.sy.Series.ID, c.sy.FY, func(r *recordRow) error {
+		if len(group) > 0 && group[0].Position != r.Position {
+			flush()
+		}
+		group = append(group, *r)
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	flush()
+	return lastHash, lastPos, nil
+}
+
+// checkOpening checks the opening record r against the declaration.
+func (c *checker) checkOpening(r recordRow, linkKnown bool) {
+	op := c.res.Opening
+	switch {
+	case op == nil:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: "an opening record has no stored declaration (the declaration was deleted)"})
+	case r.Position != 1:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("the opening record is at position %d, not 1", r.Position)})
+	case !bytes.Equal(invoice.OpeningRecord(c.gstin, c.sy.Series, *op).Hash(), r.Hash) && linkKnown:
+		c.add(Finding{Kind: OpeningMismatch, Position: r.Position, Serial: r.Serial,
+			Message: "the opening record does not match the stored declaration: the declaration or the record was altered"})
+	}
+}
+
+// record rebuilds the chain record of kind for the invoice fields f; ok is
+// false when a stored amount does not parse.
+func (c *checker) record(kind string, f *invoiceFields, position int64, prev []byte) (invoice.Record, bool) {
+	inv, ok := c.invoice(f)
+	if kind == invoice.KindCancel {
+		return invoice.CancelRecord(c.gstin, inv, position, prev), ok
+	}
+	return invoice.IssueRecord(c.gstin, inv, position, prev), ok
+}
+
+// invoice returns the invoice.Invoice that f describes, as far as the chain
+// covers it.
+func (c *checker) invoice(f *invoiceFields) (invoice.Invoice, bool) {
+	inv := invoice.Invoice{
+		SeriesCode: c.sy.Series.Code, DocType: c.sy.Series.DocType, FY: c.sy.FY,
+		Serial: f.Serial, Number: f.Number, InvoiceDate: f.InvoiceDate, IssuedAt: f.IssuedAt,
+		Status: f.Status, CancelledAt: f.CancelledAt, CancelReason: f.CancelReason,
+	}
+	if f.BuyerGSTIN != "" || f.BuyerName != "" {
+		inv.Buyer = &invoice.Buyer{GSTIN: f.BuyerGSTIN, Name: f.BuyerName}
+	}
+	inv.PlaceOfSupply = f.PlaceOfSupply
+	if f.OriginalNumber != "" && f.OriginalDate != nil {
+		inv.Original = &invoice.Original{Number: f.OriginalNumber, InvoiceDate: *f.OriginalDate}
+	}
+	ok := json.Unmarshal(f.Items, &inv.Items) == nil
+	parse := func(s string) decimal.Decimal {
+		d, err := decimal.NewFromString(s)
+		if err != nil {
+			ok = false
+		}
+		return d
+	}
+	inv.Totals = invoice.Totals{Taxable: parse(f.Taxable), CGST: parse(f.CGST), SGST: parse(f.SGST), IGST: parse(f.IGST), Total: parse(f.Total)}
+	return inv, ok
+}
+
+// walkInvoices walks the invoices in serial order.
+func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
+	var (
+		expected   int64 = 1
+		havePrev   bool
+		prevSerial int64
+		prevDate   time.Time
+		dupOf      int64 = -1
+		declared   int64 // serials 1..declared were issued before invoiced
+		openedOn   time.Time
+	)
+	if op := c.res.Opening; op != nil {
+		declared, openedOn, expected = op.LastSerial, op.LastInvoiceDate, op.LastSerial+1
+	}
+	err := walkInvoices(ctx, tx, c.sy.Series.ID, c.sy.FY, func(r *invoiceRow) error {
+		c.res.Invoices++
+		if r.Status == invoice.StatusCancelled {
+			c.res.Cancelled++
+		}
+		if !havePrev {
+			c.res.FirstSerial, c.res.FirstNumber = r.Serial, r.Number
+		}
+		c.res.LastSerial, c.res.LastNumber = r.Serial, r.Number
+		switch {
+		case havePrev && r.Serial == prevSerial:
+			if dupOf != r.Serial {
+				dupOf = r.Serial
+				addCapped(&c.res.DuplicateSerials, r.Serial)
+				c.add(Finding{Kind: DuplicateSerial, Serial: r.Serial,
+					Message: fmt.Sprintf("serial %d is held by more than one invoice (%s)", r.Serial, r.Number)})
+			}
+		case r.Serial > expected:
+			c.gap(expected, r.Serial-1, "")
+		}
+		if r.Serial <= declared || r.InvoiceDate.Before(openedOn) {
+			c.add(Finding{Kind: DeclaredSerial, Serial: r.Serial,
+				Message: fmt.Sprintf("%s (serial %d, dated %s) falls among the serials declared as issued before invoiced (1 to %d, up to %s)",
+					r.Number, r.Serial, r.InvoiceDate.Format(time.DateOnly), declared, openedOn.Format(time.DateOnly))})
+		}
+		expected = max(expected, r.Serial+1)
+		if havePrev && r.InvoiceDate.Before(prevDate) {
+			addCapped(&c.res.DateRegressions, DateRegression{Serial: r.Serial, Number: r.Number,
+				InvoiceDate: r.InvoiceDate.Format(time.DateOnly), PreviousDate: prevDate.Format(time.DateOnly)})
+			c.add(Finding{Kind: DateOrder, Serial: r.Serial,
+				Message: fmt.Sprintf("%s is dated %s, earlier than its predecessor (%s)", r.Number, r.InvoiceDate.Format(time.DateOnly), prevDate.Format(time.DateOnly))})
+		}
+		if series.FYOf(r.InvoiceDate) != c.sy.FY {
+			c.add(Finding{Kind: DateOutsideFY, Serial: r.Serial,
+				Message: fmt.Sprintf("%s is dated %s, outside %s", r.Number, r.InvoiceDate.Format(time.DateOnly), c.sy.FY)})
+		}
+		if want, err := c.sy.Series.Format.Render(c.sy.FY, r.Serial); err != nil || want != r.Number {
+			c.add(Finding{Kind: NumberMismatch, Serial: r.Serial,
+				Message: fmt.Sprintf("serial %d carries number %s; the series format renders %q", r.Serial, r.Number, want)})
+		}
+		switch {
+		case r.Issues == 0:
+			c.add(Finding{Kind: IssueRecordMissing, Serial: r.Serial,
+				Message: fmt.Sprintf("%s has no issue record in the chain", r.Number)})
+		case r.Issues > 1:
+			c.add(Finding{Kind: IssueRecordDuplicate, Serial: r.Serial,
+				Message: fmt.Sprintf("%s has %d issue records", r.Number, r.Issues)})
+		}
+		switch {
+		case r.Status == invoice.StatusCancelled && r.Cancels == 0:
+			c.add(Finding{Kind: CancelRecordMissing, Serial: r.Serial,
+				Message: fmt.Sprintf("%s is cancelled but the chain has no cancel record for it", r.Number)})
+		case r.Status != invoice.StatusCancelled && r.Cancels > 0:
+			c.add(Finding{Kind: CancelRecordUnexpected, Serial: r.Serial,
+				Message: fmt.Sprintf("%s is %s but the chain records its cancellation", r.Number, r.Status)})
+		case r.Cancels > 1:
+			c.add(Finding{Kind: CancelRecordUnexpected, Serial: r.Serial,
+				Message: fmt.Sprintf("%s has %d cancel records", r.Number, r.Cancels)})
+		}
+		havePrev, prevSerial, prevDate = true, r.Serial, r.InvoiceDate
+		return nil
+	})
+	return err
+}
+
+func (c *checker) gap(from, to int64, why string) {
+	addCapped(&c.res.Gaps, SerialRange{from, to})
+	msg := fmt.Sprintf("serials %s are missing", SerialRange{from, to})
+	if from == to {
+		msg = fmt.Sprintf("serial %d is missing", from)
+	}
+	c.add(Finding{Kind: SerialGap, Serial: from, To: to, Message: msg + why})
+}
+
+// checkCounter compares the counter row with what the walks found.
+func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
+	ctr := c.sy.Counter
+	if ctr == nil {
+		if c.res.Invoices == 0 && c.res.Records == 0 {
+			return
+		}
+		c.add(Finding{Kind: CounterMissing, Message: fmt.Sprintf("no counter row, but %d invoices and %d chain records exist", c.res.Invoices, c.res.Records)})
+		return
+	}
+	c.res.HasCounter, c.res.CounterLastSerial = true, ctr.LastSerial
+	c.res.ChainLength, c.res.ChainHead = ctr.ChainLength, ctr.ChainHead
+	highest := c.res.LastSerial
+	if c.res.Opening != nil {
+		highest = max(highest, c.res.Opening.LastSerial)
+	}
+	switch max := highest; {
+	case ctr.LastSerial > max:
+		c.gap(max+1, ctr.LastSerial, fmt.Sprintf(" (the counter says %d were issued)", ctr.LastSerial))
+		c.add(Finding{Kind: CounterAhead, Serial: max + 1, To: ctr.LastSerial,
+			Message: fmt.Sprintf("counter last_serial is %d but the highest stored serial is %d (%d ahead)", ctr.LastSerial, max, ctr.LastSerial-max)})
+	case ctr.LastSerial < max:
+		c.add(Finding{Kind: CounterBehind, Serial: ctr.LastSerial + 1, To: max,
+			Message: fmt.Sprintf("counter last_serial is %d but serials up to %d are stored (%d behind): the next issue would reuse a number", ctr.LastSerial, max, max-ctr.LastSerial)})
+	}
+	if ctr.ChainLength != c.res.Records || ctr.ChainLength != lastPos {
+		c.add(Finding{Kind: ChainLengthMismatch,
+			Message: fmt.Sprintf("counter chain_length is %d but the chain holds %d records ending at position %d", ctr.ChainLength, c.res.Records, lastPos)})
+	}
+	if !bytes.Equal(ctr.ChainHead, lastHash) {
+		c.add(Finding{Kind: ChainHeadMismatch, Position: lastPos,
+			Message: fmt.Sprintf("counter chain_head %s differs from the last record's hash %s", shortHex(ctr.ChainHead), shortHex(lastHash))})
+	}
+}
+
+func shortHex(b []byte) string {
+	if len(b) == 0 {
+		return "(none)"
+	}
+	h := hex.EncodeToString(b)
+	if len(h) > 16 {
+		return h[:16] + "…"
+	}
+	return h
+}
+
+func joinInts(xs []int64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,67 @@
+package series
+
+import (
+	"time"
+
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the SQL that writes a predicted counter row
+// (QueueAdvance) and a chain's new head.
+
+// QueueAdvanceChains queues on b one update storing the chain state of
+// several series-years (parallel slices), after records were appended. The
+// counter rows must already be locked by the transaction b runs in.
+func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []int64, heads [][]byte) {
+	b.Queue(`UPDATE series_counters c SET chain_length = u.len, chain_head = u.head
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[]) AS u(series_id, fy, len, head)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
+}
+
+// IsMoved reports whether err is the error of a failed QueueAdvance check,
+// as the database raised it or translated (ErrMoved): class db.RowMoved.
+func IsMoved(err error) bool { return db.Classify(err) == db.RowMoved }
+
+// QueueAdvance queues on b the statements that lock the rows of advs in a
+// fixed order, check that each is still in the state its block was
+// predicted from, and write each once with the block taken and the new
+// chain state. When a row has moved since (another transaction took
+// numbers or appended to its chain), the batch fails with an error for
+// which IsMoved reports true, and the transaction is aborted having taken
+// nothing; the caller rolls back and takes the numbers with NextMany. A
+// lock wait past opt.LockTimeout fails with SQLSTATE 55P03 (lock not
+// available). No two advs may share a series-year.
+func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
+	n := len(advs)
+	ids, lasts, news, lens0, lens := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	fys := make([]int32, n)
+	heads0, heads := make([][]byte, n), make([][]byte, n)
+	dates, ats := make([]time.Time, n), make([]time.Time, n)
+	for i, a := range advs {
+		ids[i], fys[i] = a.Block.Series.ID, int32(a.Block.FY)
+		lasts[i], news[i] = a.Block.First-1, a.After.LastSerial
+		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
+		dates[i], ats[i] = a.After.LastDate, a.After.LastIssuedAt
+	}
+	QueueLockTimeout(b, opt)
+	// ORDER BY sits below the row locking, so rows are locked in key order.
+	b.Queue(`
+		SELECT invoiced_require(count(*) = $6 AND bool_and(r.last_serial = u.last AND r.chain_length = u.len
+			AND r.chain_head IS NOT DISTINCT FROM u.head), $7, 'counter row moved since it was predicted')
+		FROM (SELECT c.series_id, c.fy, c.last_serial, c.chain_length, c.chain_head
+		      FROM series_counters c JOIN unnest($1::bigint[], $2::int[]) AS k(series_id, fy)
+		        ON c.series_id = k.series_id AND c.fy = k.fy
+		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
+		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
+		  ON r.series_id = u.series_id AND r.fy = u.fy`,
+		ids, fys, lasts, lens0, heads0, n, db.CodeRowMoved)
+	QueueLockTimeoutRestore(b, opt)
+	b.Queue(`
+		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
+			chain_length = u.len, chain_head = u.head
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::timestamptz[], $6::bigint[], $7::bytea[])
+			AS u(series_id, fy, last, d, at, len, head)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy`,
+		ids, fys, news, dates, ats, lens, heads)
+}

@@ -1,0 +1,224 @@
+package series
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/jackc/pgx/v5"
+)
+
+// This file holds the SQL that takes numbers from counter rows and locks them.
+
+// Next takes the next number of s for an invoice dated date (a civil date in
+// IST, see FYOf) inside the caller's transaction, stamped with now or, if the
+// clock went back, the series-year's last issue time. See NextN.
+func Next(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, opt Options) (Block, error) {
+	return NextN(ctx, tx, s, date, now, 1, opt)
+}
+
+// NextN takes n consecutive numbers of s for invoices dated date inside the
+// caller's transaction. The counter row of (s, FY of date) is created on first
+// use and stays locked until tx ends: a rollback returns the numbers, a commit
+// makes them final. Call it as late as possible in the transaction, right
+// before inserting the rows it numbers and committing: the time the lock is
+// held caps the series' throughput (one writer per series-year).
+//
+// It returns ErrInvalidDate when date lies outside the supported financial
+// years, ErrDateOutOfOrder when date is earlier than the series-year's last
+// invoice date, ErrExhausted when the format has fewer than n numbers left,
+// and ErrLockTimeout when opt.LockTimeout passes before the lock is had. After
+// any error from the database the transaction is aborted and must be rolled
+// back.
+func NextN(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, n int, opt Options) (Block, error) {
+	blocks, errs, err := NextMany(ctx, tx, []Take{{Series: s, Date: date, N: n}}, now, opt)
+	if err != nil {
+		return Block{}, err
+	}
+	return blocks[0], errs[0]
+}
+
+// NextMany takes numbers for several series-years in one statement and one
+// round trip, inside the caller's transaction: it is NextN for many series
+// at once, so that one transaction and one COMMIT can number invoices of
+// many series. The counter rows are locked in (series, year) order, so two
+// transactions that each take their counter rows in one NextMany call never
+// deadlock each other (one that calls NextN for one series and later for a
+// series of lower id can; its lock timeout then ends the wait). Every row
+// stays locked until tx ends.
+// No two takes may name the same series-year.
+//
+// It returns a block and an error per take, in order: a take refused on
+// its own (ErrInvalidDate, ErrDateOutOfOrder, ErrExhausted) has its error
+// and a zero block, and consumed nothing. The last result is an error that
+// concerns them all (ErrLockTimeout when some row stayed locked past
+// opt.LockTimeout, a database error); the transaction is then aborted.
+func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt Options) ([]Block, []error, error) {
+	blocks := make([]Block, len(takes))
+	errs := make([]error, len(takes))
+	type rowKey struct {
+		id int64
+		fy FY
+	}
+	index := map[rowKey]int{}
+	var ids, ns, caps, sellers []int64
+	var fys []int32
+	var dates []time.Time
+	for i, t := range takes {
+		fy := FYOf(t.Date)
+		switch {
+		case !fy.Valid():
+			errs[i] = apperr.Errorf(ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), FY(MinFY), FY(MaxFY))
+			continue
+		case t.N < 1:
+			return nil, nil, fmt.Errorf("series: NextMany: n = %d, want at least 1", t.N)
+		case int64(t.N) > t.Series.Format.Capacity():
+			errs[i] = apperr.Errorf(ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
+			continue
+		}
+		k := rowKey{t.Series.ID, fy}
+		if _, dup := index[k]; dup {
+			return nil, nil, fmt.Errorf("series: NextMany: series %d year %s taken twice in one call", t.Series.ID, fy)
+		}
+		index[k] = i
+		blocks[i] = Block{Series: t.Series, FY: fy, N: t.N}
+		ids, fys, ns, caps, dates = append(ids, t.Series.ID), append(fys, int32(fy)), append(ns, int64(t.N)), append(caps, t.Series.Format.Capacity()), append(dates, t.Date)
+		sellers = append(sellers, t.Series.SellerID)
+	}
+	if len(ids) == 0 {
+		return blocks, errs, nil
+	}
+	got := map[rowKey]bool{}
+	// One round trip: the lock timeout (transaction-local, restored
+	// afterwards) and the upsert are pipelined. ORDER BY fixes the order
+	// in which rows are locked.
+	batch := &pgx.Batch{}
+	QueueLockTimeout(batch, opt)
+	batch.Queue(`
+		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
+		ORDER BY u.series_id, u.fy
+		ON CONFLICT (series_id, fy, seller_id) DO UPDATE
+		SET last_serial = c.last_serial + EXCLUDED.last_serial,
+		    last_invoice_date = EXCLUDED.last_invoice_date,
+		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
+		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
+		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
+		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`,
+		ids, fys, ns, dates, caps, now, sellers).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, last int64
+			var fy int32
+			var b Block
+			if err := rows.Scan(&id, &fy, &last, &b.IssuedAt, &b.ChainLength, &b.ChainHead); err != nil {
+				return err
+			}
+			k := rowKey{id, FY(fy)}
+			i, ok := index[k]
+			if !ok {
+				return fmt.Errorf("series: counter row %d/%d not asked for", id, fy)
+			}
+			got[k] = true
+			blocks[i].IssuedAt, blocks[i].ChainLength, blocks[i].ChainHead = b.IssuedAt, b.ChainLength, b.ChainHead
+			blocks[i].First = last - int64(blocks[i].N) + 1
+		}
+		return rows.Err()
+	})
+	QueueLockTimeoutRestore(batch, opt)
+	began := time.Now()
+	err := tx.SendBatch(ctx, batch).Close()
+	if opt.LockWaited != nil {
+		opt.LockWaited(time.Since(began))
+	}
+	if err != nil {
+		return nil, nil, translate(err, "take numbers")
+	}
+	for k, i := range index {
+		if got[k] {
+			continue
+		}
+		blocks[i] = Block{}
+		var err error
+		if errs[i], err = explainRefusal(ctx, tx, takes[i].Series, k.fy, takes[i].Date, takes[i].N); err != nil {
+			return nil, nil, err
+		}
+	}
+	return blocks, errs, nil
+}
+
+// explainRefusal reads the (already locked) counter row after the upsert's
+// WHERE refused to advance it and returns the reason as the first result;
+// the second is a database error.
+func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) (error, error) {
+	var last int64
+	var lastDate time.Time
+	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		s.ID, int(fy)).Scan(&last, &lastDate)
+	if err != nil {
+		return nil, translate(err, "read counter")
+	}
+	if date.Before(lastDate) {
+		return apperr.Errorf(ErrDateOutOfOrder, "invoice date %s is earlier than %s, the last invoice date of series %s in %s",
+			date.Format(time.DateOnly), lastDate.Format(time.DateOnly), s.Code, fy), nil
+	}
+	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n), nil
+}
+
+// Counter returns the counter row of series id in fy without locking it, or
+// ErrNotFound when no number was ever taken there.
+func Counter(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Usage, error) {
+	u := Usage{FY: fy}
+	err := q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Usage{}, ErrNotFound
+	}
+	if err != nil {
+		return Usage{}, translate(err, "read counter")
+	}
+	return u, nil
+}
+
+// LockChain locks the counter row of (seriesID, fy) for a record that takes
+// no number (a cancellation) and returns its chain state. It returns
+// ErrNotFound when the row does not exist and ErrLockTimeout as NextN does.
+func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
+	batch := &pgx.Batch{}
+	QueueLockTimeout(batch, opt)
+	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`,
+		seriesID, int(fy)).QueryRow(func(row pgx.Row) error { return row.Scan(&length, &head) })
+	QueueLockTimeoutRestore(batch, opt)
+	err = tx.SendBatch(ctx, batch).Close()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, ErrNotFound
+	}
+	return length, head, translate(err, "lock counter")
+}
+
+// QueueLockTimeout queues, when opt asks for one, a transaction-local
+// lock_timeout for the statements queued after it, saving the
+// transaction's own value so that QueueLockTimeoutRestore, queued after
+// them, can put it back in the same round trip. A lock wait past it fails
+// with SQLSTATE 55P03 (class db.LockTimeout), which the store packages
+// translate to ErrLockTimeout.
+func QueueLockTimeout(b *pgx.Batch, opt Options) {
+	if opt.LockTimeout <= 0 {
+		return
+	}
+	b.Queue(`SELECT set_config('invoiced.saved_lock_timeout', current_setting('lock_timeout'), true),
+	                set_config('lock_timeout', $1, true)`,
+		fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds())))
+}
+
+// QueueLockTimeoutRestore queues the restore of the lock_timeout that
+// QueueLockTimeout saved.
+func QueueLockTimeoutRestore(b *pgx.Batch, opt Options) {
+	if opt.LockTimeout <= 0 {
+		return
+	}
+	b.Queue(`SELECT set_config('lock_timeout', current_setting('invoiced.saved_lock_timeout'), true)`)
+}
