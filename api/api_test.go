@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -172,8 +174,8 @@ func TestIssueResponse(t *testing.T) {
 func TestErrorStatuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.MaxBodyBytes = 4096 })
-	revoked := mustKey(t, e.pool, e.seller.ID, ScopeIssue)
-	if err := RevokeKey(context.Background(), e.pool, revoked[3:11]); err != nil {
+	revoked := mustKey(t, e.pool, e.seller.ID, apikey.ScopeIssue)
+	if err := apikey.Revoke(context.Background(), e.pool, revoked[3:11]); err != nil {
 		t.Fatal(err)
 	}
 	good := issueJSON("")
@@ -454,12 +456,8 @@ func TestIdempotentConcurrent(t *testing.T) {
 func TestTenantIsolation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
-	other, err := series.CreateSeller(ctx, e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeRead, ScopeManage)
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	mine := e.mustIssue("CH1", "")
 	// The other seller has its own CH1 numbering, and its key sees none of ours.
 	r := e.do("GET", "/v1/series/CH1/invoices", otherKey, "")
@@ -613,11 +611,8 @@ func TestCreditNoteNeedsOriginal(t *testing.T) {
 	e.wantError(note(`{"number":"XX/99/1","invoice_date":"2026-11-20"}`), 422, "original_not_found")
 	e.wantError(note(`{"number":"CH1/26-27/00002","invoice_date":"2026-11-29"}`), 422, "original_not_found")
 	e.wantError(note(`{"number":"CH1/26-27/00001","invoice_date":"2026-11-28"}`), 422, "original_not_found") // wrong date
-	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeManage)
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeManage)
 	r := e.do("POST", "/v1/series", otherKey, `{"code":"CN","doc_type":"credit_note","format":"CN/{FY}/{SEQ:4}"}`)
 	e.wantStatus(r, 201)
 	e.wantError(e.do("POST", "/v1/series/CN/invoices", otherKey, `{"original":{"number":"CH1/26-27/00001","invoice_date":"2026-11-29"},`+item+`}`), 422, "original_not_found")
@@ -809,8 +804,8 @@ func TestKeys(t *testing.T) {
 	e := setup(t, func(c *Config) { c.KeyCacheTTL = -1 })
 	ctx := context.Background()
 	k := mustKey(t, e.pool, e.seller.ID, "read", "read")
-	prefix, secret, ok := parseKey(k)
-	if !ok || len(k) != keyLen || len(secret) != 32 || len(prefix) != 8 {
+	prefix, secret, ok := apikey.Parse(k)
+	if !ok || len(k) != apikey.Len || len(secret) != 32 || len(prefix) != 8 {
 		t.Fatalf("key %q does not parse", k)
 	}
 	var hash []byte
@@ -821,24 +816,24 @@ func TestKeys(t *testing.T) {
 	if strings.Contains(string(hash), secret) || len(hash) != 32 || fmt.Sprint(scopes) != "[read]" {
 		t.Fatalf("stored hash %x scopes %v", hash, scopes)
 	}
-	if _, err := CreateKey(ctx, e.pool, e.seller.ID, nil); err == nil {
+	if _, err := apikey.Create(ctx, e.pool, e.seller.ID, nil); err == nil {
 		t.Fatal("no scopes accepted")
 	}
-	if _, err := CreateKey(ctx, e.pool, e.seller.ID, []string{"admin"}); err == nil {
+	if _, err := apikey.Create(ctx, e.pool, e.seller.ID, []string{"admin"}); err == nil {
 		t.Fatal("unknown scope accepted")
 	}
-	if _, err := CreateKey(ctx, e.pool, 999999, []string{"read"}); err != series.ErrSellerNotFound {
+	if _, err := apikey.Create(ctx, e.pool, 999999, []string{"read"}); err != series.ErrSellerNotFound {
 		t.Fatalf("unknown seller: %v", err)
 	}
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), 200)
-	if err := RevokeKey(ctx, e.pool, k); err != nil {
+	if err := apikey.Revoke(ctx, e.pool, k); err != nil {
 		t.Fatal(err)
 	}
 	e.wantError(e.do("GET", "/v1/series", k, ""), 401, "unauthorized")
-	if err := RevokeKey(ctx, e.pool, prefix); err == nil {
+	if err := apikey.Revoke(ctx, e.pool, prefix); err == nil {
 		t.Fatal("revoking twice succeeded")
 	}
-	if err := RevokeKey(ctx, e.pool, "zz"); err == nil {
+	if err := apikey.Revoke(ctx, e.pool, "zz"); err == nil {
 		t.Fatal("revoking a bad prefix succeeded")
 	}
 }
@@ -853,9 +848,9 @@ func TestKeyCacheExpires(t *testing.T) {
 		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
 		c.KeyCacheTTL = 5 * time.Second
 	})
-	k := mustKey(t, e.pool, e.seller.ID, ScopeRead)
+	k := mustKey(t, e.pool, e.seller.ID, apikey.ScopeRead)
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK)
-	if err := RevokeKey(context.Background(), e.pool, k[3:11]); err != nil {
+	if err := apikey.Revoke(context.Background(), e.pool, k[3:11]); err != nil {
 		t.Fatal(err)
 	}
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK) // still cached

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -129,7 +130,7 @@ type batchResultsJSON struct {
 // 200 with one result per item, in request order.
 func (s *Server) issueBatch(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, scopeIssueBit)
+	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
 		return err
 	}
@@ -157,12 +158,12 @@ func (s *Server) issueBatch(c echo.Context) error {
 		req, err := decodeBatchItem(it.raw)
 		var d invoice.Draft
 		if err == nil {
-			d, err = s.prepare(ctx, p.seller, sr, req)
+			d, err = s.prepare(ctx, p.Seller, sr, req)
 		}
 		if err != nil {
 			// As for one invoice: a retry of an item that succeeded
 			// replays it even if it would no longer pass.
-			inv, ok, rerr := s.lookupReplay(ctx, p.seller.ID, it.key, hash)
+			inv, ok, rerr := s.lookupReplay(ctx, p.Seller.ID, it.key, hash)
 			switch {
 			case rerr != nil:
 				results[i] = s.batchError(c, rerr)
@@ -174,7 +175,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 			continue
 		}
 		d.IdempotencyKey, d.RequestHash = it.key, hash
-		reqs = append(reqs, invoice.IssueRequest{Seller: p.seller, Series: sr, Draft: d})
+		reqs = append(reqs, invoice.IssueRequest{Seller: p.Seller, Series: sr, Draft: d})
 		at = append(at, i)
 	}
 	if len(reqs) > 0 {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/invoiced/invoiced/apikey"
 )
 
 // batchItemJSON returns an item of a batch: issueJSON(date) with key.
@@ -244,7 +246,7 @@ func TestBatchItemsAreCheckedAsSingleInvoices(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	e.createSeries("CH2", "invoice", "CH2/{FY}/{SEQ:5}")
-	term, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"CH2"})
+	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"CH2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
@@ -60,30 +61,30 @@ type keyCache struct {
 }
 
 type cachedKey struct {
-	row     keyRow
+	row     apikey.Row
 	expires time.Time
 }
 
 // peek returns the key row for prefix when the cache holds it unexpired.
-func (c *keyCache) peek(prefix string, now time.Time) (keyRow, bool) {
+func (c *keyCache) peek(prefix string, now time.Time) (apikey.Row, bool) {
 	c.mu.Lock()
 	e, ok := c.m[prefix]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
 		return e.row, true
 	}
-	return keyRow{}, false
+	return apikey.Row{}, false
 }
 
 // load looks prefix up in the database (once for all concurrent callers)
 // and caches a key found until now+ttl. It fails only on a database error.
-func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (keyRow, bool, error) {
+func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (apikey.Row, bool, error) {
 	type found struct {
-		row keyRow
+		row apikey.Row
 		ok  bool
 	}
 	f, err := fill(ctx, &c.fills, prefix, func(ctx context.Context) (found, error) {
-		row, ok, err := lookupKey(ctx, db, prefix)
+		row, ok, err := apikey.Lookup(ctx, db, prefix)
 		if err != nil || !ok {
 			return found{row, ok}, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -37,14 +38,8 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, "24AAQCA8719H1ZC", "Chai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
+	want := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	db := &countingDB{DB: pool}
 	var c seriesCache
 	const n = 32
@@ -90,13 +85,8 @@ func TestSeriesCacheKeysOnTheCode(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, "24AAQCA8719H1ZC", "Chai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"}); err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
+	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	db := &countingDB{DB: pool}
 	var c seriesCache
 	for _, code := range []string{"CH1", "ch1", "Ch1", "cH1", " CH1 "} {

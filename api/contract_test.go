@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -55,16 +56,11 @@ func (e *env) holdCounter(day time.Time) func() {
 
 func (e *env) waitForLockWait() {
 	e.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testwait.Until(e.t, 10*time.Second, func() bool {
 		var n int
 		e.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatal("no lock wait began")
-		}
-	}
+		return n > 0
+	}, "a lock wait to begin")
 }
 
 // TestRetryAtISTMidnightIsNoDefinitiveRefusal: an invoice dated today with

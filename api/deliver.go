@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/webhook"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -195,7 +196,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 		}
 	}
 	d.metrics.WebhookDelivery(outcome, took)
-	if err := finishDelivery(rctx, d.cfg.Pool, dl, state, status, clipTo(msg, 300), next); err != nil {
+	if err := finishDelivery(rctx, d.cfg.Pool, dl, state, status, textcut.To(msg, 300), next); err != nil {
 		// The lease ends and the delivery is tried again: at least once.
 		d.log.Warn("webhooks: recording a delivery failed", "err", err)
 	}

@@ -1,6 +1,7 @@
-// Package api is invoiced's HTTP interface for point-of-sale systems: API
-// keys (CreateKey, RevokeKey), and a Server whose Handler serves the routes
-// described in openapi.yaml (also served at /openapi.yaml).
+// Package api is invoiced's HTTP interface for point-of-sale systems: a
+// Server whose Handler serves the routes described in openapi.yaml (also
+// served at /openapi.yaml), authenticating requests with the API keys of
+// package apikey.
 //
 // Every error answer has the body {"error":{"code":…,"message":…}}; the
 // mapping from errors to statuses lives in errors.go alone. Request bodies

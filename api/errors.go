@@ -3,10 +3,12 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbfault"
 	"net/http"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/labstack/echo/v4"
 )
 
@@ -65,7 +67,7 @@ func classify(err error) (problem, bool) {
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
-		return problem{statusOf[ae.Kind], ae.Code, clipTo(ae.Message, maxMessageBytes)}, false
+		return problem{statusOf[ae.Kind], ae.Code, textcut.To(ae.Message, maxMessageBytes)}, false
 	}
 	if dbfault.Unavailable(err) {
 		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false
@@ -86,7 +88,7 @@ func echoProblem(he *echo.HTTPError) problem {
 	case http.StatusUnsupportedMediaType:
 		return problem{http.StatusUnsupportedMediaType, errNotJSON.Code, errNotJSON.Message}
 	case http.StatusUnauthorized:
-		return problem{http.StatusUnauthorized, ErrUnauthorized.Code, ErrUnauthorized.Message}
+		return problem{http.StatusUnauthorized, apikey.ErrUnauthorized.Code, apikey.ErrUnauthorized.Message}
 	}
 	if he.Code >= 400 && he.Code < 500 {
 		return problem{he.Code, errMalformed.Code, errMalformed.Message}

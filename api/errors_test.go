@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,8 +41,8 @@ func TestClassify(t *testing.T) {
 		{invoice.ErrKeyInProgress, 409, "idempotency_key_in_progress", false},
 		{series.ErrDateOutOfOrder, 409, "date_out_of_order", false},
 		{invoice.ErrNotFound, 404, "invoice_not_found", false},
-		{ErrForbidden, 403, "forbidden", false},
-		{ErrUnauthorized, 401, "unauthorized", false},
+		{apikey.ErrForbidden, 403, "forbidden", false},
+		{apikey.ErrUnauthorized, 401, "unauthorized", false},
 		{errNotJSON, 415, "unsupported_media_type", false},
 		{errBodyTooLarge, 413, "body_too_large", false},
 		{echo.ErrNotFound, 404, "not_found", false},

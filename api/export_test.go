@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -108,27 +110,19 @@ func dialTiny(t *testing.T, addr string) net.Conn {
 func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
 	seller := func(gstin string) series.Seller {
-		s, err := series.CreateSeller(ctx, pool, gstin, gstin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		return testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: gstin, Name: gstin})
 	}
 	mkSeries := func(sel series.Seller, code string) series.Series {
-		s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: sel.ID, Code: code, DocType: "invoice", Format: code + "/{FY}/{SEQ:5}"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testfactory.Series(t, pool, sel, &testfactory.SeriesOpts{Code: code, Format: code + "/{FY}/{SEQ:5}"})
 		return s
 	}
 	a, c, b := seller(sellerGSTIN), seller(otherGSTIN), seller(buyerGSTIN)
 	bulkIssue(t, pool, a, mkSeries(a, "CH1"), 800)
 	bulkIssue(t, pool, c, mkSeries(c, "CC1"), 800)
 	mkSeries(b, "BB1")
-	aRead, cRead := mustKey(t, pool, a.ID, ScopeRead), mustKey(t, pool, c.ID, ScopeRead)
-	bAll := mustKey(t, pool, b.ID, ScopeIssue, ScopeRead)
+	aRead, cRead := mustKey(t, pool, a.ID, apikey.ScopeRead), mustKey(t, pool, c.ID, apikey.ScopeRead)
+	bAll := mustKey(t, pool, b.ID, apikey.ScopeIssue, apikey.ScopeRead)
 
 	const stall = 2 * time.Second // long enough that no slot frees before all 16 arrive
 	srv := httptest.NewUnstartedServer(New(Config{

@@ -2,11 +2,12 @@ package api
 
 import (
 	"context"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strconv"
 	"testing"
 
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/apikey"
 )
 
 // TestInvoiceIDsRevealNothingAcrossSellers: a seller's invoice ids depend
@@ -17,11 +18,8 @@ func TestInvoiceIDsRevealNothingAcrossSellers(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	other, err := series.CreateSeller(ctx, e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeIssue, ScopeRead, ScopeManage)
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	e.wantStatus(e.do("POST", "/v1/series", otherKey, `{"code":"CH1","doc_type":"invoice","format":"CH1/{FY}/{SEQ:5}"}`), http.StatusCreated)
 
 	first := e.mustIssue("CH1", "")

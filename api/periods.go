@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
 )
@@ -32,7 +33,7 @@ func renderLock(l invoice.PeriodLock) periodLockJSON {
 // with the existing one when it was locked already. A month that has not
 // ended (IST) is 422 period_not_ended.
 func (s *Server) lockPeriod(c echo.Context) error {
-	p, err := s.authorize(c, scopeManageBit)
+	p, err := s.authorize(c, apikey.CanManage)
 	if err != nil {
 		return err
 	}
@@ -40,7 +41,7 @@ func (s *Server) lockPeriod(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lock, created, err := invoice.LockPeriod(c.Request().Context(), s.pool, p.seller, m, "key "+keyTag+p.prefix, s.now())
+	lock, created, err := invoice.LockPeriod(c.Request().Context(), s.pool, p.Seller, m, "key "+apikey.Tag+p.Prefix, s.now())
 	if err != nil {
 		return err
 	}
@@ -54,16 +55,16 @@ func (s *Server) lockPeriod(c echo.Context) error {
 // listPeriods serves GET /v1/periods (scope read): the locked months,
 // newest first, and every lock and unlock, oldest first.
 func (s *Server) listPeriods(c echo.Context) error {
-	p, err := s.authorize(c, scopeReadBit)
+	p, err := s.authorize(c, apikey.CanRead)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	locks, err := invoice.PeriodLocks(ctx, s.pool, p.seller.ID)
+	locks, err := invoice.PeriodLocks(ctx, s.pool, p.Seller.ID)
 	if err != nil {
 		return err
 	}
-	events, err := invoice.PeriodEvents(ctx, s.pool, p.seller.ID)
+	events, err := invoice.PeriodEvents(ctx, s.pool, p.Seller.ID)
 	if err != nil {
 		return err
 	}

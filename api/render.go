@@ -1,12 +1,14 @@
 package api
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
 )
 
@@ -180,4 +182,15 @@ func renderSeries(s series.Series, years []series.Usage) seriesJSON {
 		out.Years[i] = yearJSON{FY: y.FY.String(), LastSerial: y.LastSerial, LastNumber: y.LastNumber, LastInvoiceDate: date(y.LastInvoiceDate)}
 	}
 	return out
+}
+
+// writeJSON writes v as the JSON body with status. encoding/json writes
+// struct fields in declaration order, so equal values give equal bytes.
+func writeJSON(c echo.Context, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/labstack/echo/v4"
@@ -29,7 +30,7 @@ const exportTimeout = 30 * time.Minute
 // cut off.
 func (s *Server) audit(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, scopeReadBit)
+	p, err := s.authorize(c, apikey.CanRead)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (s *Server) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	release, err := s.exports.acquire(p.seller.ID)
+	release, err := s.exports.acquire(p.Seller.ID)
 	if err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func (s *Server) audit(c echo.Context) error {
 		return err
 	}
 	defer sp.Close()
-	if err := write(ctx, s.pool, p.seller, sr, fy, format, sp); err != nil {
+	if err := write(ctx, s.pool, p.Seller, sr, fy, format, sp); err != nil {
 		return err
 	}
 	size, err := sp.rewind()
@@ -98,11 +99,11 @@ var errInvalidPart = apperr.New(apperr.Invalid, "invalid_report_part", "the repo
 // return period fp: MMYYYY, a range MMYYYY-MMYYYY, or a quarter
 // YYYY-YY-Qn.
 func (s *Server) docIssue(c echo.Context) error {
-	p, err := s.authorize(c, scopeReadBit)
+	p, err := s.authorize(c, apikey.CanRead)
 	if err != nil {
 		return err
 	}
-	if err := p.checkAllSeries(); err != nil {
+	if err := p.CheckAllSeries(); err != nil {
 		return err
 	}
 	fp := c.QueryParam("fp")
@@ -113,7 +114,7 @@ func (s *Server) docIssue(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := reports.DocIssue(c.Request().Context(), s.pool, p.seller, period)
+	rep, err := reports.DocIssue(c.Request().Context(), s.pool, p.Seller, period)
 	if err != nil {
 		return err
 	}

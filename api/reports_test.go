@@ -2,14 +2,14 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -89,11 +89,8 @@ func TestAuditExport(t *testing.T) {
 	e.wantError(e.do("GET", "/v1/series/CH1/audit", "", ""), http.StatusUnauthorized, "unauthorized")
 
 	// Another seller's key sees nothing of ours.
-	other, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, "Other Traders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey := mustKey(t, e.pool, other.ID, ScopeRead)
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeRead)
 	e.wantError(e.do("GET", "/v1/series/CH1/audit", otherKey, ""), http.StatusNotFound, "series_not_found")
 }
 

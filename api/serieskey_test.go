@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/apikey"
 )
 
 // TestSeriesScopedKey: a key restricted to CH2 issues, reads, lists and
@@ -20,10 +21,8 @@ func TestSeriesScopedKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	if _, err := series.CreateSeries(ctx, e.pool, series.NewSeries{SellerID: e.seller.ID, Code: "CH2", DocType: "invoice", Format: "CH2/{FY}/{SEQ:5}"}); err != nil {
-		t.Fatal(err)
-	}
-	term, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"ch2"})
+	testfactory.Series(t, e.pool, e.seller, &testfactory.SeriesOpts{Code: "CH2", Format: "CH2/{FY}/{SEQ:5}"})
+	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"ch2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,16 +80,16 @@ func TestSeriesScopedKey(t *testing.T) {
 	for _, c := range []struct {
 		scopes, codes []string
 	}{
-		{[]string{ScopeIssue}, nil},
-		{[]string{ScopeIssue}, []string{" "}},
-		{[]string{ScopeIssue}, []string{"CH9"}},
-		{[]string{ScopeIssue, ScopeManage}, []string{"CH1"}},
+		{[]string{apikey.ScopeIssue}, nil},
+		{[]string{apikey.ScopeIssue}, []string{" "}},
+		{[]string{apikey.ScopeIssue}, []string{"CH9"}},
+		{[]string{apikey.ScopeIssue, apikey.ScopeManage}, []string{"CH1"}},
 	} {
-		if _, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, c.scopes, c.codes); !errors.Is(err, ErrInvalidKeySeries) {
-			t.Errorf("CreateSeriesKey(%v, %v): %v, want ErrInvalidKeySeries", c.scopes, c.codes, err)
+		if _, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, c.scopes, c.codes); !errors.Is(err, apikey.ErrInvalidKeySeries) {
+			t.Errorf("apikey.CreateForSeries(%v, %v): %v, want apikey.ErrInvalidKeySeries", c.scopes, c.codes, err)
 		}
 	}
-	keys, err := Keys(ctx, e.pool, e.seller.ID)
+	keys, err := apikey.List(ctx, e.pool, e.seller.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +106,11 @@ func TestSeriesKeyFailsClosedOnOlderBinaries(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	key, err := CreateSeriesKey(ctx, e.pool, e.seller.ID, []string{ScopeIssue, ScopeRead}, []string{"CH1"})
+	key, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"CH1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefix, _, _ := parseKey(key)
+	prefix, _, _ := apikey.Parse(key)
 	var scopes []string
 	if err := e.pool.QueryRow(ctx, `SELECT scopes FROM api_keys WHERE prefix = $1`, prefix).Scan(&scopes); err != nil || len(scopes) != 0 {
 		t.Fatalf("scopes column %v (%v), want empty", scopes, err)

@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -42,18 +44,12 @@ type env struct {
 func setup(t *testing.T, opts ...func(*Config)) *env {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Chai & Co <Pune>")
-	if err != nil {
-		t.Fatalf("create seller: %v", err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Chai & Co <Pune>"})
 	e := &env{t: t, pool: pool, seller: seller}
-	e.all = mustKey(t, pool, seller.ID, ScopeIssue, ScopeRead, ScopeManage)
-	e.read = mustKey(t, pool, seller.ID, ScopeRead)
-	e.issue = mustKey(t, pool, seller.ID, ScopeIssue)
-	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"}); err != nil {
-		t.Fatalf("create series: %v", err)
-	}
+	e.all = mustKey(t, pool, seller.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
+	e.read = mustKey(t, pool, seller.ID, apikey.ScopeRead)
+	e.issue = mustKey(t, pool, seller.ID, apikey.ScopeIssue)
+	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"})
 	e.cfg = Config{Pool: pool, Now: func() time.Time { return testNow }}
 	for _, o := range opts {
 		o(&e.cfg)
@@ -68,7 +64,7 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 
 func mustKey(t *testing.T, db series.DB, sellerID int64, scopes ...string) string {
 	t.Helper()
-	k, err := CreateKey(context.Background(), db, sellerID, scopes)
+	k, err := apikey.Create(context.Background(), db, sellerID, scopes)
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -77,7 +78,7 @@ type eventListJSON struct {
 // createWebhook serves POST /v1/webhooks (scope manage).
 func (s *Server) createWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, scopeManageBit)
+	p, err := s.authorize(c, apikey.CanManage)
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	w, err := createWebhookRow(ctx, s.pool, p.seller.ID, u, events, "whsec_"+hex.EncodeToString(secret))
+	w, err := createWebhookRow(ctx, s.pool, p.Seller.ID, u, events, "whsec_"+hex.EncodeToString(secret))
 	if err != nil {
 		return err
 	}
@@ -114,11 +115,11 @@ func (s *Server) createWebhook(c echo.Context) error {
 // listWebhooks serves GET /v1/webhooks (scope manage): secrets are not
 // shown.
 func (s *Server) listWebhooks(c echo.Context) error {
-	p, err := s.authorize(c, scopeManageBit)
+	p, err := s.authorize(c, apikey.CanManage)
 	if err != nil {
 		return err
 	}
-	ws, err := listWebhookRows(c.Request().Context(), s.pool, p.seller.ID)
+	ws, err := listWebhookRows(c.Request().Context(), s.pool, p.Seller.ID)
 	if err != nil {
 		return err
 	}
@@ -132,11 +133,11 @@ func (s *Server) listWebhooks(c echo.Context) error {
 // deleteWebhook serves DELETE /v1/webhooks/{id} (scope manage): the
 // webhook gets no new events, and its pending deliveries are dropped.
 func (s *Server) deleteWebhook(c echo.Context) error {
-	p, err := s.authorize(c, scopeManageBit)
+	p, err := s.authorize(c, apikey.CanManage)
 	if err != nil {
 		return err
 	}
-	if err := deleteWebhookRow(c.Request().Context(), s.pool, p.seller.ID, c.Param("id")); err != nil {
+	if err := deleteWebhookRow(c.Request().Context(), s.pool, p.Seller.ID, c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -148,11 +149,11 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 // series gets 403 series_forbidden.
 func (s *Server) listEvents(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, scopeReadBit)
+	p, err := s.authorize(c, apikey.CanRead)
 	if err != nil {
 		return err
 	}
-	if err := p.checkAllSeries(); err != nil {
+	if err := p.CheckAllSeries(); err != nil {
 		return err
 	}
 	q := c.QueryParams()
@@ -177,11 +178,11 @@ func (s *Server) listEvents(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if after, err = eventRowID(ctx, s.pool, p.seller.ID, id, typ); err != nil {
+		if after, err = eventRowID(ctx, s.pool, p.Seller.ID, id, typ); err != nil {
 			return err
 		}
 	}
-	evs, err := listEventRows(ctx, s.pool, p.seller.ID, after, limit)
+	evs, err := listEventRows(ctx, s.pool, p.Seller.ID, after, limit)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/webhook"
 )
 
@@ -305,12 +306,11 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	d := NewDeliverer(DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
-	deadline := time.Now().Add(20 * time.Second)
 	var lastErr *string
-	for lastErr == nil && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	testwait.Until(t, 20*time.Second, func() bool {
 		e.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
-	}
+		return lastErr != nil
+	}, "the delivery to record an error")
 	cancel()
 	<-done
 	if lastErr == nil || !strings.Contains(*lastErr, "loopback, private or link-local") {

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/internal/testfactory"
 )
 
 const sellerGSTIN = "27AAPFU0939F1ZV"
@@ -31,20 +32,16 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Client Test Stall")
-	if err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Client Test Stall"})
 	for _, code := range []string{"CH1", "CH2"} {
-		if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: code, DocType: "invoice", Format: code + "/{FY}/{SEQ:5}"}); err != nil {
-			t.Fatal(err)
-		}
+		testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: code, Format: code + "/{FY}/{SEQ:5}"})
 	}
 	e := &env{}
-	if e.all, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}); err != nil {
+	var err error
+	if e.all, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage}); err != nil {
 		t.Fatal(err)
 	}
-	if e.issue, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue}); err != nil {
+	if e.issue, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue}); err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true}).Handler())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -41,10 +42,10 @@ const CookieName = "invoiced_session"
 type Keys interface {
 	// Authenticate returns the principal of a whole key sent with a
 	// request (whose client address pays for a failure).
-	Authenticate(r *http.Request, key string) (api.Principal, error)
+	Authenticate(r *http.Request, key string) (apikey.Principal, error)
 	// KeyPrincipal returns the principal of the live key with prefix
-	// (api.ErrUnauthorized once it is revoked).
-	KeyPrincipal(ctx context.Context, prefix string) (api.Principal, error)
+	// (apikey.ErrUnauthorized once it is revoked).
+	KeyPrincipal(ctx context.Context, prefix string) (apikey.Principal, error)
 	// Options returns the options invoices are cancelled with.
 	Options() series.Options
 }
@@ -151,7 +152,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type session struct {
 	idHash    []byte
 	csrf      string
-	principal api.Principal
+	principal apikey.Principal
 }
 
 type sessionKey struct{}
@@ -207,7 +208,7 @@ func (c *Console) lookup(r *http.Request) (*session, error) {
 		return nil, err
 	}
 	p, err := c.keys.KeyPrincipal(ctx, row.KeyPrefix)
-	if errors.Is(err, api.ErrUnauthorized) || err == nil && p.Seller.ID != row.SellerID {
+	if errors.Is(err, apikey.ErrUnauthorized) || err == nil && p.Seller.ID != row.SellerID {
 		return nil, deleteSession(ctx, c.pool, hash[:])
 	}
 	if err != nil {
@@ -242,7 +243,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusForbidden, "login", nil, "Sign in", loginView{Error: "That API key is restricted to series " + strings.Join(p.Series, ", ") + "; the console needs a key for every series of the seller."})
 		return
 	}
-	if errors.Is(err, api.ErrUnauthorized) {
+	if errors.Is(err, apikey.ErrUnauthorized) {
 		c.page(w, r, http.StatusUnauthorized, "login", nil, "Sign in", loginView{Error: "That API key is not valid (unknown, revoked or mistyped)."})
 		return
 	}
@@ -253,7 +254,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	id, csrf := random(32), random(32)
 	hash := sha256.Sum256(id)
 	now := c.now()
-	row := sessionRow{SellerID: p.Seller.ID, KeyPrefix: p.KeyPrefix, CSRF: base64.RawURLEncoding.EncodeToString(csrf), CreatedAt: now, LastSeen: now}
+	row := sessionRow{SellerID: p.Seller.ID, KeyPrefix: p.Prefix, CSRF: base64.RawURLEncoding.EncodeToString(csrf), CreatedAt: now, LastSeen: now}
 	if err := insertSession(r.Context(), c.pool, hash[:], row); err != nil {
 		c.fail(w, r, nil, err)
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -37,9 +38,9 @@ var funcs = template.FuncMap{
 }
 
 // errForbidden is shown when the key lacks a scope.
-var errForbidden = api.ErrForbidden
+var errForbidden = apikey.ErrForbidden
 
-// require returns api.ErrForbidden unless the session's key has scope.
+// require returns apikey.ErrForbidden unless the session's key has scope.
 func require(s *session, scope string) error {
 	if !s.principal.Has(scope) {
 		return apperr.Errorf(errForbidden, "the API key you signed in with lacks the %q scope this needs", scope)
@@ -72,7 +73,7 @@ type overviewView struct {
 // count, this year's cancellations and whether this year's chain is intact.
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -139,7 +140,7 @@ func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, seri
 // chart of invoices per day and the downloads.
 func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -155,7 +156,7 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	v := seriesYearView{Series: sr, FY: fy, Summary: sum, CanCancel: s.principal.Has(api.ScopeIssue),
+	v := seriesYearView{Series: sr, FY: fy, Summary: sum, CanCancel: s.principal.Has(apikey.ScopeIssue),
 		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
 		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
 	rq := reports.RowQuery{Limit: pageRows + 1, Number: v.Number}
@@ -189,7 +190,7 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 // the export the API gives, as an attachment.
 func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -265,7 +266,7 @@ func backTo(inv invoice.Invoice) string {
 // toCancel returns the invoice the path names, for a session whose key may
 // cancel (scope issue); it fails as require and invoiceOf do.
 func (c *Console) toCancel(r *http.Request, s *session) (invoice.Invoice, error) {
-	if err := require(s, api.ScopeIssue); err != nil {
+	if err := require(s, apikey.ScopeIssue); err != nil {
 		return invoice.Invoice{}, err
 	}
 	return c.invoiceOf(r, s)
@@ -352,7 +353,7 @@ func quickPeriods(today time.Time) []quickPeriod {
 // it out, for a month, a quarter or a range.
 func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -393,7 +394,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 // API gives, as an attachment.
 func (c *Console) gstr1JSON(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
@@ -434,7 +435,7 @@ type verifyLine struct {
 // with its place, and each chain head to anchor.
 func (c *Console) verify(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
-	if err := require(s, api.ScopeRead); err != nil {
+	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}

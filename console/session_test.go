@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -225,7 +225,7 @@ func TestRevokedKeyEndsSessions(t *testing.T) {
 	if p := get(t, c, f.url+"/console/"); p.status != http.StatusOK {
 		t.Fatalf("before revoking: %d", p.status)
 	}
-	if err := api.RevokeKey(context.Background(), f.pool, f.read); err != nil {
+	if err := apikey.Revoke(context.Background(), f.pool, f.read); err != nil {
 		t.Fatal(err)
 	}
 	if p := get(t, c, f.url+"/console/"); p.status != http.StatusSeeOther || p.location != "/console/login" {
@@ -325,7 +325,7 @@ func TestOversizedFormIsCut(t *testing.T) {
 func TestSeriesKeyCannotSignIn(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	key, err := api.CreateSeriesKey(context.Background(), f.pool, f.seller.ID, []string{api.ScopeRead}, []string{"CH1"})
+	key, err := apikey.CreateForSeries(context.Background(), f.pool, f.seller.ID, []string{apikey.ScopeRead}, []string{"CH1"})
 	if err != nil {
 		t.Fatal(err)
 	}

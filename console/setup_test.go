@@ -14,8 +14,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -51,14 +53,8 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Pune Chai Co")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch1, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Pune Chai Co"})
+	ch1 := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"})
 	f := &fixture{pool: pool, seller: seller, ch1: ch1, clock: &clock{}}
 	f.clock.set(start)
 	for i, date := range []string{"2026-11-02", "2026-11-02", "2026-11-10", "2026-11-20", "2026-11-28"} {
@@ -75,10 +71,11 @@ func setup(t *testing.T) *fixture {
 		}
 		f.invs = append(f.invs, inv)
 	}
-	if f.all, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue, api.ScopeRead, api.ScopeManage}); err != nil {
+	var err error
+	if f.all, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage}); err != nil {
 		t.Fatal(err)
 	}
-	if f.read, err = api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeRead}); err != nil {
+	if f.read, err = apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeRead}); err != nil {
 		t.Fatal(err)
 	}
 	// No key cache, so that a revoked key ends its sessions at once (with

@@ -16,9 +16,10 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/metrics"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -134,14 +135,9 @@ func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	seller, err := series.CreateSeller(ctx, pool, "27AAPFU0939F1ZV", "Chai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"}); err != nil {
-		t.Fatal(err)
-	}
-	key, err := api.CreateKey(ctx, pool, seller.ID, []string{api.ScopeIssue})
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "27AAPFU0939F1ZV", Name: "Chai"})
+	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
+	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/invoiced/invoiced/internal/bench"
 )
 
-// runBench runs `invoiced bench` (issue 5): it parses args with
+// runBench runs `invoiced bench` (docs/bench.md): it parses args with
 // bench.ParseFlagsOutput, takes the database from DATABASE_URL unless
 // --database-url is given, and runs bench.Run. It returns flag.ErrHelp for
 // -h, a *usageError for bad flags, an error wrapping bench.ErrNotContiguous

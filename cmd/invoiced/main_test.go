@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -29,7 +29,8 @@ import (
 
 const demoGSTIN = "27AAPFU0939F1ZV"
 
-// invoiceBody is the request of issue 3 without invoice_date (today in IST).
+// invoiceBody is an inter-state B2B invoice request (Maharashtra seller,
+// Karnataka buyer) without invoice_date, so dated today in IST.
 const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore Traders"},
  "place_of_supply": "29",
  "items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2",
@@ -203,7 +204,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("keys add --series = %q, %v", out, err)
 	}
 	for _, bad := range [][]string{{"--scopes", "issue", "--series", "CH9"}, {"--scopes", "issue,manage", "--series", "CH1"}} {
-		if _, _, err := cli(ctx, f.url, append([]string{"keys", "add", "--gstin", demoGSTIN}, bad...)...); !errors.Is(err, api.ErrInvalidKeySeries) {
+		if _, _, err := cli(ctx, f.url, append([]string{"keys", "add", "--gstin", demoGSTIN}, bad...)...); !errors.Is(err, apikey.ErrInvalidKeySeries) {
 			t.Fatalf("keys add %v: err = %v, want ErrInvalidKeySeries", bad, err)
 		}
 	}

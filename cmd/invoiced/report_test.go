@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
@@ -34,14 +35,8 @@ func reportSetup(t *testing.T) (func(string) string, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	seller, err := series.CreateSeller(ctx, pool, demoGSTIN, "Demo Chai Stall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "CH1", DocType: "invoice", Format: "CH1/{FY}/{SEQ:5}"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: demoGSTIN, Name: "Demo Chai Stall"})
+	s := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	var ids []int64
 	for i, date := range []string{"2026-11-02", "2026-11-10", "2026-11-30"} {

@@ -111,3 +111,24 @@ func pgVersion(ctx context.Context, dbURL string) string {
 	}
 	return fmt.Sprintf("%s; fsync=%s synchronous_commit=%s", v, fsync, sc)
 }
+
+// checkAcked verifies that, per series, the serials answered with 201 are
+// exactly 1..N with no repeats. It returns "" when they are, else the first
+// problem.
+func checkAcked(acked map[string][]int64) string {
+	codes := make([]string, 0, len(acked))
+	for c := range acked {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	for _, c := range codes {
+		s := append([]int64(nil), acked[c]...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		for i, v := range s {
+			if v != int64(i)+1 {
+				return fmt.Sprintf("series %s: acknowledged serials are not 1..%d: position %d holds %d", c, len(s), i+1, v)
+			}
+		}
+	}
+	return ""
+}

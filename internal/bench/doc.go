@@ -1,4 +1,5 @@
-// Package bench is the measuring harness behind `invoiced bench` (issue 5).
+// Package bench is the measuring harness behind `invoiced bench` and
+// `make bench` (docs/bench.md).
 //
 // It drives the real HTTP API (POST /v1/series/{code}/invoices) with C
 // concurrent keep-alive clients for a fixed time on 1 series and then on

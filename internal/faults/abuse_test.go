@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -28,25 +30,19 @@ func newAbuseEnv(t *testing.T) *abuseEnv {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	a, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Seller A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := series.CreateSeller(ctx, pool, otherGSTIN, "Seller B")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Seller A"})
+	b := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Seller B"})
 	key := func(id int64, scopes ...string) string {
-		k, err := api.CreateKey(ctx, pool, id, scopes)
+		k, err := apikey.Create(ctx, pool, id, scopes)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
 	e := &abuseEnv{t: t,
-		aAll: key(a.ID, api.ScopeIssue, api.ScopeRead, api.ScopeManage), aRead: key(a.ID, api.ScopeRead),
-		aIssue: key(a.ID, api.ScopeIssue), aRevoked: key(a.ID, api.ScopeIssue, api.ScopeRead), bAll: key(b.ID, api.ScopeIssue, api.ScopeRead)}
-	if err := api.RevokeKey(ctx, pool, e.aRevoked); err != nil {
+		aAll: key(a.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage), aRead: key(a.ID, apikey.ScopeRead),
+		aIssue: key(a.ID, apikey.ScopeIssue), aRevoked: key(a.ID, apikey.ScopeIssue, apikey.ScopeRead), bAll: key(b.ID, apikey.ScopeIssue, apikey.ScopeRead)}
+	if err := apikey.Revoke(ctx, pool, e.aRevoked); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []series.NewSeries{

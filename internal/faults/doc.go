@@ -1,4 +1,4 @@
-// Package faults holds the fault-injection tests of invoiced (issue 6): the
+// Package faults holds the fault-injection tests of invoiced: the
 // real binary is run against PostgreSQL while servers are killed, databases
 // stopped, primaries failed over, connections cut, counter locks held and
 // clocks turned back, and a recorded history of every client operation is

@@ -13,6 +13,8 @@ import (
 
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/latencyproxy"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -152,17 +154,10 @@ func TestFailoverToSyncStandby(t *testing.T) {
 	primary := newCluster(t, "synchronous_standby_names = '*'", "wal_level = replica", "max_wal_senders = 5")
 	standby := newStandby(t, primary)
 	// Wait until the standby is the synchronous one.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.Until(t, 30*time.Second, func() bool {
 		st, err := primary.queryString("postgres", `SELECT coalesce(string_agg(sync_state, ','), '') FROM pg_stat_replication`)
-		if err == nil && st == "sync" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("standby never became synchronous (sync_state %q, %v)", st, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && st == "sync"
+	}, "the standby to become synchronous")
 	fx := seed(t, primary.url("postgres"))
 	multi := fmt.Sprintf("postgres://postgres@%s,%s/postgres?sslmode=disable&target_session_attrs=read-write", primary.addr(), standby.addr())
 	srv := startServer(t, multi, "127.0.0.1:0")
@@ -437,14 +432,8 @@ func clockJump(t *testing.T, batching bool) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	seller, err := series.CreateSeller(ctx, p, sellerGSTIN, "Clock Test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sr, err := series.CreateSeries(ctx, p, series.NewSeries{SellerID: seller.ID, Code: "CK1", DocType: "invoice", Format: "CK1/{FY}/{SEQ:6}"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, p, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Clock Test"})
+	sr := testfactory.Series(t, p, seller, &testfactory.SeriesOpts{Code: "CK1", Format: "CK1/{FY}/{SEQ:6}"})
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	cm, err := invoice.NewCommitter(p, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock})

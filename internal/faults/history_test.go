@@ -126,7 +126,7 @@ type CheckOptions struct {
 }
 
 // Check checks the history ops against the invoices stored, for the
-// invariants of issue 6:
+// invariants of docs/faults.md:
 //
 //  1. every acknowledged invoice is stored, with the number, serial and
 //     issue time it was acknowledged with (no lost ack), and every 201 for

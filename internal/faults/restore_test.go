@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // TestRestoreDrill is the backup-and-restore drill of docs/operations.md:
@@ -61,10 +63,10 @@ func TestRestoreDrill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "WAL segment "+seg+" archived", func() bool {
+	testwait.Until(t, 30*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(archive, seg))
 		return err == nil
-	})
+	}, "WAL segment %s archived", seg)
 	l.end(t, retryWindow)
 	srv.Kill()
 
@@ -85,10 +87,10 @@ func TestRestoreDrill(t *testing.T) {
 		t.Fatalf("recovery.signal: %v\n%s", err, out)
 	}
 	restored.start()
-	waitFor(t, 60*time.Second, "the restored cluster to finish recovery", func() bool {
+	testwait.Until(t, 60*time.Second, func() bool {
 		v, err := restored.queryString("postgres", `SELECT pg_is_in_recovery()::text`)
 		return err == nil && v == "false"
-	})
+	}, "the restored cluster to finish recovery")
 
 	// 5. What was acknowledged before the point is there, exactly as
 	// answered; the chains, serials and counters are intact.
@@ -138,17 +140,4 @@ func TestRestoreDrill(t *testing.T) {
 	}
 	cli(t, restored.url("postgres"), "verify", "--gstin", sellerGSTIN)
 	t.Logf("FAULTS restore-drill acked-before-point=%d restored=%d primary=%d", before, len(stored), len(all))
-}
-
-// waitFor polls cond every 100ms until it holds, failing the test with
-// what after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -1,0 +1,64 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/labstack/echo/v4"
+)
+
+// cancelInvoice serves POST /v1/invoices/{id}/cancel (scope issue). With
+// an Idempotency-Key, a retry of a cancel whose answer was lost is
+// answered with the first answer's bytes (Idempotent-Replayed: true).
+func (s *Server) cancelInvoice(c echo.Context) error {
+	p, err := s.authorize(c, apikey.CanIssue)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(c.Request().Header)
+	if err != nil {
+		return err
+	}
+	id, err := s.invoiceID(c.Request().Context(), p, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
+	if err != nil {
+		return err
+	}
+	b, err := decodeCancelRequest(body)
+	if err != nil {
+		return err
+	}
+	req := invoice.CancelRequest{ID: id, Reason: strings.TrimSpace(b.Reason), IdempotencyKey: key}
+	if key != "" {
+		// Both forms of an id name one invoice: hash its internal id.
+		req.RequestHash = requestHash(http.MethodPost, "/v1/invoices/"+strconv.FormatInt(id, 10)+"/cancel", body)
+	}
+	inv, replayed, err := invoice.CancelOnce(c.Request().Context(), s.pool, p.Seller, req, s.now(), s.opt)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		c.Response().Header().Set(headerReplayed, "true")
+	} else {
+		s.metrics.Cancelled(string(inv.DocType))
+	}
+	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv))
+}
+
+// cancelAnswer is the body of a cancel's answer: the whole invoice for a
+// key that may read it, otherwise only what confirms the cancellation
+// (id, number, status, cancelled_at), so that an issue-only key cannot
+// read invoices by cancelling them.
+func cancelAnswer(p apikey.Principal, inv invoice.Invoice) any {
+	full := renderInvoice(inv)
+	if p.Scopes.Has(apikey.CanRead) {
+		return full
+	}
+	return cancelledJSON{ID: full.ID, Number: full.Number, Status: full.Status, CancelledAt: full.CancelledAt}
+}

@@ -1,0 +1,110 @@
+package api
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Pool is the database. Required.
+	Pool *pgxpool.Pool
+	// Logger receives internal errors; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now, with the invoice-date window
+	// judged by the database's clock (invoice.DatabaseClock: one "today"
+	// for every replica). A clock given here judges the window too (tests
+	// move it across IST midnight).
+	Now func() time.Time
+	// LockTimeout bounds the wait for a series counter lock; past it the
+	// request gets 503 with Retry-After. 0 means 3s.
+	LockTimeout time.Duration
+	// BackdateDays is how many days before today (IST) an invoice date may
+	// lie; 0 allows only today.
+	BackdateDays int
+	// MaxBodyBytes, when positive, lowers the body limit of every route
+	// (413 beyond); 0 keeps each route's own limit (an issue request
+	// 516 KiB, a series or a cancel 8 KiB).
+	MaxBodyBytes int64
+	// RequestTimeout bounds the database work of one request (503 past it);
+	// 0 means 30s.
+	RequestTimeout time.Duration
+	// DisableBatching issues every invoice in a transaction of its own
+	// instead of gathering concurrent requests for a series into one
+	// (group commit, see invoice.Committer). For comparison only.
+	DisableBatching bool
+	// BatchesInFlight is how many group-commit transactions may be open at
+	// once (invoice.Config.InFlight); 0 means 1.
+	BatchesInFlight int
+	// DisablePrediction makes every group-commit transaction read its
+	// counter rows before numbering (three round trips) instead of
+	// predicting them from the state this process left them in (one); see
+	// invoice.Config.Predict. For comparison only.
+	DisablePrediction bool
+	// KeyCacheTTL is how long a looked-up API key is trusted before the
+	// database is asked again, so a revoked key keeps working for at most
+	// this long; 0 means 5s, negative asks the database on every request.
+	KeyCacheTTL time.Duration
+	// ExposeStats serves GET /debug/stats (group-commit counters, no
+	// tenant data); otherwise that route answers 404.
+	ExposeStats bool
+	// Metrics receives the server's metrics; nil gives the server a set of
+	// its own. Its Handler is served at GET /metrics when ExposeMetrics
+	// is set (otherwise that route answers 404 and the caller serves it
+	// elsewhere).
+	Metrics       *metrics.Metrics
+	ExposeMetrics bool
+	// LogRequests writes one Info line per request to Logger (request
+	// id, route, status, duration, seller GSTIN, series code; never a
+	// body, a query or buyer data).
+	LogRequests bool
+
+	// MaxExports bounds the audit exports in progress at once over all
+	// sellers, MaxExportsPerSeller those of one seller; past either the
+	// request gets 429 too_many_exports. 0 means the default.
+	MaxExports          int
+	MaxExportsPerSeller int
+	// ExportStallTimeout is how long a client may stop reading an export
+	// before its connection is cut; 0 means 30s.
+	ExportStallTimeout time.Duration
+	// SpoolDir is where exports are written before they are sent; ""
+	// means os.TempDir().
+	SpoolDir string
+
+	// FailureRate is how many authentication failures and unknown receipt
+	// ids one client address may cause per second (FailureBurst at once)
+	// before its requests that fail or need a database lookup without a
+	// valid cached key get 429 rate_limited; 0 means 5 per second,
+	// negative no limit. FailureBurst 0 means ten seconds' worth.
+	FailureRate  float64
+	FailureBurst int
+
+	// KeyRate, when positive, is how many requests per second one API key
+	// may make (a second's worth at once); past it the request gets 429
+	// rate_limited with Retry-After. 0 means no limit.
+	KeyRate float64
+	// WebhookAllowPrivate lets webhooks be registered for URLs that
+	// resolve to loopback, private or link-local addresses (tests,
+	// on-premises receivers); otherwise they are refused (SSRF). The
+	// Deliverer has its own switch for the addresses it connects to.
+	WebhookAllowPrivate bool
+}
+
+// Defaults of Config.
+const (
+	DefaultLockTimeout    = 3 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultKeyCacheTTL    = 5 * time.Second
+)
+
+// bodyLimit returns the body limit of a route whose own limit is
+// routeMax: routeMax, or Config.MaxBodyBytes when that is lower.
+func (s *Server) bodyLimit(routeMax int64) int64 {
+	if s.maxBody > 0 {
+		return min(s.maxBody, routeMax)
+	}
+	return routeMax
+}

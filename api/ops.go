@@ -1,0 +1,104 @@
+package api
+
+// This file holds the routes for operators and tools rather than tills:
+// health, readiness, group-commit stats, metrics and the OpenAPI document.
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/labstack/echo/v4"
+)
+
+func (s *Server) healthz(c echo.Context) error {
+	return writeJSON(c, http.StatusOK, statusBody{Status: "ok"})
+}
+
+// readyz answers 200 when the database answers a ping within two seconds,
+// 503 database_unavailable otherwise.
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		return apperr.WithCause(errDBUnavailable, err)
+	}
+	return writeJSON(c, http.StatusOK, statusBody{Status: "ok"})
+}
+
+type statusBody struct {
+	Status string `json:"status"`
+}
+
+// stats serves GET /debug/stats: the group-commit counters of this
+// process, when Config.ExposeStats is set (404 otherwise).
+func (s *Server) stats(c echo.Context) error {
+	if !s.exposeStats {
+		return echo.ErrNotFound
+	}
+	st := s.committer.Stats()
+	return writeJSON(c, http.StatusOK, statsBody{
+		Batching: s.committer.Batching(), Batches: st.Batches, Invoices: st.Invoices,
+		Retries: st.Retries, MaxBatch: st.MaxBatch, Predicted: st.Predicted, Mispredicted: st.Mispredicted,
+	})
+}
+
+type statsBody struct {
+	Batching bool  `json:"batching"`
+	Batches  int64 `json:"batches"`
+	Invoices int64 `json:"invoices"`
+	Retries  int64 `json:"retries"`
+	MaxBatch int   `json:"max_batch"`
+	// Predicted and Mispredicted: see invoice.Stats.
+	Predicted    int64 `json:"predicted"`
+	Mispredicted int64 `json:"mispredicted"`
+}
+
+// serveMetrics serves GET /metrics in Prometheus' text format when
+// Config.ExposeMetrics is set (404 otherwise).
+func (s *Server) serveMetrics(c echo.Context) error {
+	if s.metricsHTTP == nil {
+		return echo.ErrNotFound
+	}
+	s.metricsHTTP.ServeHTTP(c.Response(), c.Request())
+	return nil
+}
+
+// openAPI serves the OpenAPI document with its server URL set to the
+// address the request reached (scheme and Host), so that a client
+// generated from it, or "try it out", talks to this server. A Host that is
+// not a plain host[:port] leaves the document's default.
+func (s *Server) openAPI(c echo.Context) error {
+	return c.Blob(http.StatusOK, "application/yaml", specFor(c.Scheme(), c.Request().Host))
+}
+
+// specServerLine is the server URL line of api/openapi.yaml that specFor
+// replaces.
+const specServerLine = "\n  - url: http://127.0.0.1:8080\n"
+
+// specFor returns the OpenAPI document naming scheme://host as its server.
+func specFor(scheme, host string) []byte {
+	if (scheme != "http" && scheme != "https") || !plainHost(host) {
+		return openAPISpec
+	}
+	return bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+scheme+"://"+host+"\n"), 1)
+}
+
+// plainHost reports whether h is 1 to 255 bytes of letters, digits and
+// ".-:[]" (a host name or IP address with an optional port): nothing that
+// could break out of a YAML scalar.
+func plainHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for _, r := range h {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
