@@ -3,8 +3,6 @@ package invoice
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,15 +22,6 @@ import (
 // Beginner starts transactions: *pgxpool.Pool and *pgx.Conn satisfy it.
 type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
-}
-
-var publicIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newPublicID returns 128 random bits as 26 lower-case base32 characters.
-func newPublicID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand documents it)
-	return publicIDEncoding.EncodeToString(b[:])
 }
 
 // IssueTx numbers drafts, in order, with consecutive serials of s and
@@ -379,7 +368,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 		for i, d := range gr.Drafts[:b.N] {
 			inv := &invs[i]
 			*inv = Invoice{
-				PublicID: newPublicID(), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
+				PublicID: NewPublicID(gr.Seller.ID, b.IssuedAt), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
 				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
 				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
 				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
@@ -683,12 +672,6 @@ func IDBySerial(ctx context.Context, db series.DB, sellerID, seriesID int64, fy 
 		return 0, translate(err, "find invoice")
 	}
 	return id, nil
-}
-
-// GetByPublicID returns the invoice whose public id is publicID, or
-// ErrNotFound.
-func GetByPublicID(ctx context.Context, db series.DB, publicID string) (Invoice, error) {
-	return one(db.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
 }
 
 // List returns up to limit invoices of series s in fy with serials above
