@@ -36,10 +36,10 @@ func TestReceiptLinksOfBothForms(t *testing.T) {
 	if !strings.Contains(string(r.body), `"public_id":"`+legacy+`","receipt_url":"/r/`+legacy+`"`) {
 		t.Fatalf("legacy invoice renders %s", r.body)
 	}
-	// Another seller's prefix before this seller's random tail is no link.
-	_, tail, _ := strings.Cut(routed.PublicID, "-")
+	// The same time and random bits under another seller's id are no link.
+	_, random, _ := strings.Cut(routed.PublicID, "-")
 	other := invoice.NewPublicID(e.seller.ID+1, testNow)
-	e.wantStatus(e.do("GET", "/r/"+other[:strings.IndexByte(other, '-')+1]+tail, "", ""), http.StatusNotFound)
+	e.wantStatus(e.do("GET", "/r/"+routed.PublicID[:10]+other[10:strings.IndexByte(other, '-')+1]+random, "", ""), http.StatusNotFound)
 }
 
 // A malformed id is a 404 page without a lookup, so it spends none of the
@@ -50,7 +50,8 @@ func TestMalformedReceiptIDsAreNotLookedUp(t *testing.T) {
 	const burst = 10
 	e := setup(t, func(c *Config) { c.FailureBurst = burst }) // the clock stands still: no refill
 	routed := e.mustIssue("CH1", "2026-11-29").PublicID
-	malformed := []string{"nope", strings.ToUpper(routed), "0" + routed, routed + "0", strings.Replace(routed, "-", "_", 1),
+	malformed := []string{"nope", strings.ToUpper(routed), "8" + routed[1:], routed + "0", strings.Replace(routed, "-", "_", 1),
+		strings.Replace(routed, "-", "", 1), routed[:len(routed)-1] + "u",
 		strings.Repeat("a", 25), strings.Repeat("A", 26), strings.Repeat("8", 26)}
 	for range 5 {
 		for _, id := range malformed {

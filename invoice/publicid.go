@@ -10,13 +10,13 @@ import (
 // A public id names an invoice in its receipt link, /r/{public_id}; it is
 // the link's only capability (docs/public-ids.md). Two forms resolve:
 //
-//   - routed (issued now): the seller's id, "-", then 26 characters that
-//     hold a 48-bit millisecond timestamp of the issue and 80 random bits
-//     (a ULID), all in lower-case Crockford base32, e.g.
-//     "1a-01jdz8q3m7t0ka4x9c2b6v5nrh". The seller prefix routes the lookup
-//     to one seller's rows (one shard on Citus); the time makes each
-//     seller's new ids land at the right edge of the (seller_id,
-//     public_id) index instead of on a random leaf page.
+//   - routed (issued now): a 48-bit millisecond timestamp of the issue (10
+//     characters), the seller's id, "-", and 80 random bits (16
+//     characters), all in lower-case Crockford base32, e.g.
+//     "01jdz8q3m71a-t0ka4x9c2b6v5nrh" for seller 42. The time first makes
+//     new ids land at the right-hand edge of their unique index, as the
+//     identity key's do, instead of on a random leaf page; the seller
+//     routes the lookup to one seller's rows (one shard on Citus).
 //   - legacy (issued before): 26 characters of lower-case RFC 4648
 //     base32, 128 random bits; they resolve forever.
 //
@@ -31,7 +31,6 @@ const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
 const (
 	timeChars   = 10 // 48 bits of milliseconds, the top 2 of 50 zero
 	randomChars = 16 // 80 random bits
-	tailChars   = timeChars + randomChars
 	maxSeller   = 13 // characters of the largest int64
 	legacyChars = 26
 )
@@ -53,7 +52,11 @@ func routedID(sellerID int64, at time.Time, r [10]byte) string {
 		panic("invoice: public id for a seller id that is not positive")
 	}
 	var b strings.Builder
-	b.Grow(maxSeller + 1 + tailChars)
+	b.Grow(timeChars + maxSeller + 1 + randomChars)
+	ms := uint64(at.UnixMilli()) & (1<<48 - 1)
+	for shift := 5 * (timeChars - 1); shift >= 0; shift -= 5 {
+		b.WriteByte(crockford[(ms>>shift)&31])
+	}
 	var seller [maxSeller]byte
 	i := len(seller)
 	for v := uint64(sellerID); v > 0; v >>= 5 {
@@ -62,10 +65,6 @@ func routedID(sellerID int64, at time.Time, r [10]byte) string {
 	}
 	b.Write(seller[i:])
 	b.WriteByte('-')
-	ms := uint64(at.UnixMilli()) & (1<<48 - 1)
-	for shift := 5 * (timeChars - 1); shift >= 0; shift -= 5 {
-		b.WriteByte(crockford[(ms>>shift)&31])
-	}
 	hi, lo := uint64(binary.BigEndian.Uint16(r[:2])), binary.BigEndian.Uint64(r[2:])
 	// 80 bits as hi:lo (16 + 64), five at a time from the top.
 	for shift := 75; shift >= 0; shift -= 5 {
@@ -106,8 +105,20 @@ func ParsePublicID(id string) (PublicIDRoute, bool) {
 		}
 		return PublicIDRoute{}, true
 	}
-	seller, tail, ok := strings.Cut(id, "-")
-	if !ok || len(tail) != tailChars || len(seller) == 0 || len(seller) > maxSeller || seller[0] == '0' {
+	if len(id) < timeChars+1+1+randomChars {
+		return PublicIDRoute{}, false
+	}
+	// The first time character holds the top 3 bits of 48 after 2 zero bits.
+	if strings.IndexByte(crockford[:8], id[0]) < 0 {
+		return PublicIDRoute{}, false
+	}
+	for i := 1; i < timeChars; i++ {
+		if strings.IndexByte(crockford, id[i]) < 0 {
+			return PublicIDRoute{}, false
+		}
+	}
+	seller, random, ok := strings.Cut(id[timeChars:], "-")
+	if !ok || len(random) != randomChars || len(seller) == 0 || len(seller) > maxSeller || seller[0] == '0' {
 		return PublicIDRoute{}, false
 	}
 	var v uint64
@@ -118,12 +129,8 @@ func ParsePublicID(id string) (PublicIDRoute, bool) {
 		}
 		v = v<<5 | uint64(d)
 	}
-	// The first time character holds the top 3 bits of 48 after 2 zero bits.
-	if strings.IndexByte(crockford[:8], tail[0]) < 0 {
-		return PublicIDRoute{}, false
-	}
-	for i := 1; i < len(tail); i++ {
-		if strings.IndexByte(crockford, tail[i]) < 0 {
+	for i := 0; i < len(random); i++ {
+		if strings.IndexByte(crockford, random[i]) < 0 {
 			return PublicIDRoute{}, false
 		}
 	}
@@ -137,10 +144,9 @@ func PublicIDTime(id string) (time.Time, bool) {
 	if !ok || r.Legacy() {
 		return time.Time{}, false
 	}
-	tail := id[len(id)-tailChars:]
 	var ms int64
 	for i := 0; i < timeChars; i++ {
-		ms = ms<<5 | int64(strings.IndexByte(crockford, tail[i]))
+		ms = ms<<5 | int64(strings.IndexByte(crockford, id[i]))
 	}
 	return time.UnixMilli(ms).UTC(), true
 }

@@ -30,12 +30,12 @@ func TestPublicIDCarriesSellerAndTime(t *testing.T) {
 		if !ok || route.Legacy() || route.SellerID != seller {
 			t.Fatalf("%d: %q parses as %+v %v", seller, id, route, ok)
 		}
-		prefix, tail, _ := strings.Cut(id, "-")
-		if got, err := strconv.ParseInt(fromCrockford.Replace(prefix), 32, 64); err != nil || got != seller {
-			t.Fatalf("%q: prefix reads %d %v, want %d", id, got, err, seller)
+		sellerPart, random, _ := strings.Cut(id[10:], "-")
+		if got, err := strconv.ParseInt(fromCrockford.Replace(sellerPart), 32, 64); err != nil || got != seller {
+			t.Fatalf("%q: seller part reads %d %v, want %d", id, got, err, seller)
 		}
-		if len(tail) != 26 || strings.ContainsAny(id, "ilouABCXYZ") {
-			t.Fatalf("%q: tail %d characters or letters outside lower-case Crockford", id, len(tail))
+		if len(random) != 16 || strings.ContainsAny(id, "ilouABCXYZ") {
+			t.Fatalf("%q: %d random characters, or letters outside lower-case Crockford", id, len(random))
 		}
 		if got, ok := invoice.PublicIDTime(id); !ok || !got.Equal(at.Truncate(time.Millisecond)) {
 			t.Fatalf("%q carries %v, want %v", id, got, at.Truncate(time.Millisecond))
@@ -46,15 +46,16 @@ func TestPublicIDCarriesSellerAndTime(t *testing.T) {
 	}
 }
 
-// Ids of one seller sort by issue time, in byte order (and so in the
-// index), whatever their random bits; within one millisecond they differ.
+// Ids sort by issue time, in byte order (and so in the index), whatever
+// their sellers and random bits; within one millisecond they differ.
 func TestPublicIDsSortByTime(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	sellers := []int64{1000, 1, 1 << 40, 42, 1<<63 - 1}
 	prev := ""
 	for i := range 5000 {
 		at := base.Add(time.Duration(i*i) * time.Millisecond)
-		id := invoice.NewPublicID(42, at)
+		id := invoice.NewPublicID(sellers[i%len(sellers)], at)
 		if id <= prev {
 			t.Fatalf("id %d %q sorts before %q issued earlier", i, id, prev)
 		}
@@ -97,19 +98,21 @@ func TestPublicIDRandomBitsAllVary(t *testing.T) {
 func TestParsePublicIDRefusesMalformed(t *testing.T) {
 	t.Parallel()
 	good := invoice.NewPublicID(1000, time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC))
-	prefix, tail, _ := strings.Cut(good, "-")
+	tm, rest := good[:10], good[10:]
+	sellerPart, random, _ := strings.Cut(rest, "-")
 	for _, id := range []string{
 		"", "-", "nope", "aaaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaaaa", "aaaaaaaaaaaaaaaaaaaaaaaaa1", "AAAAAAAAAAAAAAAAAAAAAAAAAA",
 		"aaaaaaaaaaaaaaaaaaaaaaaaa8", "aaaaaaaaaaaaaaaaaaaaaaaa/.",
-		strings.ToUpper(good), "-" + tail, "0" + good, prefix + tail, prefix + "-" + tail[1:], prefix + "-" + tail + "0",
-		prefix + "_" + tail, prefix + "-" + "8" + tail[1:], prefix + "-" + tail[:25] + "u", prefix + "i-" + tail,
-		"0-" + tail, "8000000000000-" + tail, "zzzzzzzzzzzzz-" + tail, "10000000000000-" + tail, prefix + "-" + tail + "-" + tail,
+		strings.ToUpper(good), tm + "-" + random, tm + "0" + rest, tm + sellerPart + random, tm + rest[:len(rest)-1], good + "0",
+		tm + sellerPart + "_" + random, "8" + good[1:], good[:len(good)-1] + "u", tm[:9] + "i" + rest, tm + sellerPart + "i-" + random,
+		tm + "0-" + random, tm + "8000000000000-" + random, tm + "zzzzzzzzzzzzz-" + random, tm + "10000000000000-" + random, good + "-" + random,
+		"-" + good,
 	} {
 		if r, ok := invoice.ParsePublicID(id); ok {
 			t.Errorf("%q parses as %+v", id, r)
 		}
 	}
-	if r, ok := invoice.ParsePublicID("7zzzzzzzzzzzz-" + tail); !ok || r.SellerID != 1<<63-1 {
+	if r, ok := invoice.ParsePublicID(tm + "7zzzzzzzzzzzz-" + random); !ok || r.SellerID != 1<<63-1 {
 		t.Errorf("the largest seller id: %+v %v", r, ok)
 	}
 	if r, ok := invoice.ParsePublicID("abcdefghijklmnopqrstuvwxyz"); !ok || !r.Legacy() {
@@ -120,7 +123,7 @@ func TestParsePublicIDRefusesMalformed(t *testing.T) {
 // FuzzParsePublicID: whatever the input, an accepted id is exactly one of
 // the two forms, and a routed one names the seller its prefix spells.
 func FuzzParsePublicID(f *testing.F) {
-	for _, s := range []string{"abcdefghijklmnopqrstuvwxyz", "1a-01jdz8q3m7t0ka4x9c2b6v5nrh", "7zzzzzzzzzzzz-7zzzzzzzzzzzzzzzzzzzzzzzzz", "", "-", "0-"} {
+	for _, s := range []string{"abcdefghijklmnopqrstuvwxyz", "01jdz8q3m71a-t0ka4x9c2b6v5nrh", "7zzzzzzzzz7zzzzzzzzzzzz-zzzzzzzzzzzzzzzz", "", "-", "0-"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
@@ -134,9 +137,12 @@ func FuzzParsePublicID(f *testing.F) {
 			}
 			return
 		}
-		prefix, tail, _ := strings.Cut(id, "-")
-		seller, err := strconv.ParseInt(fromCrockford.Replace(prefix), 32, 64)
-		if err != nil || seller != r.SellerID || seller <= 0 || prefix[0] == '0' || len(tail) != 26 ||
+		if len(id) < 28 || id[0] > '7' {
+			t.Fatalf("%q accepted as routed", id)
+		}
+		sellerPart, random, _ := strings.Cut(id[10:], "-")
+		seller, err := strconv.ParseInt(fromCrockford.Replace(sellerPart), 32, 64)
+		if err != nil || seller != r.SellerID || seller <= 0 || sellerPart[0] == '0' || len(random) != 16 ||
 			strings.Trim(id, "-0123456789abcdefghjkmnpqrstvwxyz") != "" || strings.Count(id, "-") != 1 {
 			t.Fatalf("%q accepted as routed for seller %d (prefix reads %d %v)", id, r.SellerID, seller, err)
 		}
@@ -169,10 +175,10 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 	if err != nil || got.ID != inv.ID {
 		t.Fatalf("routed id: %+v %v", got, err)
 	}
-	// The same random tail under another seller's prefix is another id.
-	_, tail, _ := strings.Cut(inv.PublicID, "-")
-	forged := invoice.NewPublicID(other.ID, now)
-	forged = forged[:strings.IndexByte(forged, '-')+1] + tail
+	// The same time and random bits under another seller's id are another id.
+	_, random, _ := strings.Cut(inv.PublicID, "-")
+	otherID := invoice.NewPublicID(other.ID, now)
+	forged := inv.PublicID[:10] + otherID[10:strings.IndexByte(otherID, '-')+1] + random
 	if _, err := invoice.GetByPublicID(ctx, f.pool, forged); !errors.Is(err, invoice.ErrNotFound) {
 		t.Fatalf("another seller's prefix: %v, want not found", err)
 	}
@@ -215,9 +221,9 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 }
 
 // After the contract step drops the random unique index over every id,
-// both forms are still index lookups: a routed id through (seller_id,
-// public_id), a legacy one through the partial index of legacy ids; on
-// Citus neither needs an index across sellers.
+// both forms are still index lookups: a routed id through the unique
+// index of routed ids, (public_id, seller_id), a legacy one through the
+// partial index of legacy ids; neither holds the other form's rows.
 func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -238,7 +244,7 @@ func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for q, want := range map[string]string{
-		`EXPLAIN SELECT id FROM invoices WHERE seller_id = 1 AND public_id = 'x'`:                                   "invoices_seller_public_id_key",
+		`EXPLAIN SELECT id FROM invoices WHERE seller_id = 1 AND public_id = 'x' AND length(public_id) > 26`:        "invoices_routed_public_id_key",
 		`EXPLAIN SELECT id FROM invoices WHERE public_id = 'abcdefghijklmnopqrstuvwxyz' AND length(public_id) = 26`: "invoices_legacy_public_id",
 	} {
 		var plan strings.Builder
