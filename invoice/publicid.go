@@ -36,9 +36,10 @@ const (
 )
 
 // NewPublicID returns a new routed public id for an invoice of sellerID
-// issued at: the seller's id, then at in milliseconds and 80 bits from
-// crypto/rand. Ids of one seller sort by their issue time to the
-// millisecond. sellerID must be positive (database identities are).
+// issued at: at in milliseconds, the seller's id and 80 bits from
+// crypto/rand. Ids sort by their issue time to the millisecond, whatever
+// their sellers. sellerID must be positive (database identities are); it
+// panics otherwise.
 func NewPublicID(sellerID int64, at time.Time) string {
 	var r [10]byte
 	rand.Read(r[:]) // never fails (crypto/rand documents it)
