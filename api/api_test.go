@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -149,7 +150,7 @@ func TestIssueResponse(t *testing.T) {
 	if string(r.body) != want {
 		t.Fatalf("body\n%s\nwant\n%s", r.body, want)
 	}
-	if len(inv.PublicID) != 26 || inv.ID == "" {
+	if route, ok := invoice.ParsePublicID(inv.PublicID); !ok || route.SellerID != e.seller.ID || inv.ID == "" {
 		t.Fatalf("ids %q %q", inv.ID, inv.PublicID)
 	}
 	// Inter-state with a buyer: IGST.

@@ -138,21 +138,6 @@ var titles = map[series.DocType]string{
 	series.RefundVoucher:  "Refund Voucher",
 }
 
-// validPublicID reports whether v can be a public id: 26 characters of
-// lower-case base32.
-func validPublicID(v string) bool {
-	if len(v) != 26 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !('a' <= c && c <= 'z' || '2' <= c && c <= '7') {
-			return false
-		}
-	}
-	return true
-}
-
 // receipt serves GET /r/{public_id}[?paper=a4|80mm]: the printable receipt
 // (Rule 46's particulars; laid out for A4, or for 80 mm thermal roll paper
 // with paper=80mm), or an HTML error page (404 for an unknown id).
@@ -164,7 +149,7 @@ func (s *Server) receipt(c echo.Context) error {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	id := c.Param("public_id")
-	if !validPublicID(id) {
+	if _, ok := invoice.ParsePublicID(id); !ok {
 		return s.receiptError(c, invoice.ErrNotFound)
 	}
 	ctx := c.Request().Context()

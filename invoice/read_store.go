@@ -92,12 +92,6 @@ func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy 
 	return id, nil
 }
 
-// GetByPublicID returns the invoice whose public id is publicID, or
-// ErrNotFound.
-func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (Invoice, error) {
-	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.public_id = $1`, publicID), "get invoice")
-}
-
 // List returns up to limit invoices of series s in fy with serials above
 // after, in serial order.
 func List(ctx context.Context, q db.Querier, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {

@@ -2,8 +2,6 @@ package invoice
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"time"
 
@@ -19,15 +17,6 @@ import (
 // Beginner is db.Beginner, under the name the Committer and callers
 // outside the data layer know.
 type Beginner = db.Beginner
-
-var publicIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newPublicID returns 128 random bits as 26 lower-case base32 characters.
-func newPublicID() string {
-	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand documents it)
-	return publicIDEncoding.EncodeToString(b[:])
-}
 
 // IssueTx numbers drafts, in order, with consecutive serials of s and
 // inserts them, their chain records and their idempotency keys inside tx.

@@ -7,6 +7,8 @@
 //	auditbench -verify
 //	auditbench -deep -deep-sellers 10 -deep-series 10 -deep-years 10 -deep-per 10000 -jobs 2
 //	                                       # a database years deep: 1,000 series-years, 10,000,000 invoices
+//	auditbench -public-ids 1000000 -public-ids-issue 100000
+//	                                       # the unique index of legacy and routed public ids, in scratch tables
 //
 // Measured modes print elapsed time and the peak Go heap in use (sampled
 // every 10 ms); run them under /usr/bin/time -v for the peak RSS.
@@ -58,6 +60,9 @@ func run() error {
 	format := flag.String("format", "csv", "audit format")
 	out := flag.String("out", "/dev/null", "audit output")
 	memprofile := flag.String("memprofile", "", "write a heap profile here after the measured run")
+	publicIDs := flag.Int("public-ids", 0, "load this many public ids of each form into scratch tables pubid_legacy and pubid_routed, then measure issuing more")
+	publicIDsIssue := flag.Int("public-ids-issue", 100000, "with -public-ids: ids inserted, 100 a transaction, in the measured phase")
+	publicIDsSellers := flag.Int("public-ids-sellers", 1000, "with -public-ids: sellers the ids belong to, in turn")
 	flag.Parse()
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
@@ -72,6 +77,10 @@ func run() error {
 			return err
 		}
 		fmt.Printf("seeded %d invoices over %d series-years in %s\n", l.sellers*l.seriesPer*l.years*l.per, l.sellers*l.seriesPer*l.years, time.Since(start).Round(time.Millisecond))
+	case *publicIDs > 0:
+		if err := measurePublicIDs(ctx, pool, *publicIDs, *publicIDsIssue, *publicIDsSellers, os.Stdout); err != nil {
+			log.Fatal(err)
+		}
 	case *seed > 0:
 		start := time.Now()
 		if err := seedSeries(ctx, pool, *seed); err != nil {

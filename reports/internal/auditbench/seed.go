@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -138,12 +136,11 @@ func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (s
 	return series.CreateSeller(ctx, pool, gstin, name)
 }
 
-var publicIDs = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
 // seedSeriesYear inserts n invoices of s in fy, dated through the year,
 // every 100th cancelled, with their chain records hashed as IssueTx and
-// CancelTx would, random public ids as issuing gives, and the counter row
-// that ends where they end, in one transaction. Invoices are generated
+// CancelTx would, public ids as issuing gives them (routed by seller, with
+// the issue time), and the counter row that ends where they end, in one
+// transaction. Invoices are generated
 // while they are copied; only the chain records (about 80 bytes each) are
 // kept until their own copy.
 func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Seller, s series.Series, fy series.FY, n int) error {
@@ -217,11 +214,9 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Selle
 		if inv.Buyer != nil {
 			bg = &inv.Buyer.GSTIN
 		}
-		var id [16]byte
-		rand.Read(id[:])
 		i++
 		t := inv.Totals
-		return []any{seller.ID, s.ID, int(fy), serial, num, date, at, publicIDs.EncodeToString(id[:]), inv.Status,
+		return []any{seller.ID, s.ID, int(fy), serial, num, date, at, invoice.NewPublicID(seller.ID, at), inv.Status,
 			bg, inv.PlaceOfSupply, string(itemsJSON),
 			t.Taxable.StringFixed(2), t.CGST.StringFixed(2), t.SGST.StringFixed(2), t.IGST.StringFixed(2), t.Total.StringFixed(2), cancelledAt, reason}, nil
 	})

@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestSeedsVerify: a small database years deep and a BENCH series seed as
@@ -57,5 +60,23 @@ func TestSeedsVerify(t *testing.T) {
 	pool.QueryRow(ctx, `SELECT count(DISTINCT public_id), count(*) FROM invoices`).Scan(&distinct, &total)
 	if distinct != total {
 		t.Fatalf("%d distinct public ids for %d invoices", distinct, total)
+	}
+	// Seeded ids are of the form issuing gives: routed to the row's seller,
+	// carrying its issue time.
+	rows, err := pool.Query(ctx, `SELECT seller_id, issued_at, public_id FROM invoices`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seller int64
+	var at time.Time
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&seller, &at, &id}, func() error {
+		route, ok := invoice.ParsePublicID(id)
+		if got, _ := invoice.PublicIDTime(id); !ok || route.SellerID != seller || !got.Equal(at.Truncate(time.Millisecond)) {
+			t.Fatalf("seeded public id %q of seller %d issued %v: routed %+v %v, time %v", id, seller, at, route, ok, got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
