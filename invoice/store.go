@@ -903,6 +903,8 @@ func translate(err error, what string) error {
 		return apperr.WithCause(series.ErrLockTimeout, err)
 	case series.IsMoved(err):
 		return apperr.WithCause(series.ErrMoved, err)
+	case series.IsLeased(err):
+		return apperr.WithCause(series.ErrLeased, err)
 	}
 	return fmt.Errorf("invoice: %s: %w", what, err)
 }

@@ -551,6 +551,8 @@ func translate(err error, what string) error {
 		switch pg.Code {
 		case pgerrcode.LockNotAvailable:
 			return apperr.WithCause(ErrLockTimeout, err)
+		case codeLeased:
+			return apperr.WithCause(ErrLeased, err)
 		}
 	}
 	return fmt.Errorf("series: %s: %w", what, err)
