@@ -22,6 +22,11 @@ const (
 	CodeLeaseNotUploaded = "lease_not_uploaded"
 )
 
+// LeaseRequest is the body of a lease.
+type LeaseRequest struct {
+	DeviceID string `json:"device_id"`
+}
+
 // Position is where a series-year stands: the next serial, the number of
 // chain records and the last record's hash (hex; "" for none).
 type Position struct {
@@ -107,7 +112,7 @@ func (e *ContinuationError) Unwrap() error { return e.Err }
 // answer that gets 409 lease_held has IsOutcomeUnknown true.
 func (cl *Client) Lease(ctx context.Context, code, deviceID string) (Lease, error) {
 	var l Lease
-	return l, cl.createJSON(ctx, "/v1/series/"+url.PathEscape(code)+"/lease", map[string]string{"device_id": deviceID}, &l)
+	return l, cl.createJSON(ctx, "/v1/series/"+url.PathEscape(code)+"/lease", LeaseRequest{DeviceID: deviceID}, &l)
 }
 
 // UploadDeviceInvoices uploads invoices numbered offline under lease
