@@ -71,6 +71,7 @@ type Terminal struct {
 	years    map[series.FY]*year
 	lastAt   time.Time // last issue time: issue times never go back
 	pending  []pendingInvoice
+	numbered int64 // invoices in the journal
 	maxBatch int
 }
 
@@ -85,7 +86,7 @@ type pendingInvoice struct {
 // another lease it fails with ErrWrongLease.
 func Create(path string, l client.Lease, now func() time.Time) (*Terminal, error) {
 	t, err := Open(path, now)
-	if err != nil && !errors.Is(err, errNoLease) {
+	if err != nil && !errors.Is(err, ErrNoLease) {
 		return nil, err
 	}
 	if err == nil {
@@ -107,7 +108,9 @@ func Create(path string, l client.Lease, now func() time.Time) (*Terminal, error
 	return t, nil
 }
 
-var errNoLease = errors.New("offline: the journal holds no lease")
+// ErrNoLease is returned by Open for a journal that holds no lease yet
+// (a new one): lease the series and call Create.
+var ErrNoLease = errors.New("offline: the journal holds no lease")
 
 // Open opens the journal at path and recovers the terminal's state from
 // it: a record torn by a power cut (never acknowledged) is discarded, so
@@ -123,7 +126,7 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 	}
 	t := &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500}
 	if len(recs) == 0 {
-		return t, errNoLease
+		return t, ErrNoLease
 	}
 	for i, b := range recs {
 		var r record
@@ -166,6 +169,7 @@ func (t *Terminal) replay(r record, first bool) error {
 		}
 		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
 		t.pending = append(t.pending, pendingInvoice{fy: fy, inv: *r.Invoice})
+		t.numbered++
 	case "up":
 		fy, err := series.ParseFY(r.FY)
 		if err != nil {
@@ -292,6 +296,7 @@ func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
 	}
 	y.last, y.length, y.head, t.lastAt = inv.Serial, y.length+1, hash, at
 	t.pending = append(t.pending, pendingInvoice{fy: fy, inv: di})
+	t.numbered++
 	return Receipt{Serial: inv.Serial, Number: inv.Number, FY: fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash}, nil
 }
 
@@ -320,6 +325,13 @@ func (t *Terminal) Pending() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.pending)
+}
+
+// Numbered returns how many invoices the journal holds.
+func (t *Terminal) Numbered() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.numbered
 }
 
 // Lease returns the lease the terminal numbers under.
