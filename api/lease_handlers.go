@@ -35,10 +35,16 @@ type positionJSON struct {
 	Serial      int64  `json:"serial"`
 	ChainLength int64  `json:"chain_length"`
 	ChainHead   string `json:"chain_head"`
+	// LastIssuedAt is the last invoice's issue time; "" when none.
+	LastIssuedAt string `json:"last_issued_at,omitempty"`
 }
 
 func renderPosition(p series.Position) positionJSON {
-	return positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
+	out := positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
+	if !p.LastIssuedAt.IsZero() {
+		out.LastIssuedAt = invoice.Timestamp(p.LastIssuedAt)
+	}
+	return out
 }
 
 // leaseJSON is a lease as the API shows it.

@@ -34,6 +34,9 @@ type Position struct {
 	Serial      int64  `json:"serial"`
 	ChainLength int64  `json:"chain_length"`
 	ChainHead   string `json:"chain_head"`
+	// LastIssuedAt is the last invoice's issue time ("" when none): a
+	// terminal never issues before it, whatever its clock says.
+	LastIssuedAt string `json:"last_issued_at,omitempty"`
 }
 
 // Lease is a series leased to a device.

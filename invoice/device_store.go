@@ -122,7 +122,7 @@ func UploadOffline(ctx context.Context, db Beginner, seller series.Seller, s ser
 			st.last, st.lastDate, st.lastIssuedAt, st.length, st.head, st.touched = o.Serial, inv.InvoiceDate, inv.IssuedAt, st.length+1, hash, true
 		}
 		res.Stored = len(rows)
-		res.Next = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head}
+		res.Next = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head, LastIssuedAt: st.lastIssuedAt}
 		if len(rows) == 0 {
 			return nil
 		}
@@ -157,7 +157,7 @@ func lockYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*ye
 	case err != nil:
 		return nil, translate(err, "lock counter")
 	}
-	st.stored = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head}
+	st.stored = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head, LastIssuedAt: st.lastIssuedAt}
 	return st, nil
 }
 

@@ -30,6 +30,9 @@ type Position struct {
 	Serial      int64
 	ChainLength int64 // records in the chain so far; the next is at ChainLength+1
 	ChainHead   []byte
+	// LastIssuedAt is the last invoice's issue time (zero when none): the
+	// next may not be earlier.
+	LastIssuedAt time.Time
 }
 
 // Lease is a series leased to one device, which numbers it alone until

@@ -106,8 +106,8 @@ func TakeLease(ctx context.Context, db Beginner, s Series, deviceID, by string, 
 func position(ctx context.Context, db DB, seriesID int64, fy FY) (Position, error) {
 	p := Position{FY: fy, Serial: 1}
 	var last int64
-	err := db.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&last, &p.ChainLength, &p.ChainHead)
+	err := db.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
 	}

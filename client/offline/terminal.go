@@ -216,6 +216,13 @@ func (t *Terminal) setLease(l client.Lease) error {
 	t.seller = series.Seller{GSTIN: g, StateCode: g.StateCode()}
 	t.series = series.Series{Code: l.Series, DocType: dt, Format: f}
 	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
+	if l.Next.LastIssuedAt != "" {
+		at, err := time.Parse(time.RFC3339Nano, l.Next.LastIssuedAt)
+		if err != nil {
+			return err
+		}
+		t.lastAt = at // issue times continue the series', whatever the device's clock says
+	}
 	return nil
 }
 
