@@ -200,7 +200,7 @@ func apperrOf(err error) *apperr.Error {
 	return invoice.ErrInvalid
 }
 
-// uploadBody is the answer to an upload.
+// uploadJSON is the answer to an upload.
 type uploadJSON struct {
 	Stored   int          `json:"stored"`
 	Replayed int          `json:"replayed"`

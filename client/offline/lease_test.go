@@ -50,7 +50,12 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	first, err := e.all.IssueInvoice(ctx, "T07", sale(0))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var issued atomic.Int64
+	issued.Add(1)
 	var wg sync.WaitGroup
 	for range 6 {
 		wg.Go(func() {
@@ -79,6 +84,9 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
+	// Cancelling appends to the chain the device continues: refused too.
+	_, err = e.all.CancelInvoice(context.Background(), first.ID, "wrong buyer")
+	wantCode(t, err, http.StatusConflict, client.CodeSeriesLeased)
 	if l.Next.Serial != issued.Load()+1 {
 		t.Fatalf("lease continues at %d after %d online invoices", l.Next.Serial, issued.Load())
 	}
