@@ -408,7 +408,9 @@ func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Dur
 
 // End uploads what is pending and ends the lease with the last serial of
 // the latest series-year numbered; from then on Issue fails with
-// ErrEnded. It returns the ended lease.
+// ErrEnded (also while End runs, so that no invoice slips in after the
+// serial it ends with). It returns the ended lease; after an error the
+// lease still holds and Issue works again.
 func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
 	if _, err := t.Sync(ctx, cl); err != nil {
 		return client.Lease{}, err
@@ -422,11 +424,12 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 	last := t.years[fy].last
 	t.mu.Unlock()
 	l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: fy.String(), LastSerial: &last})
-	if err != nil {
-		return client.Lease{}, err
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err != nil {
+		t.ended = false // the lease holds: sell on, and End again later
+		return client.Lease{}, err
+	}
 	return l, t.write(record{Kind: "end"})
 }
 
