@@ -412,18 +412,10 @@ func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Dur
 // serial it ends with). It returns the ended lease; after an error the
 // lease still holds and Issue works again.
 func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
-	if _, err := t.Sync(ctx, cl); err != nil {
-		return client.Lease{}, err
-	}
 	t.mu.Lock()
 	t.ended = true
-	var fy series.FY
-	for y := range t.years {
-		fy = max(fy, y)
-	}
-	last := t.years[fy].last
 	t.mu.Unlock()
-	l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: fy.String(), LastSerial: &last})
+	l, err := t.end(ctx, cl)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err != nil {
@@ -431,6 +423,21 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 		return client.Lease{}, err
 	}
 	return l, t.write(record{Kind: "end"})
+}
+
+// end uploads what is pending and ends the lease; Issue is held off.
+func (t *Terminal) end(ctx context.Context, cl *client.Client) (client.Lease, error) {
+	if _, err := t.Sync(ctx, cl); err != nil {
+		return client.Lease{}, err
+	}
+	t.mu.Lock()
+	var fy series.FY
+	for y := range t.years {
+		fy = max(fy, y)
+	}
+	last := t.years[fy].last
+	t.mu.Unlock()
+	return cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: fy.String(), LastSerial: &last})
 }
 
 // Close closes the journal.
