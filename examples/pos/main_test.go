@@ -45,6 +45,12 @@ func (b *lineBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *lineBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func (b *lineBuffer) lines() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +23,7 @@ const posEnv = "INVOICED_TEST_RUN_POS"
 
 // pos starts this test binary as pos with args; its stdout is returned
 // when it ends.
-func pos(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func pos(t *testing.T, args ...string) (*exec.Cmd, *lineBuffer, *lineBuffer) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -32,7 +31,7 @@ func pos(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), posEnv+"=1")
-	var out, errOut bytes.Buffer
+	var out, errOut lineBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -71,21 +70,41 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	var printed []int64
 	kills := 0
 	for run := 0; ; run++ {
-		if run > 400 {
+		if run > 2000 {
 			t.Fatalf("2000 sales not done after %d runs (%d printed)", run, len(printed))
 		}
 		cmd, out, errOut := pos(t, append(common, "--sales", fmt.Sprint(sales))...)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
+		// Kill once this run has sold something (so every run makes
+		// progress whatever its start-up costs), at a random instant
+		// after that: mostly in the middle of numbering and journal
+		// writes.
 		var err error
 		exited := false
-		select {
-		case err = <-done:
-			exited = true
-		case <-time.After(time.Duration(20+rand.IntN(250)) * time.Millisecond):
-			_ = cmd.Process.Kill() // SIGKILL
-			<-done
-			kills++
+		sold := time.NewTicker(time.Millisecond)
+	wait:
+		for {
+			select {
+			case err = <-done:
+				exited = true
+				break wait
+			case <-sold.C:
+				if len(out.String()) > 0 {
+					break wait
+				}
+			}
+		}
+		sold.Stop()
+		if !exited {
+			select {
+			case err = <-done:
+				exited = true
+			case <-time.After(time.Duration(rand.IntN(150)) * time.Millisecond):
+				_ = cmd.Process.Kill() // SIGKILL
+				<-done
+				kills++
+			}
 		}
 		// Only whole lines were printed after their invoice was durable; a
 		// line cut by the kill is not a receipt.
