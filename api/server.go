@@ -143,6 +143,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/v1/periods/:fp/lock", s.lockPeriod)
 	e.GET("/v1/periods", s.listPeriods)
 	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
+	s.leaseRoutes(e)
 }
 
 // Handler returns the server's http.Handler.

@@ -91,6 +91,7 @@ type call struct {
 	key      string // Idempotency-Key; "" for reads
 	mutating bool   // IsOutcomeUnknown applies
 	accept   string
+	lease    string // Lease-Id; "" for none
 }
 
 // answer is a successful answer.
@@ -235,6 +236,9 @@ func (cl *Client) attemptOnce(ctx context.Context, c *call) (answer, error) {
 	if c.accept != "" {
 		req.Header.Set("Accept", c.accept)
 	}
+	if c.lease != "" {
+		req.Header.Set("Lease-Id", c.lease)
+	}
 	req.Header.Set("User-Agent", cl.userAgent)
 	res, err := cl.http.Do(req)
 	if err != nil {
@@ -261,7 +265,7 @@ type errorBody struct {
 
 // errorOf reads an error answer.
 func errorOf(res *http.Response, b []byte) *Error {
-	e := &Error{Status: res.StatusCode, RequestID: res.Header.Get("X-Request-Id")}
+	e := &Error{Status: res.StatusCode, RequestID: res.Header.Get("X-Request-Id"), body: b}
 	var body errorBody
 	if json.Unmarshal(b, &body) == nil {
 		e.Code, e.Message = body.Error.Code, body.Error.Message

@@ -14,6 +14,7 @@ type Error struct {
 	Message    string        // a sentence for a developer
 	RetryAfter time.Duration // the Retry-After header; 0 when absent
 	RequestID  string        // the server's X-Request-Id, for reports
+	body       []byte        // the answer's body, for routes that say more
 }
 
 // Error returns "status code: message".

@@ -195,7 +195,12 @@ func Issue(ctx context.Context, b db.Beginner, seller series.Seller, s series.Se
 // translate returns err as db.Translate does (series.ErrLockTimeout,
 // series.ErrMoved), otherwise wrapped as "invoice: what: err"; nil stays
 // nil.
-func translate(err error, what string) error { return db.Translate(err, "invoice: "+what) }
+func translate(err error, what string) error {
+	if series.IsLeased(err) {
+		return apperr.WithCause(series.ErrLeased, err)
+	}
+	return db.Translate(err, "invoice: "+what)
+}
 
 // txFailed returns the error of db.InTx as this package's callers see it:
 // fn's error unchanged, BEGIN's translated, COMMIT's as commitFailed says.

@@ -258,6 +258,9 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	if sum.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy); err != nil {
 		return Summary{}, err
 	}
+	if err := addLeaseFindings(ctx, tx, seller, s, fy, &sum); err != nil {
+		return Summary{}, err
+	}
 	return sum, nil
 }
 

@@ -199,6 +199,11 @@ func DocIssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, period Per
 			rep.DocIssue.DocDet = append(rep.DocIssue.DocDet, *g)
 		}
 	}
+	lw, err := leaseWarnings(ctx, tx, seller.ID)
+	if err != nil {
+		return DocIssueReport{}, err
+	}
+	rep.Warnings = append(rep.Warnings, lw...)
 	ops, err := openingsOf(ctx, tx, seller.ID, series.FYOf(period.FirstDay()))
 	if err != nil {
 		return DocIssueReport{}, err

@@ -177,7 +177,12 @@ func List(ctx context.Context, q db.Querier, sellerID int64) ([]SeriesUsage, err
 
 // translate returns err as db.Translate does (ErrLockTimeout, ErrMoved),
 // otherwise wrapped as "series: what: err"; nil stays nil.
-func translate(err error, what string) error { return db.Translate(err, "series: "+what) }
+func translate(err error, what string) error {
+	if IsLeased(err) {
+		return apperr.WithCause(ErrLeased, err)
+	}
+	return db.Translate(err, "series: "+what)
+}
 
 // isUnique reports whether err is a unique violation.
 func isUnique(err error) bool {

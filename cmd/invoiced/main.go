@@ -63,6 +63,7 @@ func commands() []command {
 		{"report", "accountants' exports: report audit (csv|json|xlsx) | report gstr1-docs", runReport},
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
 		{"periods", "lock a month after filing GSTR-1, unlock it (recorded) or list locks: periods lock|unlock|list", runPeriods},
+		{"leases", "offline terminals' leases: leases list | end (lost device, by force) | settle (docs/offline.md)", runLeases},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
 		{"version", "print the module version, VCS revision and Go version (also --version)", runVersion},
 	}

@@ -297,3 +297,46 @@ func TestSeriesAddWithOpening(t *testing.T) {
 		t.Fatalf("verify a declared year: %v\n%s", err, vout.String())
 	}
 }
+
+// TestLeasesCommands: a lost terminal's lease of CH1 is ended by force from
+// the command line, listed, and settled with the last serial it may have
+// printed; the series then continues after it.
+func TestLeasesCommands(t *testing.T) {
+	t.Parallel()
+	getenv, pool := reportSetup(t)
+	ctx := t.Context()
+	runL := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut}, args)
+		return out.String(), err
+	}
+	seller, err := series.SellerByGSTIN(ctx, pool, demoGSTIN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := series.Get(ctx, pool, seller.ID, "CH1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, series.IST)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runL("end", "--gstin", demoGSTIN, "--series", "CH1"); err == nil || !strings.Contains(err.Error(), "--reason") {
+		t.Fatalf("end without --reason: %v", err)
+	}
+	if out, err := runL("end", "--gstin", demoGSTIN, "--series", "CH1", "--reason", "till stolen"); err != nil || !strings.Contains(out, "at serial 3 of 2026-27") {
+		t.Fatalf("end: %q, %v", out, err)
+	}
+	if out, err := runL("list", "--gstin", demoGSTIN, "--series", "CH1"); err != nil || !strings.Contains(out, "till-3") || !strings.Contains(out, "forced") {
+		t.Fatalf("list: %q, %v", out, err)
+	}
+	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--through", "2", "--reason", "x"); !errors.Is(err, series.ErrInvalidLease) {
+		t.Fatalf("settle below the stored serials: %v", err)
+	}
+	if out, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--through", "5", "--reason", "paper roll ends at 5"); err != nil || !strings.Contains(out, "continues at 6") {
+		t.Fatalf("settle: %q, %v", out, err)
+	}
+	if p, err := series.NextPosition(ctx, pool, s.ID, 2026); err != nil || p.Serial != 6 {
+		t.Fatalf("next after settling: %+v, %v", p, err)
+	}
+}

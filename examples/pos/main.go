@@ -6,6 +6,13 @@
 //
 // Each sale prints one line (one JSON object with --json). It exits 1
 // when any sale did not learn its number within --sale-timeout.
+//
+// With --offline it is one terminal that numbers a leased series itself
+// on a durable journal (client/offline, docs/offline.md), so it sells
+// while the server is down; --upload sends what it numbered, --end ends
+// the lease:
+//
+//	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --upload
 package main
 
 import (
@@ -61,6 +68,11 @@ type config struct {
 	saleTimeout     time.Duration
 	maxBackoff      time.Duration
 	json            bool
+
+	offline     bool
+	journal     string
+	device      string
+	upload, end bool
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -84,6 +96,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 	fs.DurationVar(&c.maxBackoff, "max-backoff", 2*time.Second, "longest wait between two attempts of a sale")
 	fs.StringVar(&c.runID, "run-id", "", "prefix of the sales' Idempotency-Keys; the same id and sale resume a run (default random)")
 	fs.BoolVar(&c.json, "json", false, "print each sale as a JSON object")
+	fs.BoolVar(&c.offline, "offline", false, "one terminal numbering a leased series itself on --journal (sells while the server is down)")
+	fs.StringVar(&c.journal, "journal", "pos.journal", "with --offline: the journal file")
+	fs.StringVar(&c.device, "device", "till-1", "with --offline: the device id a new journal leases the series to")
+	fs.BoolVar(&c.upload, "upload", false, "with --offline: upload what is pending after selling")
+	fs.BoolVar(&c.end, "end", false, "with --offline: upload, then end the lease")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -92,7 +109,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case c.key == "":
 		return c, errors.New("--key (or INVOICED_KEY) is required")
-	case c.sales < 1 || c.terms < 1:
+	case c.offline && c.sales < 0:
+		return c, errors.New("--sales must not be negative")
+	case !c.offline && (c.sales < 1 || c.terms < 1):
 		return c, errors.New("--sales and --terminals must be at least 1")
 	}
 	for s := range strings.SplitSeq(series, ",") {
@@ -117,6 +136,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg, err := parse(args, getenv, stderr)
 	if err != nil {
 		return err
+	}
+	if cfg.offline {
+		return runOffline(ctx, cfg, stdout, stderr)
 	}
 	c := client.New(cfg.url, cfg.key, client.WithBackoff(50*time.Millisecond, cfg.maxBackoff))
 	var (

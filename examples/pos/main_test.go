@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -22,7 +23,15 @@ const sellerGSTIN = "27AAPFU0939F1ZV"
 // bin is the invoiced binary, built once by TestMain.
 var bin *servetest.Binary
 
-func TestMain(m *testing.M) { servetest.Main(m, "pos", &bin) }
+// TestMain runs pos itself when the test binary is started as pos by a
+// test (posEnv set), so that tests can kill it; otherwise the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv(posEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	servetest.Main(m, "pos", &bin)
+}
 
 // lineBuffer is stdout shared by pos's terminals and the test.
 type lineBuffer struct {
@@ -34,6 +43,12 @@ func (b *lineBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+func (b *lineBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (b *lineBuffer) lines() []string {

@@ -20,9 +20,9 @@ DROP INDEX CONCURRENTLY IF EXISTS invoices_legacy_public_id;
 CREATE INDEX CONCURRENTLY invoices_legacy_public_id ON invoices (public_id) WHERE length(public_id) = 26;
 -- Only indexes are added: binaries of 00014 (which issue and look up the
 -- 26-character ids) still serve this schema.
-INSERT INTO schema_compat (version, serves_from) VALUES (20, 14) ON CONFLICT (version) DO NOTHING;
+INSERT INTO schema_compat (version, serves_from) VALUES (16, 14) ON CONFLICT (version) DO NOTHING;
 
 -- +goose Down
-DELETE FROM schema_compat WHERE version = 20;
+DELETE FROM schema_compat WHERE version = 16;
 DROP INDEX CONCURRENTLY IF EXISTS invoices_legacy_public_id;
 DROP INDEX CONCURRENTLY IF EXISTS invoices_routed_public_id_key;

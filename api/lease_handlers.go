@@ -1,0 +1,322 @@
+package api
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
+)
+
+// Offline terminals (docs/offline.md): a series leased to one device, the
+// device's uploads, and the end of a lease.
+
+const headerLeaseID = "Lease-Id"
+
+// leaseRoutes registers the routes of offline terminals.
+func (s *Server) leaseRoutes(e *echo.Echo) {
+	e.POST("/v1/series/:code/lease", s.takeLease)
+	e.DELETE("/v1/series/:code/lease", s.endLease)
+	e.POST("/v1/series/:code/device-invoices", s.uploadOffline)
+}
+
+var errNoLeaseID = apperr.New(apperr.Malformed, "missing_lease_id", "send the lease's id in the Lease-Id header")
+
+// positionJSON is where a series-year stands: the next serial to issue and
+// the chain after the last record.
+type positionJSON struct {
+	FY          string `json:"fy"`
+	Serial      int64  `json:"serial"`
+	ChainLength int64  `json:"chain_length"`
+	ChainHead   string `json:"chain_head"`
+	// LastIssuedAt is the last invoice's issue time; "" when none.
+	LastIssuedAt string `json:"last_issued_at,omitempty"`
+}
+
+func renderPosition(p series.Position) positionJSON {
+	out := positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
+	if !p.LastIssuedAt.IsZero() {
+		out.LastIssuedAt = invoice.Timestamp(p.LastIssuedAt)
+	}
+	return out
+}
+
+// leaseJSON is a lease as the API shows it.
+type leaseJSON struct {
+	LeaseID  string `json:"lease_id"`
+	DeviceID string `json:"device_id"`
+	Series   string `json:"series"`
+	LeasedAt string `json:"leased_at"`
+	// The device numbers with these, given when the lease is taken.
+	SellerGSTIN     string        `json:"seller_gstin,omitempty"`
+	DocType         string        `json:"doc_type,omitempty"`
+	Format          string        `json:"format,omitempty"`
+	Next            *positionJSON `json:"next,omitempty"`
+	EndedAt         string        `json:"ended_at,omitempty"`
+	EndKind         string        `json:"end_kind,omitempty"`
+	EndReason       string        `json:"end_reason,omitempty"`
+	EndFY           string        `json:"end_fy,omitempty"`
+	EndSerial       int64         `json:"end_serial,omitempty"`
+	SettledAt       string        `json:"settled_at,omitempty"`
+	SettleReason    string        `json:"settle_reason,omitempty"`
+	DeclaredThrough int64         `json:"declared_through,omitempty"`
+}
+
+func renderLease(l series.Lease, code string) leaseJSON {
+	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: invoice.Timestamp(l.LeasedAt)}
+	if l.EndedAt != nil {
+		out.EndedAt, out.EndKind, out.EndReason = invoice.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
+		out.EndFY, out.EndSerial = l.EndFY.String(), l.EndSerial
+	}
+	if l.SettledAt != nil {
+		out.SettledAt, out.SettleReason, out.DeclaredThrough = invoice.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
+	}
+	return out
+}
+
+type leaseBody struct {
+	DeviceID string `json:"device_id"`
+}
+
+// takeLease serves POST /v1/series/{code}/lease (scope manage): 201 with
+// the lease and where the device continues; 409 lease_held when the
+// series is held.
+func (s *Server) takeLease(c echo.Context) error {
+	p, err := s.authorize(c, apikey.CanManage)
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
+	if err != nil {
+		return err
+	}
+	var b leaseBody
+	if err := decodeStrict(body, &b, series.ErrInvalidLease, 0); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	l, err := series.TakeLease(ctx, s.pool, sr, b.DeviceID, "key "+apikey.Tag+p.Prefix, s.now())
+	if err != nil {
+		return err
+	}
+	out := renderLease(l, sr.Code)
+	next := renderPosition(l.Next)
+	out.Next = &next
+	out.SellerGSTIN, out.DocType, out.Format = string(p.Seller.GSTIN), string(sr.DocType), sr.Format.String()
+	return writeJSON(c, http.StatusCreated, out)
+}
+
+// offlineBody is the JSON body of POST /v1/series/{code}/device-invoices.
+type offlineBody struct {
+	Invoices []offlineInvoiceBody `json:"invoices"`
+}
+
+type offlineInvoiceBody struct {
+	Serial        int64         `json:"serial"`
+	Number        string        `json:"number"`
+	InvoiceDate   string        `json:"invoice_date"`
+	IssuedAt      string        `json:"issued_at"`
+	Buyer         *buyerBody    `json:"buyer"`
+	PlaceOfSupply string        `json:"place_of_supply"`
+	Items         []itemBody    `json:"items"`
+	Original      *originalBody `json:"original"`
+	Totals        totalsBody    `json:"totals"`
+	ChainHash     string        `json:"chain_hash"`
+}
+
+type totalsBody struct {
+	Taxable string `json:"taxable"`
+	CGST    string `json:"cgst"`
+	SGST    string `json:"sgst"`
+	IGST    string `json:"igst"`
+	Total   string `json:"total"`
+}
+
+// decodeOffline decodes an upload strictly; it fails like
+// decodeIssueRequest, naming the invoice.
+func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
+	var b offlineBody
+	if err := decodeStrict(body, &b, invoice.ErrInvalid, invoice.MaxOfflineBatch); err != nil {
+		if errors.Is(err, errTooManyElements) {
+			err = apperr.Errorf(invoice.ErrInvalid, "invoices holds more than %d invoices (or an invoice more than %d items)", invoice.MaxOfflineBatch, invoice.MaxItems)
+		}
+		return nil, err
+	}
+	if len(b.Invoices) == 0 || len(b.Invoices) > invoice.MaxOfflineBatch {
+		return nil, apperr.Errorf(invoice.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
+	}
+	out := make([]invoice.OfflineInvoice, len(b.Invoices))
+	for i, ib := range b.Invoices {
+		fail := func(err error) error {
+			return apperr.Errorf(apperrOf(err), "invoices[%d].%s", i, apperr.MessageOf(err))
+		}
+		date := ib.InvoiceDate
+		req, err := (&issueBody{InvoiceDate: &date, Buyer: ib.Buyer, PlaceOfSupply: ib.PlaceOfSupply, Items: ib.Items, Original: ib.Original}).request()
+		if err != nil {
+			return nil, fail(err)
+		}
+		at, err := time.Parse(time.RFC3339Nano, ib.IssuedAt)
+		if err != nil {
+			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].issued_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(ib.IssuedAt))
+		}
+		hash, err := hex.DecodeString(ib.ChainHash)
+		if err != nil || len(hash) != 32 {
+			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
+		}
+		o := invoice.OfflineInvoice{Serial: ib.Serial, Number: strings.ToUpper(ib.Number), IssuedAt: at, Request: req, ChainHash: hash}
+		for _, f := range []struct {
+			name string
+			text string
+			dst  *decimal.Decimal
+		}{{"taxable", ib.Totals.Taxable, &o.Totals.Taxable}, {"cgst", ib.Totals.CGST, &o.Totals.CGST}, {"sgst", ib.Totals.SGST, &o.Totals.SGST},
+			{"igst", ib.Totals.IGST, &o.Totals.IGST}, {"total", ib.Totals.Total, &o.Totals.Total}} {
+			d, err := invoice.ParseMoney(f.text)
+			if err != nil {
+				return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].totals.%s %q must be an amount such as \"10.50\"", i, f.name, clip(f.text))
+			}
+			*f.dst = d
+		}
+		out[i] = o
+	}
+	return out, nil
+}
+
+// apperrOf returns err's coded error, invoice.ErrInvalid when it has none.
+func apperrOf(err error) *apperr.Error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return invoice.ErrInvalid
+}
+
+// uploadJSON is the answer to an upload.
+type uploadJSON struct {
+	Stored   int          `json:"stored"`
+	Replayed int          `json:"replayed"`
+	Next     positionJSON `json:"next"`
+}
+
+// continuationBody is the 409 of an upload that does not continue the
+// series: the error and where the series stands.
+type continuationBody struct {
+	Error    errorDetail  `json:"error"`
+	Expected positionJSON `json:"expected"`
+}
+
+// uploadOffline serves POST /v1/series/{code}/device-invoices (scope
+// issue, header Lease-Id): 201 when invoices were stored, 200 when every
+// one was stored already; 409 not_continuation with the expected next
+// serial and chain head, or 422 naming the first bad invoice and field,
+// and nothing stored.
+func (s *Server) uploadOffline(c echo.Context) error {
+	p, err := s.authorize(c, apikey.CanIssue)
+	if err != nil {
+		return err
+	}
+	leaseID := c.Request().Header.Get(headerLeaseID)
+	if leaseID == "" {
+		return errNoLeaseID
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(batchBodyMax))
+	if err != nil {
+		return err
+	}
+	invs, err := decodeOffline(body)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	res, err := invoice.UploadOffline(ctx, s.pool, p.Seller, sr, leaseID, invs, s.now())
+	var ce *invoice.ContinuationError
+	if errors.As(err, &ce) {
+		pr, _ := classify(err)
+		return writeJSON(c, pr.status, continuationBody{Error: errorDetail{Code: pr.code, Message: pr.message}, Expected: renderPosition(ce.Expected)})
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if res.Stored == 0 {
+		status = http.StatusOK
+	}
+	return writeJSON(c, status, uploadJSON{Stored: res.Stored, Replayed: res.Replayed, Next: renderPosition(res.Next)})
+}
+
+// endLeaseBody is the JSON body of DELETE /v1/series/{code}/lease.
+type endLeaseBody struct {
+	FY              string `json:"fy"`
+	LastSerial      *int64 `json:"last_serial"`
+	Force           bool   `json:"force"`
+	Reason          string `json:"reason"`
+	DeclaredThrough *int64 `json:"declared_through"`
+}
+
+// endLease serves DELETE /v1/series/{code}/lease. With a Lease-Id header
+// the device ends its lease (scope issue) with fy and last_serial: refused
+// (409 lease_not_uploaded) until everything up to last_serial is stored.
+// Without it, scope manage: "force": true with a reason ends the lease of
+// a lost device, recording the last serial uploaded; "declared_through"
+// with a reason settles a lease ended by force. 200 with the lease.
+func (s *Server) endLease(c echo.Context) error {
+	leaseID := c.Request().Header.Get(headerLeaseID)
+	need := apikey.CanManage
+	if leaseID != "" {
+		need = apikey.CanIssue
+	}
+	p, err := s.authorize(c, need)
+	if err != nil {
+		return err
+	}
+	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(smallBodyMax))
+	if err != nil {
+		return err
+	}
+	var b endLeaseBody
+	if err := decodeStrict(body, &b, series.ErrInvalidLease, 0); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	by := "key " + apikey.Tag + p.Prefix
+	var l series.Lease
+	switch {
+	case leaseID != "":
+		if b.LastSerial == nil || b.Force || b.DeclaredThrough != nil {
+			return apperr.Errorf(series.ErrInvalidLease, "a device ends its lease with fy and last_serial only")
+		}
+		fy, ferr := series.ParseFY(b.FY)
+		if ferr != nil {
+			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
+		}
+		l, err = series.EndLeaseByDevice(ctx, s.pool, sr, leaseID, fy, *b.LastSerial, s.now())
+	case b.Force && b.DeclaredThrough == nil && b.LastSerial == nil:
+		l, err = series.ForceEndLease(ctx, s.pool, sr, b.Reason, by, s.now())
+	case !b.Force && b.DeclaredThrough != nil && b.LastSerial == nil:
+		l, err = series.SettleLease(ctx, s.pool, sr, *b.DeclaredThrough, b.Reason, by, s.now())
+	default:
+		return apperr.Errorf(series.ErrInvalidLease, "send a Lease-Id with fy and last_serial (the device), \"force\": true with a reason (a lost device), or declared_through with a reason (settling a forced end)")
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
+}

@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+)
+
+// Offline terminals (docs/offline.md): the lease of a series to a device,
+// the device's uploads, and the end of a lease. Package client/offline
+// builds a terminal on these.
+
+// CodeNotContinuation is the code of an upload that does not continue the
+// series; the *ContinuationError says where the series stands.
+const (
+	CodeNotContinuation  = "not_continuation"
+	CodeSeriesLeased     = "series_leased"
+	CodeLeaseHeld        = "lease_held"
+	CodeLeaseNotHeld     = "lease_not_held"
+	CodeLeaseNotUploaded = "lease_not_uploaded"
+)
+
+// LeaseRequest is the body of a lease.
+type LeaseRequest struct {
+	DeviceID string `json:"device_id"`
+}
+
+// Position is where a series-year stands: the next serial, the number of
+// chain records and the last record's hash (hex; "" for none).
+type Position struct {
+	FY          string `json:"fy"`
+	Serial      int64  `json:"serial"`
+	ChainLength int64  `json:"chain_length"`
+	ChainHead   string `json:"chain_head"`
+	// LastIssuedAt is the last invoice's issue time ("" when none): a
+	// terminal never issues before it, whatever its clock says.
+	LastIssuedAt string `json:"last_issued_at,omitempty"`
+}
+
+// Lease is a series leased to a device.
+type Lease struct {
+	LeaseID         string    `json:"lease_id"`
+	DeviceID        string    `json:"device_id"`
+	Series          string    `json:"series"`
+	LeasedAt        string    `json:"leased_at"`
+	SellerGSTIN     string    `json:"seller_gstin,omitempty"` // when leased: what the device numbers with
+	DocType         string    `json:"doc_type,omitempty"`
+	Format          string    `json:"format,omitempty"`
+	Next            *Position `json:"next,omitempty"` // where the device continues (when leased)
+	EndedAt         string    `json:"ended_at,omitempty"`
+	EndKind         string    `json:"end_kind,omitempty"` // "device" or "forced"
+	EndReason       string    `json:"end_reason,omitempty"`
+	EndFY           string    `json:"end_fy,omitempty"`
+	EndSerial       int64     `json:"end_serial,omitempty"`
+	SettledAt       string    `json:"settled_at,omitempty"`
+	SettleReason    string    `json:"settle_reason,omitempty"`
+	DeclaredThrough int64     `json:"declared_through,omitempty"`
+}
+
+// DeviceInvoice is an invoice a device numbered offline, as uploaded.
+type DeviceInvoice struct {
+	Serial        int64       `json:"serial"`
+	Number        string      `json:"number"`
+	InvoiceDate   string      `json:"invoice_date"`
+	IssuedAt      string      `json:"issued_at"`
+	Buyer         *Buyer      `json:"buyer,omitempty"`
+	PlaceOfSupply string      `json:"place_of_supply,omitempty"`
+	Items         []ItemInput `json:"items"`
+	Original      *Original   `json:"original,omitempty"`
+	Totals        Totals      `json:"totals"`
+	ChainHash     string      `json:"chain_hash"`
+}
+
+// DeviceInvoices is the body of an upload.
+type DeviceInvoices struct {
+	Invoices []DeviceInvoice `json:"invoices"`
+}
+
+// UploadResult is the answer to an upload.
+type UploadResult struct {
+	Stored   int      `json:"stored"`
+	Replayed int      `json:"replayed"`
+	Next     Position `json:"next"`
+}
+
+// EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
+// LastSerial for the device's own end; Force with Reason for a lost
+// device; DeclaredThrough with Reason to settle a forced end.
+type EndLeaseRequest struct {
+	FY              string `json:"fy,omitempty"`
+	LastSerial      *int64 `json:"last_serial,omitempty"`
+	Force           bool   `json:"force,omitempty"`
+	Reason          string `json:"reason,omitempty"`
+	DeclaredThrough *int64 `json:"declared_through,omitempty"`
+}
+
+// ContinuationError is a 409 not_continuation: the upload did not continue
+// the series, which stands at Expected.
+type ContinuationError struct {
+	Err      *Error
+	Expected Position
+}
+
+// Error returns the answer's error text.
+func (e *ContinuationError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *Error.
+func (e *ContinuationError) Unwrap() error { return e.Err }
+
+// Lease leases series code to deviceID (POST /v1/series/{code}/lease,
+// scope manage). It fails with an *Error: 409 lease_held when the series
+// is held, 422 invalid_lease, 404. Like CreateSeries, a retry after a lost
+// answer that gets 409 lease_held has IsOutcomeUnknown true.
+func (cl *Client) Lease(ctx context.Context, code, deviceID string) (Lease, error) {
+	var l Lease
+	return l, cl.createJSON(ctx, "/v1/series/"+url.PathEscape(code)+"/lease", LeaseRequest{DeviceID: deviceID}, &l)
+}
+
+// UploadDeviceInvoices uploads invoices numbered offline under lease
+// leaseID (POST /v1/series/{code}/device-invoices, scope issue). An upload
+// is idempotent (what is stored already is replayed), so it is retried
+// like a read. It fails with a *ContinuationError (409 not_continuation)
+// when the serials do not continue the series, and with an *Error for
+// other refusals (422 naming the first bad invoice and field, 409
+// lease_not_held, 404 lease_not_found).
+func (cl *Client) UploadDeviceInvoices(ctx context.Context, code, leaseID string, invs []DeviceInvoice) (UploadResult, error) {
+	body, err := json.Marshal(DeviceInvoices{Invoices: invs})
+	if err != nil {
+		return UploadResult{}, err
+	}
+	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + "/device-invoices",
+		body: body, accept: "application/json", lease: leaseID})
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeNotContinuation {
+		var b struct {
+			Expected Position `json:"expected"`
+		}
+		_ = json.Unmarshal(e.body, &b)
+		return UploadResult{}, &ContinuationError{Err: e, Expected: b.Expected}
+	}
+	if err != nil {
+		return UploadResult{}, err
+	}
+	var r UploadResult
+	return r, decode(a.body, &r)
+}
+
+// EndLease ends or settles the lease of series code
+// (DELETE /v1/series/{code}/lease): with leaseID (scope issue) the device
+// ends its own lease with req.FY and req.LastSerial, refused with 409
+// lease_not_uploaded until every serial up to it is uploaded; with leaseID
+// "" (scope manage) req.Force and req.Reason end a lost device's lease,
+// and req.DeclaredThrough and req.Reason settle it. It returns the lease.
+func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLeaseRequest) (Lease, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return Lease{}, err
+	}
+	a, err := cl.do(ctx, &call{method: http.MethodDelete, path: "/v1/series/" + url.PathEscape(code) + "/lease",
+		body: body, mutating: true, accept: "application/json", lease: leaseID})
+	if err != nil {
+		return Lease{}, err
+	}
+	var l Lease
+	return l, decode(a.body, &l)
+}

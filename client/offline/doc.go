@@ -1,0 +1,17 @@
+// Package offline is the device side of offline terminals
+// (docs/offline.md): a point-of-sale terminal that holds the lease of a
+// series numbers its own invoices while the network is down, keeps them
+// in a durable journal, and uploads them for the server to verify.
+//
+// A Terminal computes every amount and chain hash with the server's own
+// code (invoice.NumberOffline), so an honest upload is always accepted.
+// Issue returns an invoice number only once the invoice is fsynced to the
+// journal; a power cut at any instant loses only an invoice nobody was
+// told about, and never reuses or skips a serial.
+//
+//	l, _ := cl.Lease(ctx, "T07", "till-7")            // online, once
+//	t, _ := offline.Create("/var/lib/pos/t07.journal", l, nil)
+//	r, _ := t.Issue(client.IssueRequest{Items: items}) // print r.Number
+//	go t.Run(ctx, cl, 30*time.Second, log)            // uploads when it can
+//	_, _ = t.End(ctx, cl)                             // hand the series back
+package offline

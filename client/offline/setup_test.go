@@ -1,0 +1,125 @@
+package offline_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const sellerGSTIN = "27AAPFU0939F1ZV"
+
+// serverNow is the server's clock: 2026-11-29 18:00 IST.
+var serverNow = time.Date(2026, 11, 29, 18, 0, 0, 0, series.IST)
+
+// env is a real server on a fresh database with a seller and series T07.
+type env struct {
+	pool   *pgxpool.Pool
+	seller series.Seller
+	url    string
+	all    *client.Client // issue, read, manage
+	dir    string
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Offline Stall")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "T07", DocType: "invoice", Format: "T07/{FY}/{SEQ:5}"}); err != nil {
+		t.Fatal(err)
+	}
+	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, Now: func() time.Time { return serverNow }}).Handler())
+	t.Cleanup(ts.Close)
+	return &env{pool: pool, seller: seller, url: ts.URL, dir: t.TempDir(),
+		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}
+}
+
+// clock is a settable device clock.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+// terminal leases T07 to device and opens a journal for it on clk.
+func (e *env) terminal(t *testing.T, device string, clk *clock) *offline.Terminal {
+	t.Helper()
+	l, err := e.all.Lease(context.Background(), "T07", device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := offline.Create(filepath.Join(e.dir, device+".journal"), l, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { term.Close() })
+	return term
+}
+
+func sale(i int) client.IssueRequest {
+	return client.IssueRequest{Items: []client.ItemInput{{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"},
+		{Description: "Samosa", HSN: "2106", Quantity: "1", UnitPrice: "15.50", GSTRate: "18"}}}
+}
+
+// serials returns the serials stored in T07 in fy, in order.
+func (e *env) serials(t *testing.T, fy int) []int64 {
+	t.Helper()
+	rows, err := e.pool.Query(context.Background(), `SELECT i.serial FROM invoices i JOIN series s ON s.id = i.series_id
+		WHERE s.code = 'T07' AND i.fy = $1 ORDER BY i.serial`, fy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// verify fails t unless invoiced's verification of the seller passes.
+func (e *env) verify(t *testing.T) {
+	t.Helper()
+	rep, err := reports.Verify(context.Background(), e.pool, e.seller, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("verify: %+v", rep)
+	}
+}
+
+// wantExactly fails t unless got is 1..n.
+func wantExactly(t *testing.T, got []int64, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("%d serials stored, want %d", len(got), n)
+	}
+	for i, s := range got {
+		if s != int64(i+1) {
+			t.Fatalf("serial %d at index %d, want 1..%d", s, i, n)
+		}
+	}
+}

@@ -1,0 +1,444 @@
+package offline
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Errors of a Terminal.
+var (
+	// ErrEnded is returned by Issue after the lease was ended.
+	ErrEnded = errors.New("offline: the lease has ended")
+	// ErrBroken is returned after a journal write failed: the terminal
+	// must be reopened (Open recovers the journal).
+	ErrBroken = errors.New("offline: a journal write failed; reopen the terminal")
+	// ErrWrongLease is returned by Create for a journal that holds
+	// another lease.
+	ErrWrongLease = errors.New("offline: the journal holds another lease")
+)
+
+// record is one journal record.
+type record struct {
+	Kind string `json:"k"` // "lease", "inv", "up", "end"
+
+	Lease *client.Lease `json:"lease,omitempty"`
+
+	FY       string                `json:"fy,omitempty"`
+	Position int64                 `json:"pos,omitempty"` // the invoice's chain position
+	Invoice  *client.DeviceInvoice `json:"inv,omitempty"`
+
+	Through int64 `json:"through,omitempty"` // "up": uploaded through this serial of FY
+}
+
+// year is a series-year as the terminal numbered it.
+type year struct {
+	last     int64 // last serial numbered
+	length   int64 // chain records
+	head     []byte
+	uploaded int64 // last serial the server holds
+}
+
+// Receipt is what Issue returns once the invoice is durable.
+type Receipt struct {
+	Serial    int64
+	Number    string
+	FY        string
+	IssuedAt  time.Time
+	Invoice   invoice.Invoice // with the server's own amounts
+	ChainHash string
+}
+
+// Terminal numbers the invoices of one leased series on a journal. Its
+// methods are safe for concurrent use.
+type Terminal struct {
+	mu       sync.Mutex
+	j        *journal
+	broken   bool
+	ended    bool
+	now      func() time.Time
+	lease    client.Lease
+	seller   series.Seller
+	series   series.Series
+	years    map[series.FY]*year
+	lastAt   time.Time // last issue time: issue times never go back
+	pending  []pendingInvoice
+	numbered int64 // invoices in the journal
+	maxBatch int
+}
+
+type pendingInvoice struct {
+	fy  series.FY
+	inv client.DeviceInvoice
+}
+
+// Create starts a journal at path for lease l, just taken (client.Lease
+// with Next, SellerGSTIN, DocType and Format). now is the device's clock
+// (nil: time.Now). Creating it again for the same lease opens it; for
+// another lease it fails with ErrWrongLease.
+func Create(path string, l client.Lease, now func() time.Time) (*Terminal, error) {
+	t, err := Open(path, now)
+	if err != nil && !errors.Is(err, ErrNoLease) {
+		return nil, err
+	}
+	if err == nil {
+		if t.lease.LeaseID != l.LeaseID {
+			t.Close()
+			return nil, ErrWrongLease
+		}
+		return t, nil
+	}
+	t = &Terminal{j: t.j, now: t.now, years: map[series.FY]*year{}, maxBatch: 500}
+	if err := t.setLease(l); err != nil {
+		t.j.close()
+		return nil, err
+	}
+	if err := t.write(record{Kind: "lease", Lease: &l}); err != nil {
+		t.j.close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// ErrNoLease is returned by Open for a journal that holds no lease yet
+// (a new one): lease the series and call Create.
+var ErrNoLease = errors.New("offline: the journal holds no lease")
+
+// Open opens the journal at path and recovers the terminal's state from
+// it: a record torn by a power cut (never acknowledged) is discarded, so
+// the next invoice takes the serial after the last one acknowledged. It
+// fails with ErrCorrupt for a journal damaged elsewhere.
+func Open(path string, now func() time.Time) (*Terminal, error) {
+	if now == nil {
+		now = time.Now
+	}
+	j, recs, err := openJournal(path)
+	if err != nil {
+		return nil, err
+	}
+	t := &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500}
+	if len(recs) == 0 {
+		return t, ErrNoLease
+	}
+	for i, b := range recs {
+		var r record
+		if err := json.Unmarshal(b, &r); err != nil {
+			j.close()
+			return nil, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+		}
+		if err := t.replay(r, i == 0); err != nil {
+			j.close()
+			return nil, fmt.Errorf("%w: record %d: %v", ErrCorrupt, i, err)
+		}
+	}
+	return t, nil
+}
+
+// replay applies one journal record to t's state.
+func (t *Terminal) replay(r record, first bool) error {
+	if first != (r.Kind == "lease") {
+		return errors.New("the first record, and only it, is the lease")
+	}
+	switch r.Kind {
+	case "lease":
+		return t.setLease(*r.Lease)
+	case "inv":
+		fy, err := series.ParseFY(r.FY)
+		if err != nil {
+			return err
+		}
+		y := t.year(fy)
+		if r.Invoice.Serial != y.last+1 || r.Position != y.length+1 {
+			return fmt.Errorf("serial %d at position %d does not follow %d", r.Invoice.Serial, r.Position, y.last)
+		}
+		h, err := hex.DecodeString(r.Invoice.ChainHash)
+		if err != nil {
+			return err
+		}
+		at, err := time.Parse(time.RFC3339Nano, r.Invoice.IssuedAt)
+		if err != nil {
+			return err
+		}
+		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
+		t.pending = append(t.pending, pendingInvoice{fy: fy, inv: *r.Invoice})
+		t.numbered++
+	case "up":
+		fy, err := series.ParseFY(r.FY)
+		if err != nil {
+			return err
+		}
+		t.markUploaded(fy, r.Through)
+	case "end":
+		t.ended = true
+	default:
+		return fmt.Errorf("unknown record kind %q", r.Kind)
+	}
+	return nil
+}
+
+// setLease sets the seller, series and starting position from l.
+func (t *Terminal) setLease(l client.Lease) error {
+	if l.Next == nil {
+		return errors.New("offline: the lease has no next position")
+	}
+	g, err := series.ParseGSTIN(l.SellerGSTIN)
+	if err != nil {
+		return err
+	}
+	dt, err := series.ParseDocType(l.DocType)
+	if err != nil {
+		return err
+	}
+	f, err := series.ParseFormat(l.Format)
+	if err != nil {
+		return err
+	}
+	fy, err := series.ParseFY(l.Next.FY)
+	if err != nil {
+		return err
+	}
+	head, err := hex.DecodeString(l.Next.ChainHead)
+	if err != nil {
+		return err
+	}
+	if len(head) == 0 {
+		head = nil
+	}
+	t.lease = l
+	t.seller = series.Seller{GSTIN: g, StateCode: g.StateCode()}
+	t.series = series.Series{Code: l.Series, DocType: dt, Format: f}
+	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
+	if l.Next.LastIssuedAt != "" {
+		at, err := time.Parse(time.RFC3339Nano, l.Next.LastIssuedAt)
+		if err != nil {
+			return err
+		}
+		t.lastAt = at // issue times continue the series', whatever the device's clock says
+	}
+	return nil
+}
+
+func (t *Terminal) year(fy series.FY) *year {
+	y, ok := t.years[fy]
+	if !ok {
+		y = &year{}
+		t.years[fy] = y
+	}
+	return y
+}
+
+func (t *Terminal) markUploaded(fy series.FY, through int64) {
+	t.year(fy).uploaded = through
+	kept := t.pending[:0]
+	for _, p := range t.pending {
+		if p.fy != fy || p.inv.Serial > through {
+			kept = append(kept, p)
+		}
+	}
+	t.pending = kept
+}
+
+// write appends r to the journal; a failure breaks the terminal.
+func (t *Terminal) write(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	if err := t.j.append(b); err != nil {
+		t.broken = true
+		return fmt.Errorf("%w: %v", ErrBroken, err)
+	}
+	return nil
+}
+
+// Issue numbers req with the next serial of its series-year and returns
+// the receipt once the invoice is in the journal and fsynced: print the
+// receipt only then. The invoice's time is the device clock's, or the
+// last invoice's when the clock went back (issue times never go back);
+// its date is that time's date in IST, so the financial year turns over
+// at IST midnight on 1 April by the device's clock. It fails with the
+// invoice package's validation errors (nothing numbered), ErrEnded, or
+// ErrBroken after a journal write failed.
+func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.broken:
+		return Receipt{}, ErrBroken
+	case t.ended:
+		return Receipt{}, ErrEnded
+	}
+	at := t.now().UTC().Truncate(time.Microsecond)
+	if at.Before(t.lastAt) {
+		at = t.lastAt
+	}
+	r, err := request(req)
+	if err != nil {
+		return Receipt{}, err
+	}
+	r.InvoiceDate = series.DateIST(at)
+	fy := series.FYOf(r.InvoiceDate)
+	y := t.year(fy)
+	inv, hash, err := invoice.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
+	if err != nil {
+		return Receipt{}, err
+	}
+	di := client.DeviceInvoice{
+		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: invoice.Timestamp(at),
+		Buyer: req.Buyer, PlaceOfSupply: inv.PlaceOfSupply, Items: req.Items, Original: req.Original,
+		Totals: client.Totals{Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST),
+			SGST: invoice.Money(inv.Totals.SGST), IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total)},
+		ChainHash: hex.EncodeToString(hash),
+	}
+	if err := t.write(record{Kind: "inv", FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
+		return Receipt{}, err
+	}
+	y.last, y.length, y.head, t.lastAt = inv.Serial, y.length+1, hash, at
+	t.pending = append(t.pending, pendingInvoice{fy: fy, inv: di})
+	t.numbered++
+	return Receipt{Serial: inv.Serial, Number: inv.Number, FY: fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash}, nil
+}
+
+// request converts the client's request to the invoice package's.
+func request(req client.IssueRequest) (invoice.Request, error) {
+	var r invoice.Request
+	if req.Buyer != nil {
+		r.Buyer = &invoice.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
+	}
+	r.PlaceOfSupply = req.PlaceOfSupply
+	for _, it := range req.Items {
+		r.Items = append(r.Items, invoice.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
+	}
+	if req.Original != nil {
+		d, err := series.ParseDate(req.Original.InvoiceDate)
+		if err != nil {
+			return invoice.Request{}, err
+		}
+		r.Original = &invoice.Original{Number: req.Original.Number, InvoiceDate: d, ExternalReason: req.Original.Reason}
+	}
+	return r, nil
+}
+
+// Pending returns how many invoices are not yet uploaded.
+func (t *Terminal) Pending() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.pending)
+}
+
+// Numbered returns how many invoices the journal holds.
+func (t *Terminal) Numbered() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.numbered
+}
+
+// Lease returns the lease the terminal numbers under.
+func (t *Terminal) Lease() client.Lease { return t.lease }
+
+// Sync uploads every pending invoice through cl, in batches, and returns
+// how many the server newly stored. The client retries what has no
+// answer; an upload is idempotent, so a batch whose answer was lost is
+// replayed. It fails with the client's errors (a *client.ContinuationError
+// when the server's series does not continue where the terminal's does).
+func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
+	stored := 0
+	for {
+		t.mu.Lock()
+		if t.broken {
+			t.mu.Unlock()
+			return stored, ErrBroken
+		}
+		n := min(len(t.pending), t.maxBatch)
+		var batch []client.DeviceInvoice
+		var fy series.FY
+		for _, p := range t.pending[:n] {
+			if len(batch) > 0 && p.fy != fy {
+				break // one series-year per upload: marks stay simple
+			}
+			fy = p.fy
+			batch = append(batch, p.inv)
+		}
+		t.mu.Unlock()
+		if len(batch) == 0 {
+			return stored, nil
+		}
+		res, err := cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
+		if err != nil {
+			return stored, err
+		}
+		stored += res.Stored
+		t.mu.Lock()
+		through := batch[len(batch)-1].Serial
+		err = t.write(record{Kind: "up", FY: fy.String(), Through: through})
+		if err == nil {
+			t.markUploaded(fy, through)
+		}
+		t.mu.Unlock()
+		if err != nil {
+			return stored, err
+		}
+	}
+}
+
+// Run syncs every interval until ctx ends, and reports each failed sync
+// to onError (nil: ignored); the next tick tries again.
+func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Duration, onError func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if _, err := t.Sync(ctx, cl); err != nil && onError != nil && ctx.Err() == nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// End uploads what is pending and ends the lease with the last serial of
+// the latest series-year numbered; from then on Issue fails with
+// ErrEnded (also while End runs, so that no invoice slips in after the
+// serial it ends with). It returns the ended lease; after an error the
+// lease still holds and Issue works again.
+func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
+	t.mu.Lock()
+	t.ended = true
+	t.mu.Unlock()
+	l, err := t.end(ctx, cl)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.ended = false // the lease holds: sell on, and End again later
+		return client.Lease{}, err
+	}
+	return l, t.write(record{Kind: "end"})
+}
+
+// end uploads what is pending and ends the lease; Issue is held off.
+func (t *Terminal) end(ctx context.Context, cl *client.Client) (client.Lease, error) {
+	if _, err := t.Sync(ctx, cl); err != nil {
+		return client.Lease{}, err
+	}
+	t.mu.Lock()
+	var fy series.FY
+	for y := range t.years {
+		fy = max(fy, y)
+	}
+	last := t.years[fy].last
+	t.mu.Unlock()
+	return cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: fy.String(), LastSerial: &last})
+}
+
+// Close closes the journal.
+func (t *Terminal) Close() error { return t.j.close() }

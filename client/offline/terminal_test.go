@@ -1,0 +1,151 @@
+package offline_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/series"
+)
+
+// lease is a lease as the server gives it, for tests without a server:
+// series T07 starting at serial 1 of 2025-26.
+func lease() client.Lease {
+	return client.Lease{LeaseID: "ls_aaaaaaaaaaaaaaaaaaaaaaaaaa", DeviceID: "till-7", Series: "T07", SellerGSTIN: sellerGSTIN,
+		DocType: "invoice", Format: "T07/{FY}/{SEQ:5}", Next: &client.Position{FY: "2025-26", Serial: 1}}
+}
+
+// TestFYTurnsOverAtISTMidnight: the invoice issued at 23:59:59 IST on 31
+// March is the last of its year; the one a second later, 00:00 IST on 1
+// April by the device's clock, is serial 1 of the next, with a chain of
+// its own.
+func TestFYTurnsOverAtISTMidnight(t *testing.T) {
+	t.Parallel()
+	clk := &clock{time.Date(2026, 3, 31, 23, 59, 58, 0, series.IST)}
+	term, err := offline.Create(filepath.Join(t.TempDir(), "j"), lease(), clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	want := []struct {
+		fy     string
+		serial int64
+		number string
+	}{{"2025-26", 1, "T07/25-26/00001"}, {"2025-26", 2, "T07/25-26/00002"}, {"2026-27", 1, "T07/26-27/00001"}, {"2026-27", 2, "T07/26-27/00002"}}
+	for i, w := range want {
+		r, err := term.Issue(sale(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.FY != w.fy || r.Serial != w.serial || r.Number != w.number {
+			t.Fatalf("sale %d at %s: %s %d %s, want %+v", i, clk.t, r.FY, r.Serial, r.Number, w)
+		}
+		if r.Invoice.InvoiceDate != series.DateIST(r.IssuedAt) {
+			t.Fatalf("sale %d dated %s, issued %s", i, r.Invoice.InvoiceDate, r.IssuedAt)
+		}
+		clk.t = clk.t.Add(time.Second)
+	}
+}
+
+// TestClockGoingBackNeverMovesIssueTimesBack: when the device's clock
+// jumps back (an hour, then across midnight and the year's end), issue
+// times stay at the last one, so dates, years and serials never go back.
+func TestClockGoingBackNeverMovesIssueTimesBack(t *testing.T) {
+	t.Parallel()
+	clk := &clock{time.Date(2026, 4, 1, 0, 0, 5, 0, series.IST)}
+	path := filepath.Join(t.TempDir(), "j")
+	term, err := offline.Create(path, lease(), clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last offline.Receipt
+	steps := []time.Duration{time.Minute, -time.Hour, time.Second, -48 * time.Hour, 2 * time.Hour}
+	for i, d := range steps {
+		r, err := term.Issue(sale(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 && (r.IssuedAt.Before(last.IssuedAt) || r.FY != last.FY || r.Serial != last.Serial+1) {
+			t.Fatalf("step %d (clock %s): %s %s %d after %s %s %d", i, clk.t, r.IssuedAt, r.FY, r.Serial, last.IssuedAt, last.FY, last.Serial)
+		}
+		last = r
+		clk.t = clk.t.Add(d)
+	}
+	// After a restart the floor is the journal's last issue time.
+	term.Close()
+	clk.t = time.Date(2026, 3, 1, 0, 0, 0, 0, series.IST)
+	term, err = offline.Open(path, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	r, err := term.Issue(sale(0))
+	if err != nil || !r.IssuedAt.Equal(last.IssuedAt) || r.FY != "2026-27" || r.Serial != last.Serial+1 {
+		t.Fatalf("after restart with the clock in March: %+v, %v", r, err)
+	}
+}
+
+// TestTornTailIsDiscarded: a record cut anywhere (header or payload), or
+// zeros after the last record, is discarded on open and the next invoice
+// takes the serial after the last acknowledged one; a damaged record
+// followed by others is corruption and the journal is refused.
+func TestTornTailIsDiscarded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, series.IST)}
+	path := filepath.Join(dir, "j")
+	term, err := offline.Create(path, lease(), clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for i := range 3 {
+		if _, err := term.Issue(sale(i)); err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := os.Stat(path)
+		sizes = append(sizes, fi.Size())
+	}
+	term.Close()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int64{sizes[1] + 3, sizes[1] + 9, sizes[2] - 1} {
+		p := filepath.Join(dir, "cut")
+		if err := os.WriteFile(p, whole[:cut], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		term, err := offline.Open(p, clk.now)
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		r, err := term.Issue(sale(0))
+		term.Close()
+		if err != nil || r.Serial != 3 {
+			t.Fatalf("cut at %d: next serial %d, %v; want 3", cut, r.Serial, err)
+		}
+	}
+	p := filepath.Join(dir, "zeros")
+	if err := os.WriteFile(p, append(append([]byte(nil), whole...), make([]byte, 4096)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if term, err := offline.Open(p, clk.now); err != nil {
+		t.Fatalf("zeros after the end: %v", err)
+	} else if r, err := term.Issue(sale(0)); err != nil || r.Serial != 4 {
+		t.Fatalf("zeros after the end: serial %d, %v", r.Serial, err)
+	}
+	damaged := append([]byte(nil), whole...)
+	damaged[sizes[0]+12] ^= 0xff // inside the first invoice, with two after it
+	p = filepath.Join(dir, "damaged")
+	if err := os.WriteFile(p, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := offline.Open(p, clk.now); !errors.Is(err, offline.ErrCorrupt) {
+		t.Fatalf("damaged journal: %v", err)
+	}
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
+)
+
+// runLeases dispatches `invoiced leases list|end|settle`: the operator's
+// and accountant's side of offline terminals (docs/offline.md).
+func runLeases(ctx context.Context, e env, args []string) error {
+	return dispatch(ctx, e, "leases", args, []subcommand{
+		{"list", runLeasesList},
+		{"end", runLeasesEnd},
+		{"settle", runLeasesSettle},
+	})
+}
+
+// runLeasesList prints every lease of a series, oldest first.
+func runLeasesList(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "leases list", "--gstin GSTIN --series CODE")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	code := fs.String("series", "", "the series (required)")
+	if err := parseFlags(fs, args, "gstin", "series"); err != nil {
+		return err
+	}
+	pool, seller, err := openSeller(ctx, e, "leases list", *gstin)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := series.Get(ctx, pool, seller.ID, *code)
+	if err != nil {
+		return explain("leases list", err)
+	}
+	ls, err := series.Leases(ctx, pool, s.ID)
+	if err != nil {
+		return explain("leases list", err)
+	}
+	ist := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.In(series.IST).Format("2006-01-02 15:04")
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tLEASED (IST)\tFROM\tENDED (IST)\tHOW\tLAST SERIAL\tSETTLED (IST)\tREASON")
+	for _, l := range ls {
+		last := "-"
+		if l.EndedAt != nil {
+			last = fmt.Sprintf("%s %d", l.EndFY, l.EndSerial)
+		}
+		reason := l.EndReason
+		if l.SettleReason != "" {
+			reason += " / " + l.SettleReason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %d\t%s\t%s\t%s\t%s\t%s\n", l.DeviceID, ist(&l.LeasedAt), l.Next.FY, l.Next.Serial,
+			ist(l.EndedAt), l.EndKind, last, ist(l.SettledAt), reason)
+	}
+	return tw.Flush()
+}
+
+// runLeasesEnd ends the lease of a lost device by force, recorded as done
+// by "cli" with the reason.
+func runLeasesEnd(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "leases end", "--gstin GSTIN --series CODE --reason TEXT")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	code := fs.String("series", "", "the leased series (required)")
+	reason := fs.String("reason", "", "why the device's lease is ended without it, recorded (required)")
+	if err := parseFlags(fs, args, "gstin", "series", "reason"); err != nil {
+		return err
+	}
+	pool, seller, err := openSeller(ctx, e, "leases end", *gstin)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := series.Get(ctx, pool, seller.ID, *code)
+	if err != nil {
+		return explain("leases end", err)
+	}
+	l, err := series.ForceEndLease(ctx, pool, s, *reason, "cli", time.Now())
+	if err != nil {
+		return explain("leases end", err)
+	}
+	fmt.Fprintf(e.stdout, "ended %s's lease of %s by force at serial %d of %s (the last uploaded); settle it once the device uploads or with `leases settle`\n",
+		l.DeviceID, s.Code, l.EndSerial, l.EndFY)
+	return nil
+}
+
+// runLeasesSettle settles a lease ended by force: the last serial the lost
+// device may have printed, with the reason.
+func runLeasesSettle(ctx context.Context, e env, args []string) error {
+	fs := newFlagSet(e, "leases settle", "--gstin GSTIN --series CODE --through SERIAL --reason TEXT")
+	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
+	code := fs.String("series", "", "the series (required)")
+	through := fs.Int64("through", 0, "the last serial the lost device may have printed (required)")
+	reason := fs.String("reason", "", "how that is known, recorded (required)")
+	if err := parseFlags(fs, args, "gstin", "series", "through", "reason"); err != nil {
+		return err
+	}
+	pool, seller, err := openSeller(ctx, e, "leases settle", *gstin)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := series.Get(ctx, pool, seller.ID, *code)
+	if err != nil {
+		return explain("leases settle", err)
+	}
+	l, err := series.SettleLease(ctx, pool, s, *through, *reason, "cli", time.Now())
+	if err != nil {
+		return explain("leases settle", err)
+	}
+	fmt.Fprintf(e.stdout, "settled %s's lease of %s: it may have printed up to serial %d of %s; the series continues at %d\n",
+		l.DeviceID, s.Code, l.DeclaredThrough, l.EndFY, l.DeclaredThrough+1)
+	return nil
+}

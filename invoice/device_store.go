@@ -1,0 +1,236 @@
+package invoice
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+)
+
+// MaxOfflineBatch is the most invoices one upload may hold.
+const MaxOfflineBatch = 1000
+
+// UploadResult is what an upload stored: Stored new invoices, Replayed
+// ones already stored identically, and where the series-year of the last
+// invoice now stands.
+type UploadResult struct {
+	Stored   int
+	Replayed int
+	Next     series.Position
+}
+
+// yearState is a series-year's counter as the upload advances it.
+type yearState struct {
+	last         int64
+	lastDate     time.Time
+	lastIssuedAt time.Time
+	length       int64
+	head         []byte
+	touched      bool
+	stored       series.Position // where the year stood before the upload
+}
+
+// UploadOffline stores invs, numbered offline by the device holding lease
+// leaseID of series s, if and only if the whole batch continues the
+// series: invoices already stored identically (same serial and chain
+// hash) are replayed, and each new one must carry the next serial of its
+// series-year, the number the format renders for it, an invoice date and
+// issue time not before the previous invoice's, the amounts and the chain
+// hash the server computes (NumberOffline). Nothing is stored otherwise.
+//
+// It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
+// that cannot upload, a *ContinuationError (ErrNotContinuation) naming
+// the expected next serial and chain head when a serial does not
+// continue, and ErrInvalid (or the errors of PrepareContent) naming the
+// first bad invoice and field.
+func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
+	if len(invs) == 0 || len(invs) > MaxOfflineBatch {
+		return UploadResult{}, apperr.Errorf(ErrInvalid, "invoices must hold 1 to %d invoices", MaxOfflineBatch)
+	}
+	var res UploadResult
+	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
+		if _, err := series.LockLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		series.QueueLeaseName(b, leaseID)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return translate(err, "name lease")
+		}
+		years := map[series.FY]*yearState{}
+		var fy series.FY
+		var st *yearState
+		var rows []Invoice
+		var hashes [][]byte
+		var positions []int64
+		for i, o := range invs {
+			y := series.FYOf(o.Request.InvoiceDate)
+			if !y.Valid() {
+				return apperr.Errorf(series.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
+			}
+			if st == nil || y != fy {
+				if st != nil && y < fy {
+					return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s goes back to %s after an invoice of %s", i, o.Request.InvoiceDate.Format(time.DateOnly), y, fy)
+				}
+				var err error
+				if st, err = lockYear(ctx, tx, s.ID, y); err != nil {
+					return err
+				}
+				fy, years[y] = y, st
+			}
+			if o.Serial <= st.last && !st.touched {
+				same, err := storedSame(ctx, tx, s.ID, y, o)
+				if err != nil {
+					return err
+				}
+				if same {
+					res.Replayed++
+					continue
+				}
+			}
+			if o.Serial != st.last+1 {
+				return &ContinuationError{
+					Expected: st.stored,
+					err: apperr.Errorf(ErrNotContinuation, "invoices[%d].serial %d does not continue series %s %s, where serial %d comes next; nothing was stored: the series holds serials up to %d (chain head %x)",
+						i, o.Serial, s.Code, y, st.last+1, st.stored.Serial-1, st.stored.ChainHead),
+				}
+			}
+			if o.Request.InvoiceDate.Before(st.lastDate) {
+				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is before %s, the previous invoice's", i, o.Request.InvoiceDate.Format(time.DateOnly), st.lastDate.Format(time.DateOnly))
+			}
+			if o.IssuedAt.Before(st.lastIssuedAt) {
+				return apperr.Errorf(ErrInvalid, "invoices[%d].issued_at %s is before %s, the previous invoice's", i, Timestamp(o.IssuedAt), Timestamp(st.lastIssuedAt))
+			}
+			if o.Request.InvoiceDate.After(series.DateIST(now).AddDate(0, 0, 1)) {
+				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is in the future", i, o.Request.InvoiceDate.Format(time.DateOnly))
+			}
+			inv, hash, err := NumberOffline(seller, s, o.Request, o.Serial, st.length+1, st.head, o.IssuedAt)
+			if err != nil {
+				return apperr.Errorf(apperrOf(err), "invoices[%d]: %s", i, apperr.MessageOf(err))
+			}
+			if err := checkOffline(i, o, inv, hash); err != nil {
+				return err
+			}
+			inv.PublicID = NewPublicID(seller.ID, inv.IssuedAt)
+			rows, hashes, positions = append(rows, inv), append(hashes, hash), append(positions, st.length+1)
+			st.last, st.lastDate, st.lastIssuedAt, st.length, st.head, st.touched = o.Serial, inv.InvoiceDate, inv.IssuedAt, st.length+1, hash, true
+		}
+		res.Stored = len(rows)
+		res.Next = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head, LastIssuedAt: st.lastIssuedAt}
+		if len(rows) == 0 {
+			return nil
+		}
+		return writeOffline(ctx, tx, seller, s, rows, hashes, positions, years)
+	})
+	if err != nil {
+		return UploadResult{}, txFailed(err)
+	}
+	return res, nil
+}
+
+// apperrOf returns the sentinel-like coded error of err, ErrInvalid when it
+// has none, so that an upload's message can name the invoice.
+func apperrOf(err error) *apperr.Error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return ErrInvalid
+}
+
+// lockYear locks the counter row of (seriesID, fy), when there is one, and
+// returns its state.
+func lockYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*yearState, error) {
+	st := &yearState{stored: series.Position{FY: fy, Serial: 1}}
+	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at, chain_length, chain_head
+		FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`, seriesID, int(fy)).
+		Scan(&st.last, &st.lastDate, &st.lastIssuedAt, &st.length, &st.head)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return st, nil
+	case err != nil:
+		return nil, translate(err, "lock counter")
+	}
+	st.stored = series.Position{FY: fy, Serial: st.last + 1, ChainLength: st.length, ChainHead: st.head, LastIssuedAt: st.lastIssuedAt}
+	return st, nil
+}
+
+// storedSame reports whether o is stored already: its serial's issue
+// record has o's chain hash (which seals every field).
+func storedSame(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, o OfflineInvoice) (bool, error) {
+	var h []byte
+	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND serial = $3 AND kind = 'issue'`,
+		seriesID, int(fy), o.Serial).Scan(&h)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, translate(err, "read record")
+	}
+	return bytes.Equal(h, o.ChainHash), nil
+}
+
+// writeOffline inserts the verified invoices, their issue records and
+// events, and advances the counter rows of years, in one round trip.
+func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, rows []Invoice, hashes [][]byte, positions []int64, years map[series.FY]*yearState) error {
+	b := &pgx.Batch{}
+	for y, st := range years {
+		if !st.touched {
+			continue
+		}
+		b.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial,
+				last_invoice_date = EXCLUDED.last_invoice_date, last_issued_at = EXCLUDED.last_issued_at,
+				chain_length = EXCLUDED.chain_length, chain_head = EXCLUDED.chain_head`,
+			s.ID, int(y), seller.ID, st.last, s.Format.Capacity(), st.lastDate, st.lastIssuedAt, st.length, st.head)
+	}
+	for i := range rows {
+		inv := &rows[i]
+		items, err := json.Marshal(inv.Items)
+		if err != nil {
+			return fmt.Errorf("invoice: items: %w", err)
+		}
+		var bg, bn, on, oext *string
+		var od *time.Time
+		if inv.Buyer != nil {
+			if inv.Buyer.GSTIN != "" {
+				bg = &inv.Buyer.GSTIN
+			}
+			if inv.Buyer.Name != "" {
+				bn = &inv.Buyer.Name
+			}
+		}
+		if inv.Original != nil {
+			on, od = &inv.Original.Number, &inv.Original.InvoiceDate
+			if inv.Original.ExternalReason != "" {
+				oext = &inv.Original.ExternalReason
+			}
+		}
+		m := moneyOf(inv.Totals)
+		b.Queue(`
+			WITH ins AS (
+				INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+					buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
+					taxable, cgst, sgst, igst, total, original_external_reason)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb,
+					$15::numeric, $16::numeric, $17::numeric, $18::numeric, $19::numeric, $20)
+				RETURNING id, seller_id, issued_at
+			), `+issuedEventsSQL+`
+			SELECT id FROM ins`,
+			seller.ID, s.ID, int(inv.FY), inv.Serial, inv.Number, inv.InvoiceDate, inv.IssuedAt, inv.PublicID,
+			bg, bn, inv.PlaceOfSupply, on, od, string(items), m[0], m[1], m[2], m[3], m[4], oext).QueryRow(func(r pgx.Row) error {
+			return r.Scan(&inv.ID)
+		})
+		b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'issue', $4, $5, $6)`,
+			s.ID, int(inv.FY), positions[i], inv.Serial, inv.IssuedAt, hashes[i])
+	}
+	return translate(tx.SendBatch(ctx, b).Close(), "store offline invoices")
+}
