@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/invoiced/invoiced/apikey"
-	"github.com/invoiced/invoiced/internal/dbfault"
+	"github.com/invoiced/invoiced/internal/db"
 	"net/http"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -69,7 +69,7 @@ func classify(err error) (problem, bool) {
 	if errors.As(err, &ae) && ae.Kind != apperr.Internal && int(ae.Kind) < len(statusOf) {
 		return problem{statusOf[ae.Kind], ae.Code, textcut.To(ae.Message, maxMessageBytes)}, false
 	}
-	if dbfault.Unavailable(err) {
+	if c := db.Classify(err); c == db.Unavailable || c == db.OutcomeUnknown { // no connection, no answer in time, or a COMMIT's answer lost
 		return problem{http.StatusServiceUnavailable, errDBUnavailable.Code, errDBUnavailable.Message}, false
 	}
 	return problem{http.StatusInternalServerError, errInternal.Code, errInternal.Message}, true

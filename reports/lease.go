@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// DeviceNotUploaded: a lease of the series ended by force (a lost device)
+// DeviceNotUploaded is the finding of a lease of the series ended by force (a lost device)
 // at serial Serial, and the device may have issued serials after it
 // offline that were never uploaded; it stays until the device uploads
 // late and ends its lease, or the accountant declares the range cancelled

@@ -79,7 +79,7 @@ func run() error {
 		fmt.Printf("seeded %d invoices over %d series-years in %s\n", l.sellers*l.seriesPer*l.years*l.per, l.sellers*l.seriesPer*l.years, time.Since(start).Round(time.Millisecond))
 	case *publicIDs > 0:
 		if err := measurePublicIDs(ctx, pool, *publicIDs, *publicIDsIssue, *publicIDsSellers, os.Stdout); err != nil {
-			log.Fatal(err)
+			return err
 		}
 	case *seed > 0:
 		start := time.Now()
