@@ -147,7 +147,10 @@ func TestTamperedCancelUploadsStoreNothing(t *testing.T) {
 		code   string
 		field  string
 	}{
-		{"forged chain hash", tamper(func(b []client.DeviceCancel) []client.DeviceCancel { b[1].ChainHash = "00" + b[1].ChainHash[2:]; return b }), 422, "invalid_invoice", "cancels[1].chain_hash"},
+		{"forged chain hash", tamper(func(b []client.DeviceCancel) []client.DeviceCancel {
+			b[1].ChainHash = "00" + b[1].ChainHash[2:]
+			return b
+		}), 422, "invalid_invoice", "cancels[1].chain_hash"},
 		{"changed reason", tamper(func(b []client.DeviceCancel) []client.DeviceCancel { b[0].Reason = "other"; return b }), 422, "invalid_invoice", "cancels[0].chain_hash"},
 		{"unknown serial", tamper(func(b []client.DeviceCancel) []client.DeviceCancel {
 			b[1].Serial, b[1].Number = 9, "T07/26-27/00009"

@@ -72,7 +72,7 @@ type Terminal struct {
 	seller   series.Seller
 	series   series.Series
 	years    map[series.FY]*year
-	lastAt   time.Time // last issue time: issue times never go back
+	lastAt   time.Time       // last issue time: issue times never go back
 	pending  []pendingRecord // in chain order
 	numbered int64           // invoices in the journal
 	maxBatch int
