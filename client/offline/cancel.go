@@ -186,3 +186,18 @@ func (t *Terminal) Cancelled() []string {
 	}
 	return out
 }
+
+// LastSerial returns the last serial numbered in the latest series-year
+// (0 when none).
+func (t *Terminal) LastSerial() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var fy series.FY
+	for y := range t.years {
+		fy = max(fy, y)
+	}
+	if y := t.years[fy]; y != nil {
+		return y.last
+	}
+	return 0
+}
