@@ -9,10 +9,11 @@
 //
 // With --offline it is one terminal that numbers a leased series itself
 // on a durable journal (client/offline, docs/offline.md), so it sells
-// while the server is down; --upload sends what it numbered, --end ends
-// the lease:
+// while the server is down; --cancel-every N cancels every sale whose
+// serial is a multiple of N, offline too; --upload sends what it numbered
+// and cancelled, --end ends the lease:
 //
-//	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --upload
+//	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --cancel-every 7 --upload
 package main
 
 import (
