@@ -25,6 +25,7 @@ func (s *Server) leaseRoutes(e *echo.Echo) {
 	e.POST("/v1/series/:code/lease", s.takeLease)
 	e.DELETE("/v1/series/:code/lease", s.endLease)
 	e.POST("/v1/series/:code/device-invoices", s.uploadOffline)
+	e.POST("/v1/series/:code/device-cancels", s.uploadOfflineCancels)
 }
 
 var errNoLeaseID = apperr.New(apperr.Malformed, "missing_lease_id", "send the lease's id in the Lease-Id header")
@@ -243,6 +244,13 @@ func (s *Server) uploadOffline(c echo.Context) error {
 		return err
 	}
 	res, err := invoice.UploadOffline(ctx, s.pool, p.Seller, sr, leaseID, invs, s.now())
+	return writeUpload(c, res, err)
+}
+
+// writeUpload answers an upload of invoices or cancellations: 201 when
+// something was stored, 200 when everything was replayed, the 409
+// not_continuation with where the series stands, or err's answer.
+func writeUpload(c echo.Context, res invoice.UploadResult, err error) error {
 	var ce *invoice.ContinuationError
 	if errors.As(err, &ce) {
 		pr, _ := classify(err)

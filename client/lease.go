@@ -78,6 +78,24 @@ type DeviceInvoices struct {
 	Invoices []DeviceInvoice `json:"invoices"`
 }
 
+// DeviceCancel is a cancellation a device made offline, as uploaded: the
+// invoice (FY, Serial, Number), the cancel record's chain Position and
+// hash, the time and the reason.
+type DeviceCancel struct {
+	FY          string `json:"fy"`
+	Position    int64  `json:"position"`
+	Serial      int64  `json:"serial"`
+	Number      string `json:"number"`
+	CancelledAt string `json:"cancelled_at"`
+	Reason      string `json:"reason"`
+	ChainHash   string `json:"chain_hash"`
+}
+
+// DeviceCancels is the body of a cancel upload.
+type DeviceCancels struct {
+	Cancels []DeviceCancel `json:"cancels"`
+}
+
 // UploadResult is the answer to an upload.
 type UploadResult struct {
 	Stored   int      `json:"stored"`
@@ -126,11 +144,27 @@ func (cl *Client) Lease(ctx context.Context, code, deviceID string) (Lease, erro
 // other refusals (422 naming the first bad invoice and field, 409
 // lease_not_held, 404 lease_not_found).
 func (cl *Client) UploadDeviceInvoices(ctx context.Context, code, leaseID string, invs []DeviceInvoice) (UploadResult, error) {
-	body, err := json.Marshal(DeviceInvoices{Invoices: invs})
+	return cl.upload(ctx, code, "/device-invoices", leaseID, DeviceInvoices{Invoices: invs})
+}
+
+// UploadDeviceCancels uploads cancellations made offline under lease
+// leaseID (POST /v1/series/{code}/device-cancels, scope issue), in chain
+// order, after the invoices they cancel. Like UploadDeviceInvoices it is
+// idempotent and retried like a read, and fails with a
+// *ContinuationError (409 not_continuation: a position does not continue
+// the chain) or an *Error (422 naming the first bad cancellation and
+// field, 409 lease_not_held, 404 lease_not_found).
+func (cl *Client) UploadDeviceCancels(ctx context.Context, code, leaseID string, cs []DeviceCancel) (UploadResult, error) {
+	return cl.upload(ctx, code, "/device-cancels", leaseID, DeviceCancels{Cancels: cs})
+}
+
+// upload posts v to the series' route and reads the answer of an upload.
+func (cl *Client) upload(ctx context.Context, code, route, leaseID string, v any) (UploadResult, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
 		return UploadResult{}, err
 	}
-	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + "/device-invoices",
+	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + route,
 		body: body, accept: "application/json", lease: leaseID})
 	var e *Error
 	if errors.As(err, &e) && e.Code == CodeNotContinuation {

@@ -43,6 +43,7 @@ var operations = map[string]struct {
 	"takeLease":            {"Lease", reflect.TypeFor[Lease]()},
 	"endLease":             {"EndLease", reflect.TypeFor[Lease]()},
 	"uploadDeviceInvoices": {"UploadDeviceInvoices", reflect.TypeFor[UploadResult]()},
+	"uploadDeviceCancels":  {"UploadDeviceCancels", reflect.TypeFor[UploadResult]()},
 }
 
 // requests maps request-body schemas to the client's types.
@@ -55,6 +56,7 @@ var requests = map[string]reflect.Type{
 	"LeaseRequest":    reflect.TypeFor[LeaseRequest](),
 	"EndLeaseRequest": reflect.TypeFor[EndLeaseRequest](),
 	"DeviceInvoices":  reflect.TypeFor[DeviceInvoices](),
+	"DeviceCancels":   reflect.TypeFor[DeviceCancels](),
 }
 
 // schemas maps every component schema to the client type it decodes
@@ -79,6 +81,7 @@ var (
 		"LeaseRequest": reflect.TypeFor[LeaseRequest](), "Lease": reflect.TypeFor[Lease](), "Position": reflect.TypeFor[Position](),
 		"EndLeaseRequest": reflect.TypeFor[EndLeaseRequest](), "DeviceInvoices": reflect.TypeFor[DeviceInvoices](),
 		"DeviceInvoice": reflect.TypeFor[DeviceInvoice](), "UploadResult": reflect.TypeFor[UploadResult](),
+		"DeviceCancels": reflect.TypeFor[DeviceCancels](), "DeviceCancel": reflect.TypeFor[DeviceCancel](),
 	}
 	subsets = map[string]reflect.Type{
 		"CancelledInvoice": reflect.TypeFor[Invoice](), // what a cancel answers a key without read

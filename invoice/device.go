@@ -108,3 +108,30 @@ func checkOffline(i int, o OfflineInvoice, inv Invoice, hash []byte) error {
 func ParseMoney(s string) (decimal.Decimal, error) {
 	return parseAmount("amount", s, 2, "zero or more")
 }
+
+// OfflineCancel is one cancellation a device made offline, as it uploads
+// it: the invoice (its series-year, serial and number), the cancellation
+// time and reason, and the cancel record's position and hash.
+type OfflineCancel struct {
+	FY          series.FY
+	Position    int64
+	Serial      int64
+	Number      string
+	CancelledAt time.Time
+	Reason      string
+	ChainHash   []byte
+}
+
+// CancelOffline returns inv cancelled at at with reason, and the hash of
+// its cancel record at position of the series-year's chain after prev
+// (CancelRecord, docs/chain.md). Both the device and the server call it,
+// so they compute the same hash. It fails with ErrInvalid for an empty or
+// overlong reason.
+func CancelOffline(gstin series.GSTIN, inv Invoice, reason string, at time.Time, position int64, prev []byte) (Invoice, []byte, error) {
+	if err := checkText("reason", reason, false); err != nil {
+		return Invoice{}, nil, err
+	}
+	at = at.UTC().Truncate(time.Microsecond)
+	inv.Status, inv.CancelledAt, inv.CancelReason = StatusCancelled, &at, reason
+	return inv, CancelRecord(string(gstin), inv, position, prev).Hash(), nil
+}

@@ -243,6 +243,14 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 	switch {
 	case errors.Is(err, errPredictRefused):
 		return false, nil // only the ordinary path words the refusal
+	case series.IsLeased(err):
+		// The series is leased to a device (docs/offline.md): the
+		// prediction was right, the guard refused the write. Nothing was
+		// taken; the rows are not predicted while the lease holds, and
+		// the ordinary path answers 409 series_leased. No warning: it is
+		// not a failure of the prediction.
+		c.forgetRows(rows, time.Now().Add(unstableFor))
+		return false, nil
 	case mispredicted(err), statementFailed(err):
 		// Nothing was taken: the ordinary path issues the batch and
 		// answers what failed as it would have without prediction. A key

@@ -1,8 +1,11 @@
 package invoice_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,4 +194,37 @@ func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
 		t.Fatalf("stats %+v, want 1 predicted and 1 mispredicted", st)
 	}
 	checkContiguous(t, serialsOf(t, f), 3)
+}
+
+// TestPredictedLeasedSeriesIsNoMisprediction: a series the scheduler
+// predicts is leased to a device; the next request is answered 409
+// series_leased, as without prediction, and the lease guard's refusal is
+// not logged as a failed prediction.
+func TestPredictedLeasedSeriesIsNoMisprediction(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	var log bytes.Buffer
+	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}, Logger: slog.New(slog.NewTextHandler(&log, nil))}))
+	for _, k := range []string{"a", "b"} {
+		if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if st := c.Stats(); st.Predicted != 1 {
+		t.Fatalf("stats %+v, want the second transaction predicted", st)
+	}
+	if _, err := series.TakeLease(ctx, f.pool, f.s, "till-7", "test", now); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"c", "d"} {
+		if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); !errors.Is(r.Err, series.ErrLeased) {
+			t.Fatalf("issue %s in a leased series: %v, want series_leased", k, r.Err)
+		}
+	}
+	if strings.Contains(log.String(), "predicted transaction failed") {
+		t.Fatalf("a lease refusal was logged as a failed prediction:\n%s", log.String())
+	}
+	checkContiguous(t, serialsOf(t, f), 2)
 }

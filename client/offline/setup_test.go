@@ -12,12 +12,11 @@ import (
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-const sellerGSTIN = "27AAPFU0939F1ZV"
 
 // serverNow is the server's clock: 2026-11-29 18:00 IST.
 var serverNow = time.Date(2026, 11, 29, 18, 0, 0, 0, series.IST)
@@ -35,18 +34,13 @@ func setup(t *testing.T) *env {
 	t.Helper()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	seller, err := series.CreateSeller(ctx, pool, sellerGSTIN, "Offline Stall")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := series.CreateSeries(ctx, pool, series.NewSeries{SellerID: seller.ID, Code: "T07", DocType: "invoice", Format: "T07/{FY}/{SEQ:5}"}); err != nil {
-		t.Fatal(err)
-	}
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{Name: "Offline Stall"})
+	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "T07"})
 	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, Now: func() time.Time { return serverNow }}).Handler())
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true, Now: func() time.Time { return serverNow }}).Handler())
 	t.Cleanup(ts.Close)
 	return &env{pool: pool, seller: seller, url: ts.URL, dir: t.TempDir(),
 		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}

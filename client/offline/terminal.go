@@ -28,15 +28,18 @@ var (
 
 // record is one journal record.
 type record struct {
-	Kind string `json:"k"` // "lease", "inv", "up", "end"
+	Kind string `json:"k"` // "lease", "inv", "cancel", "up", "upc", "end"
 
 	Lease *client.Lease `json:"lease,omitempty"`
 
 	FY       string                `json:"fy,omitempty"`
 	Position int64                 `json:"pos,omitempty"` // the invoice's chain position
 	Invoice  *client.DeviceInvoice `json:"inv,omitempty"`
+	Cancel   *client.DeviceCancel  `json:"cancel,omitempty"`
 
-	Through int64 `json:"through,omitempty"` // "up": uploaded through this serial of FY
+	// "up": invoices uploaded through this serial of FY; "upc":
+	// cancellations uploaded through this chain position of FY.
+	Through int64 `json:"through,omitempty"`
 }
 
 // year is a series-year as the terminal numbered it.
@@ -69,15 +72,21 @@ type Terminal struct {
 	seller   series.Seller
 	series   series.Series
 	years    map[series.FY]*year
-	lastAt   time.Time // last issue time: issue times never go back
-	pending  []pendingInvoice
-	numbered int64 // invoices in the journal
+	lastAt   time.Time       // last issue time: issue times never go back
+	pending  []pendingRecord // in chain order
+	numbered int64           // invoices in the journal
 	maxBatch int
+	// The invoices numbered under this lease, to cancel them.
+	invoices  map[invoiceKey]client.DeviceInvoice
+	byNumber  map[string]invoiceKey
+	cancelled map[invoiceKey]bool
 }
 
-type pendingInvoice struct {
-	fy  series.FY
-	inv client.DeviceInvoice
+// pendingRecord is an invoice or a cancellation not yet uploaded.
+type pendingRecord struct {
+	fy     series.FY
+	inv    client.DeviceInvoice
+	cancel *client.DeviceCancel // nil for an invoice
 }
 
 // Create starts a journal at path for lease l, just taken (client.Lease
@@ -96,7 +105,7 @@ func Create(path string, l client.Lease, now func() time.Time) (*Terminal, error
 		}
 		return t, nil
 	}
-	t = &Terminal{j: t.j, now: t.now, years: map[series.FY]*year{}, maxBatch: 500}
+	t = newTerminal(t.j, t.now)
 	if err := t.setLease(l); err != nil {
 		t.j.close()
 		return nil, err
@@ -124,7 +133,7 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500}
+	t := newTerminal(j, now)
 	if len(recs) == 0 {
 		return t, ErrNoLease
 	}
@@ -140,6 +149,11 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 		}
 	}
 	return t, nil
+}
+
+func newTerminal(j *journal, now func() time.Time) *Terminal {
+	return &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500,
+		invoices: map[invoiceKey]client.DeviceInvoice{}, byNumber: map[string]invoiceKey{}, cancelled: map[invoiceKey]bool{}}
 }
 
 // replay applies one journal record to t's state.
@@ -168,14 +182,16 @@ func (t *Terminal) replay(r record, first bool) error {
 			return err
 		}
 		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
-		t.pending = append(t.pending, pendingInvoice{fy: fy, inv: *r.Invoice})
 		t.numbered++
-	case "up":
+		t.remember(fy, *r.Invoice)
+	case "cancel":
+		return t.replayCancel(r)
+	case "up", "upc":
 		fy, err := series.ParseFY(r.FY)
 		if err != nil {
 			return err
 		}
-		t.markUploaded(fy, r.Through)
+		t.markUploaded(fy, r.Kind == "upc", r.Through)
 	case "end":
 		t.ended = true
 	default:
@@ -235,13 +251,21 @@ func (t *Terminal) year(fy series.FY) *year {
 	return y
 }
 
-func (t *Terminal) markUploaded(fy series.FY, through int64) {
-	t.year(fy).uploaded = through
+// markUploaded drops from the pending records the invoices of fy through
+// serial through, or (cancels) its cancellations through chain position
+// through.
+func (t *Terminal) markUploaded(fy series.FY, cancels bool, through int64) {
+	if !cancels {
+		t.year(fy).uploaded = through
+	}
 	kept := t.pending[:0]
 	for _, p := range t.pending {
-		if p.fy != fy || p.inv.Serial > through {
-			kept = append(kept, p)
+		switch {
+		case p.fy != fy || (p.cancel != nil) != cancels:
+		case !cancels && p.inv.Serial <= through, cancels && p.cancel.Position <= through:
+			continue
 		}
+		kept = append(kept, p)
 	}
 	t.pending = kept
 }
@@ -302,8 +326,8 @@ func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
 		return Receipt{}, err
 	}
 	y.last, y.length, y.head, t.lastAt = inv.Serial, y.length+1, hash, at
-	t.pending = append(t.pending, pendingInvoice{fy: fy, inv: di})
 	t.numbered++
+	t.remember(fy, di)
 	return Receipt{Serial: inv.Serial, Number: inv.Number, FY: fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash}, nil
 }
 
@@ -327,7 +351,8 @@ func request(req client.IssueRequest) (invoice.Request, error) {
 	return r, nil
 }
 
-// Pending returns how many invoices are not yet uploaded.
+// Pending returns how many invoices and cancellations are not yet
+// uploaded.
 func (t *Terminal) Pending() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -344,8 +369,9 @@ func (t *Terminal) Numbered() int64 {
 // Lease returns the lease the terminal numbers under.
 func (t *Terminal) Lease() client.Lease { return t.lease }
 
-// Sync uploads every pending invoice through cl, in batches, and returns
-// how many the server newly stored. The client retries what has no
+// Sync uploads every pending invoice and cancellation through cl, in
+// batches in the chain's order, and returns how many the server newly
+// stored. The client retries what has no
 // answer; an upload is idempotent, so a batch whose answer was lost is
 // replayed. It fails with the client's errors (a *client.ContinuationError
 // when the server's series does not continue where the terminal's does).
@@ -357,30 +383,46 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 			t.mu.Unlock()
 			return stored, ErrBroken
 		}
+		// The longest run of one kind and one series-year: the pending
+		// records are in chain order, so a cancellation goes after the
+		// invoice it cancels, and marks stay simple.
 		n := min(len(t.pending), t.maxBatch)
 		var batch []client.DeviceInvoice
+		var cancels []client.DeviceCancel
 		var fy series.FY
-		for _, p := range t.pending[:n] {
-			if len(batch) > 0 && p.fy != fy {
-				break // one series-year per upload: marks stay simple
+		for i, p := range t.pending[:n] {
+			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
+				break
 			}
 			fy = p.fy
-			batch = append(batch, p.inv)
+			if p.cancel != nil {
+				cancels = append(cancels, *p.cancel)
+			} else {
+				batch = append(batch, p.inv)
+			}
 		}
 		t.mu.Unlock()
-		if len(batch) == 0 {
+		if len(batch) == 0 && len(cancels) == 0 {
 			return stored, nil
 		}
-		res, err := cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
+		var res client.UploadResult
+		var err error
+		mark := record{Kind: "up", FY: fy.String()}
+		if cancels != nil {
+			res, err = cl.UploadDeviceCancels(ctx, t.lease.Series, t.lease.LeaseID, cancels)
+			mark.Kind, mark.Through = "upc", cancels[len(cancels)-1].Position
+		} else {
+			res, err = cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
+			mark.Through = batch[len(batch)-1].Serial
+		}
 		if err != nil {
 			return stored, err
 		}
 		stored += res.Stored
 		t.mu.Lock()
-		through := batch[len(batch)-1].Serial
-		err = t.write(record{Kind: "up", FY: fy.String(), Through: through})
+		err = t.write(mark)
 		if err == nil {
-			t.markUploaded(fy, through)
+			t.markUploaded(fy, cancels != nil, mark.Through)
 		}
 		t.mu.Unlock()
 		if err != nil {

@@ -9,13 +9,14 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 )
 
 // lease is a lease as the server gives it, for tests without a server:
 // series T07 starting at serial 1 of 2025-26.
 func lease() client.Lease {
-	return client.Lease{LeaseID: "ls_aaaaaaaaaaaaaaaaaaaaaaaaaa", DeviceID: "till-7", Series: "T07", SellerGSTIN: sellerGSTIN,
+	return client.Lease{LeaseID: "ls_aaaaaaaaaaaaaaaaaaaaaaaaaa", DeviceID: "till-7", Series: "T07", SellerGSTIN: testfactory.SellerGSTIN,
 		DocType: "invoice", Format: "T07/{FY}/{SEQ:5}", Next: &client.Position{FY: "2025-26", Serial: 1}}
 }
 

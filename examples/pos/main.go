@@ -9,10 +9,11 @@
 //
 // With --offline it is one terminal that numbers a leased series itself
 // on a durable journal (client/offline, docs/offline.md), so it sells
-// while the server is down; --upload sends what it numbered, --end ends
-// the lease:
+// while the server is down; --cancel-every N cancels every sale whose
+// serial is a multiple of N, offline too; --upload sends what it numbered
+// and cancelled, --end ends the lease:
 //
-//	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --upload
+//	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --cancel-every 7 --upload
 package main
 
 import (
@@ -73,6 +74,7 @@ type config struct {
 	journal     string
 	device      string
 	upload, end bool
+	cancelEvery int
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -101,6 +103,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 	fs.StringVar(&c.device, "device", "till-1", "with --offline: the device id a new journal leases the series to")
 	fs.BoolVar(&c.upload, "upload", false, "with --offline: upload what is pending after selling")
 	fs.BoolVar(&c.end, "end", false, "with --offline: upload, then end the lease")
+	fs.IntVar(&c.cancelEvery, "cancel-every", 0, "with --offline: cancel every sale whose serial is a multiple of N (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -111,6 +114,8 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 		return c, errors.New("--key (or INVOICED_KEY) is required")
 	case c.offline && c.sales < 0:
 		return c, errors.New("--sales must not be negative")
+	case c.cancelEvery < 0 || (c.cancelEvery > 0 && !c.offline):
+		return c, errors.New("--cancel-every takes a positive N, with --offline")
 	case !c.offline && (c.sales < 1 || c.terms < 1):
 		return c, errors.New("--sales and --terminals must be at least 1")
 	}

@@ -13,12 +13,36 @@ import (
 )
 
 // offlineSale is what one offline sale printed: its number, known once the
-// invoice is in the journal.
+// invoice is in the journal; or, with CancelledAt, one cancellation,
+// printed once it is in the journal.
 type offlineSale struct {
-	Serial   int64  `json:"serial"`
-	Number   string `json:"number"`
-	FY       string `json:"fy"`
-	IssuedAt string `json:"issued_at"`
+	Serial      int64  `json:"serial"`
+	Number      string `json:"number"`
+	FY          string `json:"fy"`
+	IssuedAt    string `json:"issued_at,omitempty"`
+	CancelledAt string `json:"cancelled_at,omitempty"`
+}
+
+// cancelReason is the reason of pos's cancellations.
+const cancelReason = "customer returned the goods"
+
+// cancelSale cancels the sale serial of the latest series-year when
+// --cancel-every says so and prints the cancellation; one cancelled
+// already (a run killed after journaling it) is not cancelled again.
+func cancelSale(term *offline.Terminal, every int, serial int64, stdout io.Writer) error {
+	if every == 0 || serial == 0 || serial%int64(every) != 0 {
+		return nil
+	}
+	c, err := term.Cancel(fmt.Sprint(serial), cancelReason)
+	if errors.Is(err, offline.ErrAlreadyCancelled) || errors.Is(err, offline.ErrUnknownInvoice) {
+		return nil // cancelled before, or numbered online before the lease
+	}
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(offlineSale{Serial: c.Serial, Number: c.Number, FY: c.FY, CancelledAt: c.CancelledAt.UTC().Format(time.RFC3339Nano)})
+	fmt.Fprintf(stdout, "%s\n", b)
+	return nil
 }
 
 // runOffline is pos --offline: one terminal that numbers its own invoices
@@ -26,7 +50,8 @@ type offlineSale struct {
 // lease gets one first (--series to --device; the server must answer
 // then). It sells until the journal holds --sales invoices, printing each
 // sale once it is durable; a run killed at any point continues from the
-// journal. With --upload it then uploads what is pending, and with --end
+// journal. With --cancel-every N it cancels each sale whose serial is a
+// multiple of N, offline too. With --upload it then uploads what is pending, and with --end
 // it ends the lease.
 func runOffline(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	c := client.New(cfg.url, cfg.key, client.WithBackoff(50*time.Millisecond, cfg.maxBackoff))
@@ -45,6 +70,10 @@ func runOffline(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		return err
 	}
 	defer term.Close()
+	// A run killed between a sale and its cancellation cancels it now.
+	if err := cancelSale(term, cfg.cancelEvery, term.LastSerial(), stdout); err != nil {
+		return err
+	}
 	start, sold := time.Now(), 0
 	for i := term.Numbered(); i < int64(cfg.sales); i++ {
 		if ctx.Err() != nil {
@@ -59,6 +88,9 @@ func runOffline(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 		b, _ := json.Marshal(offlineSale{Serial: r.Serial, Number: r.Number, FY: r.FY, IssuedAt: r.IssuedAt.UTC().Format(time.RFC3339Nano)})
 		fmt.Fprintf(stdout, "%s\n", b)
 		sold++
+		if err := cancelSale(term, cfg.cancelEvery, r.Serial, stdout); err != nil {
+			return err
+		}
 		if cfg.think > 0 {
 			time.Sleep(cfg.think)
 		}
@@ -74,7 +106,7 @@ func runOffline(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("upload: %w", err)
 	}
-	fmt.Fprintf(stderr, "pos: uploaded %d invoices\n", n)
+	fmt.Fprintf(stderr, "pos: uploaded %d invoices and cancellations\n", n)
 	if cfg.end {
 		l, err := term.End(sctx, c)
 		if err != nil {

@@ -41,15 +41,17 @@ func pos(t *testing.T, args ...string) (*exec.Cmd, *lineBuffer, *lineBuffer) {
 }
 
 // TestOfflineSurvivesKills: a terminal leases series T07, then sells
-// 2,000 invoices offline while the server is down, SIGKILLed at random
-// instants (in the middle of journal writes among them) and restarted
-// each time. Every sale printed (its receipt) has a serial never printed
-// before, in increasing order; once the server is back the terminal
-// uploads and ends its lease, the series holds exactly 1..2000 and
-// `invoiced verify` passes.
+// 2,000 invoices offline while the server is down, cancelling every
+// seventh, SIGKILLed at random instants (in the middle of journal writes
+// among them) and restarted each time. Every sale printed (its receipt)
+// has a serial never printed before, in increasing order, and no
+// cancellation is printed twice; once the server is back the terminal
+// uploads and ends its lease, the series holds exactly 1..2000, the
+// cancelled invoices are exactly the terminal's (every seventh serial,
+// among them every cancellation printed) and `invoiced verify` passes.
 func TestOfflineSurvivesKills(t *testing.T) {
 	t.Parallel()
-	const sales = 2000
+	const sales, cancelEvery = 2000, 7
 	dbURL := dbtest.NewURL(t)
 	bin.CLI(t, dbURL, "sellers", "add", "--gstin", sellerGSTIN, "--name", "Offline POS Stall")
 	bin.CLI(t, dbURL, "series", "add", "--gstin", sellerGSTIN, "--code", "T07", "--format", "T07/{FY}/{SEQ:5}")
@@ -58,7 +60,7 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	url := "http://" + srv.Addr
 	journal := filepath.Join(t.TempDir(), "t07.journal")
 	common := []string{"--offline", "--url", url, "--key", key, "--journal", journal, "--series", "T07", "--device", "till-7",
-		"--max-backoff", "200ms", "--sale-timeout", "60s"}
+		"--max-backoff", "200ms", "--sale-timeout", "60s", "--cancel-every", fmt.Sprint(cancelEvery)}
 
 	// Online once: the lease.
 	cmd, _, errOut := pos(t, append(common, "--sales", "0")...)
@@ -68,6 +70,7 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	srv.Kill()
 
 	var printed []int64
+	printedCancels := map[int64]bool{}
 	kills := 0
 	for run := 0; ; run++ {
 		if run > 2000 {
@@ -120,6 +123,13 @@ func TestOfflineSurvivesKills(t *testing.T) {
 			if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 				t.Fatalf("pos printed %q: %v", sc.Text(), err)
 			}
+			if s.CancelledAt != "" {
+				if printedCancels[s.Serial] {
+					t.Fatalf("run %d printed the cancellation of serial %d twice", run, s.Serial)
+				}
+				printedCancels[s.Serial] = true
+				continue
+			}
 			if n := len(printed); n > 0 && s.Serial <= printed[n-1] {
 				t.Fatalf("run %d printed serial %d after %d: a serial was reused", run, s.Serial, printed[n-1])
 			}
@@ -146,13 +156,16 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("sync: %v\n%s", err, errOut)
 	}
-	var stored []int64
+	var stored, cancelled []int64
 	for page, err := range client.New(common[2], key).ListInvoices(context.Background(), "T07", client.ListOptions{Limit: 1000}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, inv := range page.Invoices {
 			stored = append(stored, inv.Serial)
+			if inv.Status == "cancelled" {
+				cancelled = append(cancelled, inv.Serial)
+			}
 		}
 	}
 	want := make([]int64, sales)
@@ -161,6 +174,21 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	}
 	if !slices.Equal(stored, want) {
 		t.Fatalf("series holds %d invoices, want exactly 1..%d", len(stored), sales)
+	}
+	var wantCancelled []int64
+	for s := int64(cancelEvery); s <= sales; s += cancelEvery {
+		wantCancelled = append(wantCancelled, s)
+	}
+	if !slices.Equal(cancelled, wantCancelled) {
+		t.Fatalf("%d invoices cancelled, want every %dth serial (%d): %v", len(cancelled), cancelEvery, len(wantCancelled), cancelled)
+	}
+	for s := range printedCancels {
+		if _, ok := slices.BinarySearch(cancelled, s); !ok {
+			t.Fatalf("the terminal printed the cancellation of serial %d; the server does not hold it", s)
+		}
+	}
+	if len(printedCancels) < len(wantCancelled)-kills {
+		t.Fatalf("%d cancellations printed over %d kills, want at least %d", len(printedCancels), kills, len(wantCancelled)-kills)
 	}
 	if v := bin.CLI(t, dbURL, "verify", "--gstin", sellerGSTIN); !strings.Contains(v, "verdict: intact") {
 		t.Fatalf("verify:\n%s", v)

@@ -1,0 +1,203 @@
+package offline
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Errors of Cancel.
+var (
+	// ErrUnknownInvoice is returned by Cancel for an invoice this
+	// terminal did not number under its lease.
+	ErrUnknownInvoice = errors.New("offline: no invoice of this lease has that serial or number")
+	// ErrAlreadyCancelled is returned by Cancel for an invoice cancelled
+	// before.
+	ErrAlreadyCancelled = errors.New("offline: the invoice is already cancelled")
+)
+
+// invoiceKey names an invoice of the lease: its series-year and serial.
+type invoiceKey struct {
+	fy     series.FY
+	serial int64
+}
+
+// CancelReceipt is what Cancel returns once the cancellation is durable.
+type CancelReceipt struct {
+	Serial      int64
+	Number      string
+	FY          string
+	CancelledAt time.Time
+	Position    int64 // the cancel record's chain position
+	ChainHash   string
+}
+
+// remember records di, numbered in fy, as pending and cancellable.
+func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice) {
+	k := invoiceKey{fy, di.Serial}
+	t.invoices[k], t.byNumber[di.Number] = di, k
+	t.pending = append(t.pending, pendingRecord{fy: fy, inv: di})
+}
+
+// Cancel cancels an invoice this terminal numbered under its lease and
+// returns the receipt once the cancellation is in the journal and
+// fsynced. ref is the invoice's number ("T07/26-27/00005") or its serial
+// ("5") in the latest series-year numbered. The cancellation's time is
+// the device clock's, never before the last invoice or cancellation
+// (times never go back); its record (invoice.CancelOffline, the server's
+// own code) takes the next position of the invoice's series-year chain,
+// and the uploader sends it after that invoice. It fails with
+// ErrUnknownInvoice, ErrAlreadyCancelled, invoice.ErrInvalid for an empty
+// or overlong reason (nothing journaled), ErrEnded, or ErrBroken.
+func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case t.broken:
+		return CancelReceipt{}, ErrBroken
+	case t.ended:
+		return CancelReceipt{}, ErrEnded
+	}
+	k, ok := t.find(ref)
+	if !ok {
+		return CancelReceipt{}, fmt.Errorf("%w: %q", ErrUnknownInvoice, ref)
+	}
+	if t.cancelled[k] {
+		return CancelReceipt{}, fmt.Errorf("%w: %s", ErrAlreadyCancelled, t.invoices[k].Number)
+	}
+	di := t.invoices[k]
+	inv, err := t.rebuild(k.fy, di)
+	if err != nil {
+		return CancelReceipt{}, err
+	}
+	at := t.now().UTC().Truncate(time.Microsecond)
+	if at.Before(t.lastAt) {
+		at = t.lastAt
+	}
+	y := t.year(k.fy)
+	_, hash, err := invoice.CancelOffline(t.seller.GSTIN, inv, reason, at, y.length+1, y.head)
+	if err != nil {
+		return CancelReceipt{}, err
+	}
+	dc := client.DeviceCancel{FY: k.fy.String(), Position: y.length + 1, Serial: di.Serial, Number: di.Number,
+		CancelledAt: invoice.Timestamp(at), Reason: reason, ChainHash: hex.EncodeToString(hash)}
+	if err := t.write(record{Kind: "cancel", FY: dc.FY, Position: dc.Position, Cancel: &dc}); err != nil {
+		return CancelReceipt{}, err
+	}
+	t.applyCancel(k, dc, hash, at)
+	return CancelReceipt{Serial: di.Serial, Number: di.Number, FY: dc.FY, CancelledAt: at, Position: dc.Position, ChainHash: dc.ChainHash}, nil
+}
+
+// find returns the invoice ref names: a number, or a serial of the
+// latest series-year.
+func (t *Terminal) find(ref string) (invoiceKey, bool) {
+	if k, ok := t.byNumber[strings.ToUpper(ref)]; ok {
+		return k, true
+	}
+	serial, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		return invoiceKey{}, false
+	}
+	var fy series.FY
+	for y := range t.years {
+		fy = max(fy, y)
+	}
+	k := invoiceKey{fy, serial}
+	_, ok := t.invoices[k]
+	return k, ok
+}
+
+// rebuild returns the invoice di as numbered (amounts, items and fields as
+// the server stores them), for its cancel record.
+func (t *Terminal) rebuild(fy series.FY, di client.DeviceInvoice) (invoice.Invoice, error) {
+	r, err := request(client.IssueRequest{Buyer: di.Buyer, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	at, err := time.Parse(time.RFC3339Nano, di.IssuedAt)
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	r.InvoiceDate = series.DateIST(at)
+	inv, _, err := invoice.NumberOffline(t.seller, t.series, r, di.Serial, 0, nil, at)
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	if inv.FY != fy || inv.Number != di.Number {
+		return invoice.Invoice{}, fmt.Errorf("offline: invoice %s rebuilt as %s %s", di.Number, inv.FY, inv.Number)
+	}
+	return inv, nil
+}
+
+// applyCancel advances the chain of k's series-year with the cancel
+// record dc and queues it for upload.
+func (t *Terminal) applyCancel(k invoiceKey, dc client.DeviceCancel, hash []byte, at time.Time) {
+	y := t.year(k.fy)
+	y.length, y.head = dc.Position, hash
+	if at.After(t.lastAt) {
+		t.lastAt = at
+	}
+	t.cancelled[k] = true
+	t.pending = append(t.pending, pendingRecord{fy: k.fy, cancel: &dc})
+}
+
+// replayCancel applies a journaled cancellation to t's state.
+func (t *Terminal) replayCancel(r record) error {
+	if r.Cancel == nil {
+		return errors.New("a cancel record without its cancellation")
+	}
+	fy, err := series.ParseFY(r.Cancel.FY)
+	if err != nil {
+		return err
+	}
+	k := invoiceKey{fy, r.Cancel.Serial}
+	if _, ok := t.invoices[k]; !ok || t.cancelled[k] {
+		return fmt.Errorf("cancel of serial %d of %s: not an invoice of the journal, or cancelled twice", k.serial, fy)
+	}
+	if y := t.year(fy); r.Cancel.Position != y.length+1 {
+		return fmt.Errorf("cancel at position %d does not follow %d", r.Cancel.Position, y.length)
+	}
+	h, err := hex.DecodeString(r.Cancel.ChainHash)
+	if err != nil {
+		return err
+	}
+	at, err := time.Parse(time.RFC3339Nano, r.Cancel.CancelledAt)
+	if err != nil {
+		return err
+	}
+	t.applyCancel(k, *r.Cancel, h, at)
+	return nil
+}
+
+// Cancelled returns the numbers of the invoices this terminal cancelled.
+func (t *Terminal) Cancelled() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.cancelled))
+	for k := range t.cancelled {
+		out = append(out, t.invoices[k].Number)
+	}
+	return out
+}
+
+// LastSerial returns the last serial numbered in the latest series-year
+// (0 when none).
+func (t *Terminal) LastSerial() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var fy series.FY
+	for y := range t.years {
+		fy = max(fy, y)
+	}
+	if y := t.years[fy]; y != nil {
+		return y.last
+	}
+	return 0
+}
