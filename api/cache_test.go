@@ -12,20 +12,22 @@ import (
 
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 )
 
-// countingDB is the real database, counting the single-row queries and
-// holding the first one back a while, so that every concurrent request
-// arrives while it runs.
+// countingDB is the real database, counting the single-row queries; the
+// first one waits until hold is closed (nil: it does not wait), so that a
+// test can have every concurrent request arrive while it runs.
 type countingDB struct {
 	series.DB
 	rows atomic.Int64
+	hold chan struct{}
 }
 
 func (c *countingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if c.rows.Add(1) == 1 {
-		time.Sleep(200 * time.Millisecond)
+	if c.rows.Add(1) == 1 && c.hold != nil {
+		<-c.hold
 	}
 	return c.DB.QueryRow(ctx, sql, args...)
 }
@@ -40,9 +42,13 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	ctx := context.Background()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
 	want := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
-	db := &countingDB{DB: pool}
+	db := &countingDB{DB: pool, hold: make(chan struct{})}
+	var freeOnce sync.Once
+	free := func() { freeOnce.Do(func() { close(db.hold) }) }
+	t.Cleanup(free)
 	var c seriesCache
 	const n = 32
+	var arrived atomic.Int64
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	got := make([]series.Series, n)
@@ -50,17 +56,32 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
+			arrived.Add(1)
 			got[i], errs[i] = c.get(ctx, db, seller.ID, "CH1")
 		})
 	}
 	impatient, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	var impatientErr error
+	impatientDone := make(chan struct{})
 	wg.Go(func() {
 		<-start
+		arrived.Add(1)
 		_, impatientErr = c.get(impatient, db, seller.ID, "CH1")
+		close(impatientDone)
 	})
 	close(start)
+	// The query goes on until every request has arrived and the impatient
+	// one has given up, however slowly the goroutines are scheduled.
+	testwait.Until(t, time.Minute, func() bool {
+		select {
+		case <-impatientDone:
+			return arrived.Load() == n+1
+		default:
+			return false
+		}
+	}, "all %d requests to arrive and the impatient one to give up while the query runs", n+1)
+	free()
 	wg.Wait()
 	for i := range n {
 		if errs[i] != nil || got[i].ID != want.ID {

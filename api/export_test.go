@@ -19,6 +19,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -118,13 +119,24 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 		return s
 	}
 	a, c, b := seller(sellerGSTIN), seller(otherGSTIN), seller(buyerGSTIN)
-	bulkIssue(t, pool, a, mkSeries(a, "CH1"), 800)
+	chA := mkSeries(a, "CH1")
+	bulkIssue(t, pool, a, chA, 800)
 	bulkIssue(t, pool, c, mkSeries(c, "CC1"), 800)
 	mkSeries(b, "BB1")
 	aRead, cRead := mustKey(t, pool, a.ID, apikey.ScopeRead), mustKey(t, pool, c.ID, apikey.ScopeRead)
 	bAll := mustKey(t, pool, b.ID, apikey.ScopeIssue, apikey.ScopeRead)
 
-	const stall = 2 * time.Second // long enough that no slot frees before all 16 arrive
+	// One export as it runs on this machine now, read at once: the bounds
+	// below grow with it, so a loaded machine slows the test instead of
+	// failing it, and an idle one keeps 2 s and 10 s.
+	began := time.Now()
+	if err := reports.WriteAudit(context.Background(), pool, a, chA, series.FY(2026), reports.FormatJSON, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ref := time.Since(began)
+	stall := max(2*time.Second, 4*ref)      // long enough that no slot frees before all 16 arrive
+	answered := max(10*time.Second, 20*ref) // three exports spooled at once, beside 13 refusals and seller B
+	t.Logf("reference export %v: stall timeout %v, admitted exports answered within %v", ref, stall, answered)
 	srv := httptest.NewUnstartedServer(New(Config{
 		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, RequestTimeout: 3 * time.Second,
 		MaxExports: 3, MaxExportsPerSeller: 2, ExportStallTimeout: stall,
@@ -183,7 +195,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, conn := range conns {
 		wg.Go(func() {
-			conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			conn.SetReadDeadline(time.Now().Add(answered))
 			br := bufio.NewReader(conn)
 			res, err := http.ReadResponse(br, nil)
 			if err != nil {
@@ -224,7 +236,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	}
 
 	// The cut exports gave their slots back: a reading client gets it all.
-	began := time.Now()
+	began = time.Now()
 	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(func() *http.Request {
 		req, _ := http.NewRequest("GET", srv.URL+"/v1/series/CH1/audit?fy=2026-27&format=csv", nil)
 		req.Header.Set("Authorization", "Bearer "+aRead)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // serials returns the serials of every invoice of code, through
@@ -168,6 +170,32 @@ func TestRetriesFollowTheAnswerTable(t *testing.T) {
 	}
 }
 
+// eventDeadline is a context whose deadline falls when the test calls fall,
+// at an event of the test rather than at a time it guessed: Done closes and
+// Err is context.DeadlineExceeded from then on.
+type eventDeadline struct {
+	context.Context // values and Deadline: none
+	done            chan struct{}
+	once            sync.Once
+}
+
+func newEventDeadline() *eventDeadline {
+	return &eventDeadline{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (d *eventDeadline) Done() <-chan struct{} { return d.done }
+
+func (d *eventDeadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (d *eventDeadline) fall() { d.once.Do(func() { close(d.done) }) }
+
 // TestOutcomeUnknownUntilSettled: a call whose every answer is lost ends
 // with the caller's context as outcome unknown, and retrying with its key
 // learns the invoice it issued (exactly one). A call that only ever got
@@ -178,10 +206,19 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	e := setup(t)
 	c := fastClient(e.proxy.url, e.all)
 
+	// The deadline falls once a retry has begun, however long the first
+	// attempt took (under load one attempt can outlast any fixed deadline).
 	e.proxy.set(&step{fault: loseAnswer})
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	_, err := c.IssueInvoice(ctx, "CH1", sale())
-	cancel()
+	dl := newEventDeadline()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := c.IssueInvoice(dl, "CH1", sale())
+		ended <- err
+	}()
+	testwait.Until(t, time.Minute, func() bool { return len(e.proxy.seen()) >= 2 || len(ended) > 0 },
+		"a second attempt after a lost answer")
+	dl.fall()
+	err := <-ended
 	if !IsOutcomeUnknown(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("all answers lost: err %v, want outcome unknown and the deadline", err)
 	}
@@ -201,7 +238,7 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	// client waits between attempts, never during one (an attempt cut off
 	// in flight may have reached the server: that would rightly be unknown).
 	e.proxy.set(&step{fault: synthesized, status: 503, retryAfter: "30", body: `{"error":{"code":"database_unavailable","message":"m"}}`})
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	_, err = c.IssueInvoice(ctx, "CH1", sale())
 	cancel()
 	var ae *Error
