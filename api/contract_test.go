@@ -63,6 +63,18 @@ func (e *env) waitForLockWait() {
 	}, "a lock wait to begin")
 }
 
+// waitForLockWaitLongerThan waits until some backend of the test's
+// database has waited for a lock for longer than d.
+func (e *env) waitForLockWaitLongerThan(d time.Duration) {
+	e.t.Helper()
+	testwait.Until(e.t, 20*time.Second, func() bool {
+		var n int
+		e.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND datname = current_database() AND clock_timestamp() - query_start > $1`, d).Scan(&n)
+		return n > 0
+	}, "a lock wait longer than %s", d)
+}
+
 // TestRetryAtISTMidnightIsNoDefinitiveRefusal: an invoice dated today with
 // Idempotency-Key K is queued at 23:59:59.9 IST behind a running batch of
 // its series (--backdate-days 0); the client retries K at 00:00:00.1. No
@@ -85,8 +97,12 @@ func TestRetryAtISTMidnightIsNoDefinitiveRefusal(t *testing.T) {
 	e.waitForLockWait()
 	wg.Go(func() { original = e.do("POST", path, e.all, body, "Idempotency-Key", "K") })
 	// The original waits in its queue; its connection drops, and the
-	// client retries after midnight.
-	time.Sleep(300 * time.Millisecond)
+	// client retries after midnight. The clock moves only once the running
+	// batch is in its own transaction: a shared batch waits for its
+	// counter lock no longer than the Committer's shared lock wait (250 ms)
+	// and is then retried alone, judging its date again, so a clock moved
+	// before that retry began would refuse the running batch itself.
+	e.waitForLockWaitLongerThan(400 * time.Millisecond)
 	clk.set(day.Add(24*time.Hour + 100*time.Millisecond)) // 00:00:00.1 IST
 	var retry resp
 	retried := make(chan struct{})
