@@ -175,7 +175,7 @@ func canonicalItems(items []Item) string {
 		if i > 0 {
 			b.WriteByte(';')
 		}
-		for j, v := range []string{it.Description, it.HSN, it.Quantity.String(), it.UnitPrice.String(), it.GSTRate.String(),
+		for j, v := range []string{it.Description, it.HSN, decimalString(it.Quantity), decimalString(it.UnitPrice), decimalString(it.GSTRate),
 			Money(it.Taxable), Money(it.CGST), Money(it.SGST), Money(it.IGST), Money(it.Total)} {
 			if j > 0 {
 				b.WriteByte(',')

@@ -1,7 +1,6 @@
 package invoice
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -119,12 +118,12 @@ func (d *Draft) seal() (*sealed, error) {
 	if d.sealed != nil {
 		return d.sealed, nil
 	}
-	b, err := json.Marshal(d.Items)
+	items, err := itemsJSON(d.Items)
 	if err != nil {
 		return nil, fmt.Errorf("invoice: items: %w", err)
 	}
 	money := moneyOf(d.Totals)
-	return &sealed{itemsJSON: string(b), money: money, content: contentOf(d, money)}, nil
+	return &sealed{itemsJSON: items, money: money, content: contentOf(d, money)}, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.
