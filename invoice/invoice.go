@@ -157,8 +157,6 @@ type Policy struct {
 }
 
 var (
-	hsnRE     = regexp.MustCompile(`^[0-9]{4,8}$`)
-	stateRE   = regexp.MustCompile(`^[0-9]{2}$`)
 	numberRE  = regexp.MustCompile(`^[A-Z1-9][A-Z0-9/-]{0,15}$`)
 	hundred   = decimal.NewFromInt(100)
 	two       = decimal.NewFromInt(2)
@@ -168,7 +166,7 @@ var (
 // validState reports whether code is a GST state or territory code a place
 // of supply may name: 01–38, 96 (other country) or 97 (other territory).
 func validState(code string) bool {
-	if !stateRE.MatchString(code) {
+	if !isDigits(code, 2, 2) {
 		return false
 	}
 	n := int(code[0]-'0')*10 + int(code[1]-'0')
@@ -330,7 +328,7 @@ func prepareItem(in ItemInput, interState bool) (Item, error) {
 	if err := checkText("description", desc, false); err != nil {
 		return Item{}, err
 	}
-	if !hsnRE.MatchString(in.HSN) {
+	if !isDigits(in.HSN, 4, 8) {
 		return Item{}, apperr.Errorf(ErrInvalid, "hsn %q must be 4 to 8 digits", in.HSN)
 	}
 	qty, err := parseAmount("quantity", in.Quantity, maxQuantityDigits, "greater than zero")
@@ -368,16 +366,14 @@ func prepareItem(in ItemInput, interState bool) (Item, error) {
 	return it, nil
 }
 
-var amountRE = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]+)?$`)
-
 // parseAmount accepts a plain non-negative decimal string ("12", "0.50"),
 // with at most places decimals: no sign, exponent, spaces or separators.
 // A negative number is refused with the field's rule ("must be rule").
 func parseAmount(field, s string, places int, rule string) (decimal.Decimal, error) {
-	if strings.HasPrefix(s, "-") && amountRE.MatchString(s[1:]) {
+	if strings.HasPrefix(s, "-") && isAmount(s[1:]) {
 		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be %s", field, clip(s), rule)
 	}
-	if !amountRE.MatchString(s) {
+	if !isAmount(s) {
 		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, clip(s))
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > places {
