@@ -78,11 +78,11 @@ func decodeBatchEnvelope(body []byte) ([]batchItem, error) {
 		if len(raw) == 0 || raw[0] != '{' {
 			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d] must be a JSON object", i)
 		}
-		var k struct {
-			Key *string `json:"idempotency_key"`
-		}
-		if err := json.Unmarshal(raw, &k); err != nil {
-			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be a string", i)
+		var k struct{ Key *string }
+		if v, ok := objectMember(raw, "idempotency_key"); ok {
+			if err := json.Unmarshal(v, &k.Key); err != nil {
+				return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be a string", i)
+			}
 		}
 		switch {
 		case k.Key == nil:

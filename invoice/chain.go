@@ -88,14 +88,17 @@ func (r Record) writeHead(b *strings.Builder) {
 // the invoice's content: issuers compute it before taking the counter lock.
 // money is moneyOf(r.Totals), which the caller may have already.
 func (r Record) contentPart(money [5]string) string {
+	items := canonicalItems(r.Items)
 	var b strings.Builder
+	// Escaping writes at most three bytes for one; most are written as is.
+	b.Grow(len(items) + len(items)/2 + 256)
 	writeFields(&b, [][2]string{
 		{"buyer_gstin", r.BuyerGSTIN},
 		{"buyer_name", r.BuyerName},
 		{"place_of_supply", r.PlaceOfSupply},
 		{"original_number", r.OriginalNumber},
 		{"original_date", civil(r.OriginalDate)},
-		{"items", canonicalItems(r.Items)},
+		{"items", items},
 		{"taxable", money[0]},
 		{"cgst", money[1]},
 		{"sgst", money[2]},
@@ -171,11 +174,12 @@ func civil(d time.Time) string {
 // whole value once more.
 func canonicalItems(items []Item) string {
 	var b strings.Builder
+	b.Grow(160 * len(items))
 	for i, it := range items {
 		if i > 0 {
 			b.WriteByte(';')
 		}
-		for j, v := range []string{it.Description, it.HSN, it.Quantity.String(), it.UnitPrice.String(), it.GSTRate.String(),
+		for j, v := range []string{it.Description, it.HSN, decimalString(it.Quantity), decimalString(it.UnitPrice), decimalString(it.GSTRate),
 			Money(it.Taxable), Money(it.CGST), Money(it.SGST), Money(it.IGST), Money(it.Total)} {
 			if j > 0 {
 				b.WriteByte(',')
@@ -188,16 +192,19 @@ func canonicalItems(items []Item) string {
 
 func escape(b *strings.Builder, s string) {
 	const hexdig = "0123456789ABCDEF"
+	start := 0 // s[start:i] is unreserved and not written yet
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			b.WriteByte(c)
 			continue
 		}
+		b.WriteString(s[start:i])
 		b.WriteByte('%')
 		b.WriteByte(hexdig[c>>4])
 		b.WriteByte(hexdig[c&15])
+		start = i + 1
 	}
+	b.WriteString(s[start:])
 }
 
 // IssueRecord returns the chain record of inv's issue at position.

@@ -1,7 +1,6 @@
 package invoice
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -119,12 +118,12 @@ func (d *Draft) seal() (*sealed, error) {
 	if d.sealed != nil {
 		return d.sealed, nil
 	}
-	b, err := json.Marshal(d.Items)
+	items, err := itemsJSON(d.Items)
 	if err != nil {
 		return nil, fmt.Errorf("invoice: items: %w", err)
 	}
 	money := moneyOf(d.Totals)
-	return &sealed{itemsJSON: string(b), money: money, content: contentOf(d, money)}, nil
+	return &sealed{itemsJSON: items, money: money, content: contentOf(d, money)}, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.
@@ -158,8 +157,6 @@ type Policy struct {
 }
 
 var (
-	hsnRE     = regexp.MustCompile(`^[0-9]{4,8}$`)
-	stateRE   = regexp.MustCompile(`^[0-9]{2}$`)
 	numberRE  = regexp.MustCompile(`^[A-Z1-9][A-Z0-9/-]{0,15}$`)
 	hundred   = decimal.NewFromInt(100)
 	two       = decimal.NewFromInt(2)
@@ -169,7 +166,7 @@ var (
 // validState reports whether code is a GST state or territory code a place
 // of supply may name: 01–38, 96 (other country) or 97 (other territory).
 func validState(code string) bool {
-	if !stateRE.MatchString(code) {
+	if !isDigits(code, 2, 2) {
 		return false
 	}
 	n := int(code[0]-'0')*10 + int(code[1]-'0')
@@ -331,7 +328,7 @@ func prepareItem(in ItemInput, interState bool) (Item, error) {
 	if err := checkText("description", desc, false); err != nil {
 		return Item{}, err
 	}
-	if !hsnRE.MatchString(in.HSN) {
+	if !isDigits(in.HSN, 4, 8) {
 		return Item{}, apperr.Errorf(ErrInvalid, "hsn %q must be 4 to 8 digits", in.HSN)
 	}
 	qty, err := parseAmount("quantity", in.Quantity, maxQuantityDigits, "greater than zero")
@@ -369,16 +366,14 @@ func prepareItem(in ItemInput, interState bool) (Item, error) {
 	return it, nil
 }
 
-var amountRE = regexp.MustCompile(`^[0-9]{1,15}(\.[0-9]+)?$`)
-
 // parseAmount accepts a plain non-negative decimal string ("12", "0.50"),
 // with at most places decimals: no sign, exponent, spaces or separators.
 // A negative number is refused with the field's rule ("must be rule").
 func parseAmount(field, s string, places int, rule string) (decimal.Decimal, error) {
-	if strings.HasPrefix(s, "-") && amountRE.MatchString(s[1:]) {
+	if strings.HasPrefix(s, "-") && isAmount(s[1:]) {
 		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be %s", field, clip(s), rule)
 	}
-	if !amountRE.MatchString(s) {
+	if !isAmount(s) {
 		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, clip(s))
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > places {
