@@ -18,12 +18,15 @@ BIN        := bin/invoiced
 # whose .git is a folder (not in a worktree), so the build passes it too.
 REVISION   := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 PG         := scripts/pg
+# What `make test-citus` runs on a throw-away Citus cluster (scripts/citus):
+# the Citus-only tests (-tags citus) and the numbering, API and report suites.
+CITUS_PKG  ?= ./series/... ./invoice/... ./api/... ./reports/...
 # golangci-lint is built from the Go module proxy into a git-ignored cache
 # (the version is in the path, so changing it fetches the new one).
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI         := .cache/golangci-lint/$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: help build run test test-short fuzz fuzz-run bench lint migrate db-stop clean chromium console-screenshots
+.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-stop clean chromium console-screenshots
 
 help: ## Show this help
 	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
@@ -39,6 +42,10 @@ run: build ## Build, then migrate, seed a demo seller/key and serve (persistent 
 test: chromium ## go vet, then race-enabled tests against a throw-away PostgreSQL (PKG, TESTFLAGS)
 	$(GO) vet $(PKG)
 	$(PG) test -- $(GO) test -race -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
+
+test-citus: ## The Citus tests and suites (CITUS_PKG) on a throw-away coordinator + 2 workers (builds Citus once)
+	$(GO) vet -tags citus $(CITUS_PKG)
+	scripts/citus test -- $(GO) test -tags citus -count=1 -timeout 30m $(TESTFLAGS) $(CITUS_PKG)
 
 test-short: chromium ## Same as test, without -race
 	$(GO) vet $(PKG)
