@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -76,27 +75,5 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 // series stands, or 422 naming the first bad cancellation and field, and
 // nothing stored.
 func (s *Server) uploadOfflineCancels(c echo.Context) error {
-	p, err := s.authorize(c, apikey.CanIssue)
-	if err != nil {
-		return err
-	}
-	leaseID := c.Request().Header.Get(headerLeaseID)
-	if leaseID == "" {
-		return errNoLeaseID
-	}
-	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(batchBodyMax))
-	if err != nil {
-		return err
-	}
-	cs, err := decodeOfflineCancels(body)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	sr, err := s.seriesOf(ctx, p, c.Param("code"))
-	if err != nil {
-		return err
-	}
-	res, err := invoice.UploadOfflineCancels(ctx, s.pool, p.Seller, sr, leaseID, cs, s.now())
-	return writeUpload(c, res, err)
+	return deviceUpload(s, c, decodeOfflineCancels, invoice.UploadOfflineCancels)
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -222,6 +224,16 @@ type continuationBody struct {
 // serial and chain head, or 422 naming the first bad invoice and field,
 // and nothing stored.
 func (s *Server) uploadOffline(c echo.Context) error {
+	return deviceUpload(s, c, decodeOffline, invoice.UploadOffline)
+}
+
+// deviceUpload serves an upload by the holder of a series' lease (scope
+// issue, header Lease-Id): decode reads the body into items, store stores
+// them as an exact continuation of the series or not at all, and the
+// answer is writeUpload's. It returns errNoLeaseID without the header,
+// and the errors of authorisation, the body, decode and store.
+func deviceUpload[T any](s *Server, c echo.Context, decode func([]byte) (T, error),
+	store func(context.Context, db.Beginner, series.Seller, series.Series, string, T, time.Time) (invoice.UploadResult, error)) error {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
 		return err
@@ -234,7 +246,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	invs, err := decodeOffline(body)
+	items, err := decode(body)
 	if err != nil {
 		return err
 	}
@@ -243,7 +255,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := invoice.UploadOffline(ctx, s.pool, p.Seller, sr, leaseID, invs, s.now())
+	res, err := store(ctx, s.pool, p.Seller, sr, leaseID, items, s.now())
 	return writeUpload(c, res, err)
 }
 
