@@ -44,13 +44,8 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if _, err := series.LockLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+		if err := series.WriteAsLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
 			return err
-		}
-		b := &pgx.Batch{}
-		series.QueueLeaseName(b, leaseID)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return translate(err, "name lease")
 		}
 		years := map[series.FY]*cancelYear{}
 		done := map[[2]int64]bool{} // (fy, serial) cancelled by this batch

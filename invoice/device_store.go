@@ -56,13 +56,8 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if _, err := series.LockLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+		if err := series.WriteAsLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
 			return err
-		}
-		b := &pgx.Batch{}
-		series.QueueLeaseName(b, leaseID)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return translate(err, "name lease")
 		}
 		years := map[series.FY]*yearState{}
 		var fy series.FY

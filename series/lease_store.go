@@ -155,6 +155,19 @@ func Leases(ctx context.Context, q db.Querier, seriesID int64) ([]Lease, error) 
 	return out, translate(err, "list leases")
 }
 
+// WriteAsLeaseTx locks lease leaseID of series seriesID inside tx and
+// names it for the rest of tx, so that tx may write the leased series'
+// counter rows (an upload by the lease holder). It returns LockLeaseTx's
+// errors, or the translated failure of naming the lease.
+func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, seriesID int64, leaseID string) error {
+	if _, err := LockLeaseTx(ctx, tx, seriesID, leaseID); err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	QueueLeaseName(b, leaseID)
+	return translate(tx.SendBatch(ctx, b).Close(), "name lease")
+}
+
 // LockLeaseTx locks lease leaseID of series seriesID inside tx and
 // returns it, for a transaction that writes as the lease (an upload) or
 // ends it. It returns ErrLeaseNotFound for a lease of another series or
