@@ -114,8 +114,8 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	hash := rec.Hash()
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, id, at, reason)
-	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
-		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash)
+	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
+		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash, seller.ID)
 	series.QueueAdvanceChains(batch, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
 	queueCancelledEvent(batch, seller.ID, id, at)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {

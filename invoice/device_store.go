@@ -224,8 +224,8 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 			bg, bn, inv.PlaceOfSupply, on, od, string(items), m[0], m[1], m[2], m[3], m[4], oext).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&inv.ID)
 		})
-		b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'issue', $4, $5, $6)`,
-			s.ID, int(inv.FY), positions[i], inv.Serial, inv.IssuedAt, hashes[i])
+		b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'issue', $4, $5, $6, $7)`,
+			s.ID, int(inv.FY), positions[i], inv.Serial, inv.IssuedAt, hashes[i], seller.ID)
 	}
 	return translate(tx.SendBatch(ctx, b).Close(), "store offline invoices")
 }

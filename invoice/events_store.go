@@ -33,8 +33,8 @@ const issuedEventsSQL = `
 				AND w.deleted_at IS NULL AND 'invoice.issued' = ANY (w.events))
 			RETURNING id, seller_id
 		), issued_deliveries AS (
-			INSERT INTO webhook_deliveries (event_id, webhook_id)
-			SELECT ev.id, w.id FROM issued_events ev
+			INSERT INTO webhook_deliveries (event_id, webhook_id, seller_id)
+			SELECT ev.id, w.id, ev.seller_id FROM issued_events ev
 			JOIN webhooks w ON w.seller_id = ev.seller_id AND w.deleted_at IS NULL AND 'invoice.issued' = ANY (w.events)
 		)`
 
@@ -49,8 +49,8 @@ func queueCancelledEvent(b *pgx.Batch, sellerID, id int64, at time.Time) {
 				AND w.deleted_at IS NULL AND 'invoice.cancelled' = ANY (w.events))
 			RETURNING id
 		)
-		INSERT INTO webhook_deliveries (event_id, webhook_id)
-		SELECT ev.id, w.id FROM ev
+		INSERT INTO webhook_deliveries (event_id, webhook_id, seller_id)
+		SELECT ev.id, w.id, $1 FROM ev
 		JOIN webhooks w ON w.seller_id = $1 AND w.deleted_at IS NULL AND 'invoice.cancelled' = ANY (w.events)`,
 		sellerID, id, at)
 }

@@ -42,10 +42,10 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 		return Opening{}, apperr.Errorf(ErrOpeningTooLate, "series %s already has invoices (or an opening) in %s", s.Code, o.FY)
 	}
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
-		VALUES (@series_id, @fy, 1, 'opening', @last_serial, @declared_at, @hash)`, args)
-	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by)
-		VALUES (@series_id, @fy, @last_serial, @last_invoice_date, @last_number, @declared_at, @declared_by)`, args)
+	b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id)
+		VALUES (@series_id, @fy, 1, 'opening', @last_serial, @declared_at, @hash, @seller_id)`, args)
+	b.Queue(`INSERT INTO series_openings (series_id, fy, last_serial, last_invoice_date, last_number, declared_at, declared_by, seller_id)
+		VALUES (@series_id, @fy, @last_serial, @last_invoice_date, @last_number, @declared_at, @declared_by, @seller_id)`, args)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return Opening{}, translate(err, "declare opening")
 	}

@@ -80,6 +80,7 @@ type invoiceRow struct {
 
 // chainRow is the record of an issue in table chain_records.
 type chainRow struct {
+	sellerID int64
 	seriesID int64
 	fy       int32
 	position int64
@@ -133,7 +134,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
 
 			w.invoices = append(w.invoices, invoiceRowOf(inv, sl))
-			w.chain = append(w.chain, chainRow{seriesID: inv.SeriesID, fy: int32(inv.FY), position: position,
+			w.chain = append(w.chain, chainRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY), position: position,
 				serial: inv.Serial, at: inv.IssuedAt, hash: head})
 			if d.IdempotencyKey != "" {
 				w.keys = append(w.keys, keyRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY),
@@ -209,13 +210,13 @@ func keyColumns(rows []keyRow) []any {
 // chainColumns returns rows as the parameters of the chain records' insert.
 func chainColumns(rows []chainRow) []any {
 	n := len(rows)
-	seriesIDs, positions, serials := make([]int64, n), make([]int64, n), make([]int64, n)
+	sellers, seriesIDs, positions, serials := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 	fys := make([]int32, n)
 	ats, hashes := make([]time.Time, n), make([][]byte, n)
 	for i, r := range rows {
-		seriesIDs[i], fys[i], positions[i], serials[i], ats[i], hashes[i] = r.seriesID, r.fy, r.position, r.serial, r.at, r.hash
+		sellers[i], seriesIDs[i], fys[i], positions[i], serials[i], ats[i], hashes[i] = r.sellerID, r.seriesID, r.fy, r.position, r.serial, r.at, r.hash
 	}
-	return []any{seriesIDs, fys, positions, serials, ats, hashes}
+	return []any{seriesIDs, fys, positions, serials, ats, hashes, sellers}
 }
 
 // queueHeads queues on b the update of every series-year's chain state to
@@ -279,10 +280,10 @@ func (w *writes) queue(b *pgx.Batch) {
 		return nil
 	})
 	b.Queue(`
-		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash)
-		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[])
-			AS u(series_id, fy, position, serial, at, hash)`, chainColumns(w.chain)...)
+		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id)
+		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash, u.seller_id
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[], $7::bigint[])
+			AS u(series_id, fy, position, serial, at, hash, seller_id)`, chainColumns(w.chain)...)
 }
 
 // sendWrites sends b on tx, with COMMIT appended when commit is set, and
@@ -307,7 +308,7 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 		switch {
 		case committed:
 			return true, nil
-		case v.Code == pgerrcode.UniqueViolation && v.Table == "idempotency_keys":
+		case v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey":
 			return false, apperr.WithCause(ErrKeyRace, err)
 		case commit && db.ClassifyCommit(err) == db.OutcomeUnknown:
 			// A statement error aborts the pipeline before COMMIT runs; a

@@ -78,9 +78,11 @@ func checkManifest(fsys fs.FS, manifest []byte) error {
 }
 
 // Up applies every pending migration to the database behind pool and returns
-// the schema version reached. It fails when the database is unreachable, the
-// session lock cannot be taken, or a migration fails (that migration is then
-// rolled back).
+// the schema version reached; on a database with the citus extension it
+// then distributes the seller-owned tables (distribute, citus.go). It fails
+// when the database is unreachable, the session lock cannot be taken, a
+// migration fails (that migration is then rolled back), or Citus refuses to
+// distribute a table.
 func Up(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
@@ -94,6 +96,9 @@ func Up(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
+	}
+	if err := distribute(ctx, pool); err != nil {
+		return 0, err
 	}
 	v, err := p.GetDBVersion(ctx)
 	if err != nil {

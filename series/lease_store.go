@@ -82,8 +82,8 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 			return err
 		}
 		l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by, Next: next}
-		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), next.Serial)
+		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), next.Serial, s.SellerID)
 		if isUnique(err) {
 			return apperr.Errorf(ErrLeaseHeld, "series %s is already leased", s.Code)
 		}

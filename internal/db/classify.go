@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -197,7 +198,50 @@ func Violated(err error) (Violation, bool) {
 	if !errors.As(err, &pg) || !pgerrcode.IsIntegrityConstraintViolation(pg.Code) {
 		return Violation{}, false
 	}
-	return Violation{Code: pg.Code, Table: pg.TableName, Constraint: pg.ConstraintName}, true
+	table, constraint := pg.TableName, pg.ConstraintName
+	if table == "" && constraint == "" {
+		// A Citus coordinator passes a worker's error on without its
+		// fields: the names are read from the message, which names the
+		// shard: the table and the constraint with the shard id appended
+		// ("idempotency_keys_pkey_102044"). The suffix is removed, so that
+		// callers see the schema's names on either database (no
+		// constraint of the schema ends in _ and digits).
+		table, constraint = shardless(quoted(pg.Message, `on table "`)), shardless(quoted(pg.Message, `constraint "`))
+	}
+	return Violation{Code: pg.Code, Table: table, Constraint: constraint}, true
+}
+
+// quoted returns the text between after (which ends in a quote) and the
+// next double quote in msg, or "".
+func quoted(msg, after string) string {
+	_, rest, ok := strings.Cut(msg, after)
+	if !ok {
+		return ""
+	}
+	name, _, ok := strings.Cut(rest, `"`)
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// shardless returns name without a Citus shard id (an underscore and
+// digits at its end).
+func shardless(name string) string {
+	if i := strings.LastIndexByte(name, '_'); i > 0 && allDigits(name[i+1:]) {
+		return name[:i]
+	}
+	return name
+}
+
+// allDigits reports whether s is made of ASCII digits only.
+func allDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // SQLState returns the SQLSTATE of the first server error in err's chain,

@@ -141,6 +141,19 @@ func TestViolatedAndSQLState(t *testing.T) {
 	if !ok || v != (db.Violation{Code: pgerrcode.UniqueViolation, Table: "t", Constraint: "t_pkey"}) {
 		t.Fatalf("Violated = %+v, %v", v, ok)
 	}
+	// A Citus coordinator passes a worker's error on without its fields,
+	// naming the shard in the message; the schema's names come back.
+	for _, c := range []struct{ msg, wantTable, wantConstraint string }{
+		{`insert or update on table "series_counters_102067" violates foreign key constraint "series_counters_series_owner_fkey_102067"`,
+			"series_counters", "series_counters_series_owner_fkey"},
+		{`duplicate key value violates unique constraint "idempotency_keys_pkey_102044"`, "", "idempotency_keys_pkey"},
+		{`duplicate key value violates unique constraint "t_pkey"`, "", "t_pkey"},
+	} {
+		v, ok := db.Violated(&pgconn.PgError{Code: pgerrcode.ForeignKeyViolation, Message: c.msg})
+		if !ok || v.Table != c.wantTable || v.Constraint != c.wantConstraint {
+			t.Errorf("Violated(%q) = %q, %q; want %q, %q", c.msg, v.Table, v.Constraint, c.wantTable, c.wantConstraint)
+		}
+	}
 	if _, ok := db.Violated(pgErr(pgerrcode.LockNotAvailable, "ERROR")); ok {
 		t.Fatal("a lock timeout is not a violation")
 	}

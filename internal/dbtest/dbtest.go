@@ -77,27 +77,31 @@ func create(t testing.TB, admin, tmpl string) string {
 	name := fmt.Sprintf("invoiced_test_%d_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9, counter.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, admin)
-	if err != nil {
-		t.Fatalf("dbtest: connect %s: %v", redact(admin), err)
+	// On Citus a clone of the migrated template is made on every worker
+	// first (citus.go); a database from template0 only on the coordinator.
+	var nodes []string
+	if tmpl != "template0" {
+		ws, err := workers(admin)
+		if err != nil {
+			t.Fatalf("dbtest: citus workers: %v", err)
+		}
+		nodes = append(nodes, ws...)
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, tmpl)); err != nil {
-		t.Fatalf("dbtest: create database: %v", err)
-	}
+	nodes = append(nodes, admin)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, admin)
-		if err != nil {
-			t.Logf("dbtest: drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
-			t.Logf("dbtest: drop %s: %v", name, err)
+		for i := len(nodes) - 1; i >= 0; i-- {
+			if err := execOn(ctx, nodes[i], fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name)); err != nil {
+				t.Logf("dbtest: drop %s: %v", name, err)
+			}
 		}
 	})
+	for _, n := range nodes {
+		if err := execOn(ctx, n, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, tmpl)); err != nil {
+			t.Fatalf("dbtest: create database: %v", err)
+		}
+	}
 	return withDatabase(admin, name)
 }
 
@@ -160,6 +164,15 @@ func createTemplate(admin, name string) error {
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s`, name)); err != nil {
 		return err
 	}
+	ws, err := workers(admin)
+	if err != nil {
+		return fmt.Errorf("citus workers: %w", err)
+	}
+	if len(ws) > 0 {
+		if err := prepareCitusTemplate(ctx, admin, ws, name); err != nil {
+			return err
+		}
+	}
 	pool, err := pgxpool.New(ctx, withDatabase(admin, name))
 	if err != nil {
 		return err
@@ -169,8 +182,12 @@ func createTemplate(admin, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s IS_TEMPLATE true`, name))
-	return err
+	if len(ws) == 0 {
+		_, err = conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s IS_TEMPLATE true`, name))
+		return err
+	}
+	// The coordinator's copy last: its IS_TEMPLATE says all are ready.
+	return sealCitusTemplate(ctx, append(ws, admin), name)
 }
 
 func withDatabase(raw, name string) string {

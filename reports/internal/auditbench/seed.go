@@ -229,14 +229,14 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Selle
 		return fmt.Errorf("counter: %w", err)
 	}
 	k := 0
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"chain_records"}, []string{"series_id", "fy", "position", "kind", "serial", "recorded_at", "hash"},
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"chain_records"}, []string{"series_id", "fy", "position", "kind", "serial", "recorded_at", "hash", "seller_id"},
 		pgx.CopyFromFunc(func() ([]any, error) {
 			if k == len(recs) {
 				return nil, nil
 			}
 			r := recs[k]
 			k++
-			return []any{s.ID, int(fy), r.pos, r.kind, r.serial, r.at, r.hash}, nil
+			return []any{s.ID, int(fy), r.pos, r.kind, r.serial, r.at, r.hash, s.SellerID}, nil
 		})); err != nil {
 		return fmt.Errorf("copy chain: %w", err)
 	}

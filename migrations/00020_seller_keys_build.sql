@@ -1,0 +1,53 @@
+-- +goose NO TRANSACTION
+-- +goose Up
+-- Scale-out, step 2 of 4 (expand): the unique indexes that become the keys
+-- of the seller-owned tables in 00022, each the old key plus seller_id
+-- (Citus requires every primary and unique key of a table distributed by
+-- seller_id to contain it). Each is as unique as the key it replaces, since
+-- it only adds a column. Built CONCURRENTLY, outside a transaction, so
+-- issuing goes on meanwhile; a build that was interrupted leaves an invalid
+-- index, so a rerun drops whatever is there and builds it again.
+DROP INDEX CONCURRENTLY IF EXISTS chain_records_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY chain_records_seller_key ON chain_records (series_id, fy, position, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS invoices_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY invoices_id_seller_key ON invoices (id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS invoices_serial_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY invoices_serial_seller_key ON invoices (series_id, fy, serial, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS events_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY events_id_seller_key ON events (id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS events_invoice_type_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY events_invoice_type_seller_key ON events (invoice_id, type, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS period_lock_events_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY period_lock_events_id_seller_key ON period_lock_events (id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS webhooks_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY webhooks_id_seller_key ON webhooks (id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS webhooks_seller_public_id_key;
+CREATE UNIQUE INDEX CONCURRENTLY webhooks_seller_public_id_key ON webhooks (seller_id, public_id);
+DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY webhook_deliveries_seller_key ON webhook_deliveries (event_id, webhook_id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS series_openings_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY series_openings_seller_key ON series_openings (series_id, fy, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY series_leases_id_seller_key ON series_leases (id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_lease_id_seller_key;
+CREATE UNIQUE INDEX CONCURRENTLY series_leases_lease_id_seller_key ON series_leases (lease_id, seller_id);
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_holder_seller;
+CREATE UNIQUE INDEX CONCURRENTLY series_leases_holder_seller ON series_leases (series_id, seller_id) WHERE settled_at IS NULL;
+-- Only indexes are added: binaries of 00016 still serve this schema.
+INSERT INTO schema_compat (version, serves_from) VALUES (20, 16) ON CONFLICT (version) DO NOTHING;
+
+-- +goose Down
+DELETE FROM schema_compat WHERE version = 20;
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_holder_seller;
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_lease_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS series_leases_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS series_openings_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS webhook_deliveries_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS webhooks_seller_public_id_key;
+DROP INDEX CONCURRENTLY IF EXISTS webhooks_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS period_lock_events_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS events_invoice_type_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS events_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS invoices_serial_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS invoices_id_seller_key;
+DROP INDEX CONCURRENTLY IF EXISTS chain_records_seller_key;

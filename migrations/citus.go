@@ -1,0 +1,150 @@
+package migrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// On Citus (docs/scale-out.md) the seller-owned tables are distributed by
+// seller_id and co-located: a seller's series, counter rows, invoices,
+// chain records, idempotency keys, openings, leases, period locks, events
+// and webhooks live in one shard group on one worker, so every transaction
+// of one request runs there alone (router execution, no two-phase commit).
+// A table listed here carries seller_id in every primary and unique key
+// (00022), and its foreign keys point at tables listed before it or at
+// reference tables. A migration that adds a seller-owned table adds it
+// here in the same commit (TestSellerOwnedTablesAreListed, package
+// migrations, fails otherwise).
+var distributedTables = []string{
+	"series", "series_counters", "invoices", "chain_records", "idempotency_keys",
+	"series_openings", "series_leases", "period_locks", "period_lock_events",
+	"events", "webhooks", "webhook_deliveries",
+}
+
+// Small global tables, copied to every node so that any shard can join
+// them and check keys against them locally. Writes to them are two-phase
+// commits over every node, which is fine for rows made once per seller,
+// per key or per console login. sellers is one of them rather than
+// distributed by its own id: its GSTIN is unique across all sellers, which
+// a table distributed by id could not enforce; API keys and console
+// sessions are found by their prefix or hash before the seller is known,
+// which a table distributed by seller would ask of every shard.
+var referenceTables = []string{"sellers", "api_keys", "console_sessions"}
+
+// The tables that stay on the coordinator alone: the migrations' own
+// bookkeeping, read only by invoiced at start.
+var coordinatorTables = []string{"goose_db_version", "schema_compat"}
+
+// Functions that statements on distributed tables call on the workers.
+var distributedFunctions = []string{"invoiced_require(boolean,text,text)", "invoiced_lease_guard()"}
+
+// Citus reports whether the database behind pool has the citus extension
+// (it is then a Citus coordinator, and Up distributes the tables). It fails
+// only when the database cannot be asked.
+func Citus(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	var citus bool
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`).Scan(&citus); err != nil {
+		return false, fmt.Errorf("migrations: citus: %w", err)
+	}
+	return citus, nil
+}
+
+// distribute makes the tables above distributed and reference tables when
+// the database has the citus extension, and does nothing otherwise. It is
+// idempotent: tables Citus already manages are left as they are, so it
+// runs after every Up. It returns the first failure of Citus' functions.
+func distribute(ctx context.Context, pool *pgxpool.Pool) error {
+	citus, err := Citus(ctx, pool)
+	if err != nil || !citus {
+		return err
+	}
+	// One process at a time (Up runs concurrently in several processes):
+	// the checks below then see what the other did.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrations: citus: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('invoiced.distribute'))`); err != nil {
+		return fmt.Errorf("migrations: citus: lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('invoiced.distribute'))`)
+	// How Citus manages a table: partmethod 'h' is hash-distributed,
+	// 'n' with repmodel 't' a reference table. A table with a foreign key
+	// to a reference table becomes a Citus local table ('n', 's') on its
+	// own, which the calls below convert.
+	managed := func(table, method, repmodel string) (bool, error) {
+		var ok bool
+		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = $1::regclass
+			AND partmethod = $2 AND ($3 = '' OR repmodel = $3))`, table, method, repmodel).Scan(&ok)
+		return ok, err
+	}
+	// Not the default's Citus local tables for the tables that refer to
+	// the reference tables: Citus cannot turn those into distributed
+	// tables later when they have identity columns. Distributing them
+	// below checks their keys to the reference tables.
+	if _, err := conn.Exec(ctx, `SET citus.enable_local_reference_table_foreign_keys = off`); err != nil {
+		return fmt.Errorf("migrations: citus: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_local_reference_table_foreign_keys`)
+	// series_counters' lease guard (00015) is a trigger that reads
+	// series_leases of the same seller, a co-located shard on the same
+	// worker; Citus calls such triggers unsafe and refuses to distribute a
+	// table with one unless told (docs/scale-out.md, "Leases").
+	if _, err := conn.Exec(ctx, `SET citus.enable_unsafe_triggers = on`); err != nil {
+		return fmt.Errorf("migrations: citus: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`)
+	for _, t := range referenceTables {
+		ok, err := managed(t, "n", "t")
+		if err == nil && !ok {
+			_, err = conn.Exec(ctx, `SELECT create_reference_table($1)`, t)
+		}
+		if err != nil {
+			return fmt.Errorf("migrations: citus: reference table %s: %w%s", t, err, detail(err))
+		}
+	}
+	for _, f := range distributedFunctions {
+		_, err := conn.Exec(ctx, `SELECT create_distributed_function($1)
+			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure)`, f)
+		if err != nil {
+			return fmt.Errorf("migrations: citus: function %s: %w", f, err)
+		}
+	}
+	for i, t := range distributedTables {
+		ok, err := managed(t, "h", "")
+		if err == nil && !ok {
+			with := distributedTables[0]
+			if i == 0 {
+				with = "default"
+			}
+			_, err = conn.Exec(ctx, `SELECT create_distributed_table($1, 'seller_id', colocate_with => $2)`, t, with)
+		}
+		if err != nil {
+			return fmt.Errorf("migrations: citus: distribute %s: %w%s", t, err, detail(err))
+		}
+	}
+	return nil
+}
+
+// detail returns the detail and hint of a server error (Citus explains its
+// refusals there), prefixed for appending to the message, or "".
+func detail(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	out := ""
+	if pe.Detail != "" {
+		out += " (" + pe.Detail + ")"
+	}
+	if pe.Hint != "" {
+		out += " (hint: " + pe.Hint + ")"
+	}
+	return out
+}
