@@ -16,7 +16,7 @@ import (
 // and webhooks live in one shard group on one worker, so every transaction
 // of one request runs there alone (router execution, no two-phase commit).
 // A table listed here carries seller_id in every primary and unique key
-// (00022), and its foreign keys point at tables listed before it or at
+// (00020), and its foreign keys point at tables listed before it or at
 // reference tables. A migration that adds a seller-owned table adds it
 // here in the same commit (TestSellerOwnedTablesAreListed, package
 // migrations, fails otherwise).

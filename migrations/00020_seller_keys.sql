@@ -2,9 +2,9 @@
 -- Scale-out, step 4 of 4 (contract): every primary and unique key of a
 -- seller-owned table includes seller_id, and every foreign key between them
 -- names it, as Citus needs to distribute them by seller_id, co-located
--- (docs/scale-out.md). The checks of 00021 are validated first (SHARE
+-- (docs/scale-out.md). The checks of 00019 are validated first (SHARE
 -- UPDATE EXCLUSIVE: writes go on during the scan), so SET NOT NULL and the
--- new primary keys scan nothing. Each key is swapped for the index 00020
+-- new primary keys scan nothing. Each key is swapped for the index 00018
 -- built (USING INDEX: no build under the lock), in dependency order: the
 -- foreign keys that point at a key go before it, and come back naming
 -- seller_id. A key that adds seller_id is as unique as the one it replaces.

@@ -1,7 +1,7 @@
 -- +goose NO TRANSACTION
 -- +goose Up
 -- Scale-out, step 2 of 4 (expand): the unique indexes that become the keys
--- of the seller-owned tables in 00022, each the old key plus seller_id
+-- of the seller-owned tables in 00020, each the old key plus seller_id
 -- (Citus requires every primary and unique key of a table distributed by
 -- seller_id to contain it). Each is as unique as the key it replaces, since
 -- it only adds a column. Built CONCURRENTLY, outside a transaction, so
@@ -34,10 +34,10 @@ CREATE UNIQUE INDEX CONCURRENTLY series_leases_lease_id_seller_key ON series_lea
 DROP INDEX CONCURRENTLY IF EXISTS series_leases_holder_seller;
 CREATE UNIQUE INDEX CONCURRENTLY series_leases_holder_seller ON series_leases (series_id, seller_id) WHERE settled_at IS NULL;
 -- Only indexes are added: binaries of 00016 still serve this schema.
-INSERT INTO schema_compat (version, serves_from) VALUES (20, 16) ON CONFLICT (version) DO NOTHING;
+INSERT INTO schema_compat (version, serves_from) VALUES (18, 16) ON CONFLICT (version) DO NOTHING;
 
 -- +goose Down
-DELETE FROM schema_compat WHERE version = 20;
+DELETE FROM schema_compat WHERE version = 18;
 DROP INDEX CONCURRENTLY IF EXISTS series_leases_holder_seller;
 DROP INDEX CONCURRENTLY IF EXISTS series_leases_lease_id_seller_key;
 DROP INDEX CONCURRENTLY IF EXISTS series_leases_id_seller_key;

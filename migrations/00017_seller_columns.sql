@@ -4,7 +4,7 @@
 -- Citus every one of them can be distributed by seller_id beside the
 -- seller's series, counter rows and invoices, and every key can include
 -- it. Binaries from this version on write the column; older ones leave it
--- NULL, and 00021 fills in what they wrote. Adding a nullable column
+-- NULL, and 00019 fills in what they wrote. Adding a nullable column
 -- rewrites nothing; the backfill updates each existing row once (on a large
 -- database, run it when issuing is quiet).
 ALTER TABLE chain_records ADD COLUMN seller_id bigint;
@@ -16,10 +16,10 @@ UPDATE series_openings o SET seller_id = s.seller_id FROM series s WHERE s.id = 
 UPDATE series_leases l SET seller_id = s.seller_id FROM series s WHERE s.id = l.series_id AND l.seller_id IS NULL;
 UPDATE webhook_deliveries d SET seller_id = e.seller_id FROM events e WHERE e.id = d.event_id AND d.seller_id IS NULL;
 -- Binaries of 00016 ignore the new columns.
-INSERT INTO schema_compat (version, serves_from) VALUES (19, 16);
+INSERT INTO schema_compat (version, serves_from) VALUES (17, 16);
 
 -- +goose Down
-DELETE FROM schema_compat WHERE version = 19;
+DELETE FROM schema_compat WHERE version = 17;
 ALTER TABLE webhook_deliveries DROP COLUMN seller_id;
 ALTER TABLE series_leases DROP COLUMN seller_id;
 ALTER TABLE series_openings DROP COLUMN seller_id;

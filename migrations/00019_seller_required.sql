@@ -1,10 +1,10 @@
 -- +goose Up
--- Scale-out, step 3 of 4 (contract): every row of the tables 00019 extended
+-- Scale-out, step 3 of 4 (contract): every row of the tables 00017 extended
 -- names its seller. The checks come first, so their brief locks (NOT VALID
 -- scans nothing) keep out an older binary's insert until the backfill below
--- has filled what such binaries wrote since 00019; from then on an insert
+-- has filled what such binaries wrote since 00017; from then on an insert
 -- without seller_id fails, so binaries older than this version must be gone
--- (no schema_compat row: they refuse to start). 00022 validates the checks
+-- (no schema_compat row: they refuse to start). 00020 validates the checks
 -- and turns them into NOT NULL.
 SET LOCAL lock_timeout = '10s';
 ALTER TABLE chain_records ADD CONSTRAINT chain_records_seller_id_not_null CHECK (seller_id IS NOT NULL) NOT VALID;
