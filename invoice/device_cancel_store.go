@@ -104,8 +104,8 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 			}
 			at := *cancelled.CancelledAt
 			write.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, inv.ID, at, c.Reason)
-			write.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
-				s.ID, int(c.FY), st.length+1, inv.Serial, at, hash)
+			write.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
+				s.ID, int(c.FY), st.length+1, inv.Serial, at, hash, seller.ID)
 			queueCancelledEvent(write, seller.ID, inv.ID, at)
 			st.length, st.head, st.lastAt, st.touched = st.length+1, hash, at, true
 			done[[2]int64{int64(c.FY), c.Serial}] = true
