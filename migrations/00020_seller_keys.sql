@@ -3,8 +3,12 @@
 -- seller-owned table includes seller_id, and every foreign key between them
 -- names it, as Citus needs to distribute them by seller_id, co-located
 -- (docs/scale-out.md). The checks of 00019 are validated first (SHARE
--- UPDATE EXCLUSIVE: writes go on during the scan), so SET NOT NULL and the
--- new primary keys scan nothing. Each key is swapped for the index 00018
+-- UPDATE EXCLUSIVE: writes go on during the scan), so SET NOT NULL (a
+-- statement of its own, before its check is dropped: ALTER TABLE drops
+-- constraints before it sets attributes) and the new primary keys scan
+-- nothing. The foreign keys come back NOT VALID, so no scan happens under
+-- the ACCESS EXCLUSIVE locks this transaction holds until COMMIT; 00021
+-- validates them, with writes going on. Each key is swapped for the index 00018
 -- built (USING INDEX: no build under the lock), in dependency order: the
 -- foreign keys that point at a key go before it, and come back naming
 -- seller_id. A key that adds seller_id is as unique as the one it replaces.
@@ -23,18 +27,18 @@ ALTER TABLE webhook_deliveries
     DROP CONSTRAINT webhook_deliveries_event_id_fkey,
     DROP CONSTRAINT webhook_deliveries_webhook_id_fkey;
 
+ALTER TABLE chain_records ALTER COLUMN seller_id SET NOT NULL;
 ALTER TABLE chain_records
-    ALTER COLUMN seller_id SET NOT NULL,
     DROP CONSTRAINT chain_records_seller_id_not_null,
     DROP CONSTRAINT chain_records_pkey,
     ADD CONSTRAINT chain_records_pkey PRIMARY KEY USING INDEX chain_records_seller_key;
+ALTER TABLE series_openings ALTER COLUMN seller_id SET NOT NULL;
 ALTER TABLE series_openings
-    ALTER COLUMN seller_id SET NOT NULL,
     DROP CONSTRAINT series_openings_seller_id_not_null,
     DROP CONSTRAINT series_openings_pkey,
     ADD CONSTRAINT series_openings_pkey PRIMARY KEY USING INDEX series_openings_seller_key;
+ALTER TABLE series_leases ALTER COLUMN seller_id SET NOT NULL;
 ALTER TABLE series_leases
-    ALTER COLUMN seller_id SET NOT NULL,
     DROP CONSTRAINT series_leases_seller_id_not_null,
     DROP CONSTRAINT series_leases_pkey,
     ADD CONSTRAINT series_leases_pkey PRIMARY KEY USING INDEX series_leases_id_seller_key,
@@ -42,8 +46,8 @@ ALTER TABLE series_leases
     ADD CONSTRAINT series_leases_lease_id_key UNIQUE USING INDEX series_leases_lease_id_seller_key;
 DROP INDEX series_leases_holder;
 ALTER INDEX series_leases_holder_seller RENAME TO series_leases_holder;
+ALTER TABLE webhook_deliveries ALTER COLUMN seller_id SET NOT NULL;
 ALTER TABLE webhook_deliveries
-    ALTER COLUMN seller_id SET NOT NULL,
     DROP CONSTRAINT webhook_deliveries_seller_id_not_null,
     DROP CONSTRAINT webhook_deliveries_pkey,
     ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY USING INDEX webhook_deliveries_seller_key;
@@ -69,14 +73,14 @@ ALTER TABLE webhooks
 -- series keeps UNIQUE (id, seller_id), which the counter rows already
 -- reference; its primary key on id alone goes, once nothing points at it.
 ALTER TABLE series_openings ADD CONSTRAINT series_openings_series_id_fkey
-    FOREIGN KEY (series_id, seller_id) REFERENCES series (id, seller_id);
+    FOREIGN KEY (series_id, seller_id) REFERENCES series (id, seller_id) NOT VALID;
 ALTER TABLE series_leases ADD CONSTRAINT series_leases_series_id_fkey
-    FOREIGN KEY (series_id, seller_id) REFERENCES series (id, seller_id);
+    FOREIGN KEY (series_id, seller_id) REFERENCES series (id, seller_id) NOT VALID;
 ALTER TABLE webhook_deliveries
     ADD CONSTRAINT webhook_deliveries_event_id_fkey
-        FOREIGN KEY (event_id, seller_id) REFERENCES events (id, seller_id) ON DELETE CASCADE,
+        FOREIGN KEY (event_id, seller_id) REFERENCES events (id, seller_id) ON DELETE CASCADE NOT VALID,
     ADD CONSTRAINT webhook_deliveries_webhook_id_fkey
-        FOREIGN KEY (webhook_id, seller_id) REFERENCES webhooks (id, seller_id);
+        FOREIGN KEY (webhook_id, seller_id) REFERENCES webhooks (id, seller_id) NOT VALID;
 ALTER TABLE series DROP CONSTRAINT series_pkey;
 
 -- The lease guard (00015) reads the series' lease by seller too: on Citus a
