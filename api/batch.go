@@ -41,10 +41,13 @@ type batchItemBody struct {
 	issueBody
 }
 
-// batchItem is an item whose envelope part (its key) is valid.
+// batchItem is an item whose envelope part (its key) is valid: its raw
+// bytes (what its request hash covers) and, when fastBatch read it, its
+// decoded body (nil: decodeBatchItem decodes raw).
 type batchItem struct {
-	key string
-	raw []byte
+	key  string
+	raw  []byte
+	body *batchItemBody
 }
 
 // decodeBatchEnvelope returns the items of a batch body with their keys.
@@ -54,6 +57,20 @@ type batchItem struct {
 // has no valid idempotency_key, or two items with one key. The items'
 // own fields are not judged here.
 func decodeBatchEnvelope(body []byte) ([]batchItem, error) {
+	if scanJSON(body, max(maxBatchInvoices, invoice.MaxItems)) == nil {
+		if items, ok := fastBatch(body); ok {
+			if err := checkBatchKeys(items); err != nil {
+				return nil, err
+			}
+			return items, nil
+		}
+	}
+	return decodeBatchEnvelopeJSON(body)
+}
+
+// decodeBatchEnvelopeJSON is decodeBatchEnvelope through encoding/json,
+// for every body fastBatch does not read.
+func decodeBatchEnvelopeJSON(body []byte) ([]batchItem, error) {
 	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' && json.Valid(body) {
 		return nil, apperr.Errorf(errInvalidBatch, "the request body must be a JSON object {\"invoices\": [...]}")
 	}
@@ -84,24 +101,50 @@ func decodeBatchEnvelope(body []byte) ([]batchItem, error) {
 				return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be a string", i)
 			}
 		}
-		switch {
-		case k.Key == nil:
+		if k.Key == nil {
 			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key is required: every invoice of a batch needs its own key", i)
-		case !printableASCII(*k.Key, 255):
-			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be 1 to 255 printable ASCII characters", i)
 		}
-		if j, ok := seen[*k.Key]; ok {
-			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d] and invoices[%d] have the same idempotency_key; each invoice needs its own", j, i)
+		if err := checkBatchKey(seen, i, *k.Key); err != nil {
+			return nil, err
 		}
-		seen[*k.Key] = i
 		items[i] = batchItem{key: *k.Key, raw: raw}
 	}
 	return items, nil
 }
 
+// checkBatchKey fails with errInvalidBatch unless key, the key of item i,
+// is 1 to 255 printable ASCII characters and not the key of an earlier
+// item (seen: key → item); it adds key to seen.
+func checkBatchKey(seen map[string]int, i int, key string) error {
+	if !printableASCII(key, 255) {
+		return apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be 1 to 255 printable ASCII characters", i)
+	}
+	if j, ok := seen[key]; ok {
+		return apperr.Errorf(errInvalidBatch, "invoices[%d] and invoices[%d] have the same idempotency_key; each invoice needs its own", j, i)
+	}
+	seen[key] = i
+	return nil
+}
+
+// checkBatchKeys is checkBatchKey for every item, in order.
+func checkBatchKeys(items []batchItem) error {
+	seen := make(map[string]int, len(items))
+	for i, it := range items {
+		if err := checkBatchKey(seen, i, it.key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeBatchItem decodes one item of a batch strictly, as
-// decodeIssueRequest decodes a single issue body.
-func decodeBatchItem(raw []byte) (invoice.Request, error) {
+// decodeIssueRequest decodes a single issue body (only what request
+// checks when fastBatch decoded it already).
+func decodeBatchItem(it batchItem) (invoice.Request, error) {
+	if it.body != nil {
+		return it.body.request()
+	}
+	raw := it.raw
 	var b batchItemBody
 	if err := decodeStrict(raw, &b, invoice.ErrInvalid, invoice.MaxItems); err != nil {
 		if errors.Is(err, errTooManyElements) {
@@ -155,7 +198,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 	var at []int // the item of each request
 	for i, it := range items {
 		hash := requestHash(http.MethodPost, path, it.raw)
-		req, err := decodeBatchItem(it.raw)
+		req, err := decodeBatchItem(it)
 		var d invoice.Draft
 		if err == nil {
 			d, err = s.prepare(ctx, p.Seller, sr, req)
@@ -193,7 +236,9 @@ func (s *Server) issueBatch(c echo.Context) error {
 			}
 		}
 	}
-	return writeJSON(c, http.StatusOK, batchResultsJSON{Results: results})
+	// About 1 KiB per POS invoice; json.Marshal of it gives the same bytes.
+	out := appendBatchResults(make([]byte, 0, 1024*len(results)), batchResultsJSON{Results: results})
+	return writeJSONBytes(c, http.StatusOK, out)
 }
 
 // batchReplay is the result of an item issued earlier with its key.

@@ -191,6 +191,11 @@ func writeJSON(c echo.Context, status int, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeJSONBytes(c, status, b)
+}
+
+// writeJSONBytes writes b, a JSON document, as the body with status.
+func writeJSONBytes(c echo.Context, status int, b []byte) error {
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }

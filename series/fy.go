@@ -2,6 +2,7 @@ package series
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -75,11 +76,26 @@ func ParseDate(s string) (time.Time, error) {
 }
 
 // String returns f as written in GST returns, "2026-27".
-func (f FY) String() string { return fmt.Sprintf("%d-%02d", int(f), (int(f)+1)%100) }
+func (f FY) String() string {
+	if f < 1000 || f > 9998 {
+		return fmt.Sprintf("%d-%02d", int(f), (int(f)+1)%100)
+	}
+	// What the Sprintf writes, without it: issuing writes a year into
+	// every chain record and every answer.
+	next := (int(f) + 1) % 100
+	b := strconv.AppendInt(make([]byte, 0, 7), int64(f), 10)
+	return string(append(b, '-', byte('0'+next/10), byte('0'+next%10)))
+}
 
 // Short returns f with two-digit years, "26-27": always five characters for
 // a valid f. It is what a {FY} placeholder renders.
-func (f FY) Short() string { return fmt.Sprintf("%02d-%02d", int(f)%100, (int(f)+1)%100) }
+func (f FY) Short() string {
+	if f < 0 || f > 9998 {
+		return fmt.Sprintf("%02d-%02d", int(f)%100, (int(f)+1)%100)
+	}
+	y, next := int(f)%100, (int(f)+1)%100
+	return string([]byte{byte('0' + y/10), byte('0' + y%10), '-', byte('0' + next/10), byte('0' + next%10)})
+}
 
 // ParseFY returns the financial year written in s as "2026-27": four digits,
 // '-', and the last two digits of the following year. It fails with
