@@ -90,7 +90,7 @@ func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committ
 	}
 	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
 	if cfg.Batching {
-		q, err := groupcommit.New[*call](groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor}, batches{c})
+		q, err := groupcommit.New[*call](groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: cfg.Citus}, batches{c})
 		if err != nil {
 			return nil, err
 		}
@@ -135,14 +135,15 @@ func (c *Committer) pending() int {
 	return c.queue.Pending()
 }
 
-// rowKey names a counter row: a series and financial year.
+// rowKey names a counter row: a series and financial year, and the seller
+// (groupcommit's owner, for Config.Citus).
 type rowKey = groupcommit.Row
 
 // queueOf returns the queue of r: its series and invoice date, in the
 // counter row of the date's financial year.
 func queueOf(r IssueRequest) groupcommit.Key {
 	d := r.Draft.InvoiceDate
-	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(series.FYOf(d))}, Date: d}
+	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(series.FYOf(d)), Owner: r.Seller.ID}, Date: d}
 }
 
 // rowOf returns the counter row that numbers r.

@@ -50,6 +50,13 @@ type Config struct {
 	Predict bool
 	// Observer, when set, is told about each transaction (metrics).
 	Observer Observer
+	// Citus makes every transaction belong to one seller, for a database
+	// distributed by seller (docs/scale-out.md): a shared batch takes the
+	// series of one seller only (its oldest queue's), so each transaction
+	// runs on one worker with no two-phase commit. It costs transactions
+	// (a batch no longer mixes sellers), so plain PostgreSQL leaves it
+	// off. The pool's sessions need custom plans (db.ForCitus).
+	Citus bool
 }
 
 // DateClock names the clock a Committer judges DateWindow by.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/db"
 	"log/slog"
 	"math"
 	"net"
@@ -184,6 +185,13 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
 	}
+	citus, err := db.IsCitus(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if citus {
+		logger.Info("group commit", "citus", "one seller per transaction")
+	}
 	m := metrics.New()
 	m.WatchPool(pool)
 	apiConfig := api.Config{
@@ -195,6 +203,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		ExposeStats:     c.stats,
 		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
 		BatchesInFlight: inFlight,
+		Citus:           citus,
 		Metrics:         m,
 		ExposeMetrics:   c.metricsAddr == "",
 		LogRequests:     c.logRequests,

@@ -8,11 +8,13 @@ import (
 	"time"
 )
 
-// Row names a counter row: a series and a financial year. At most one
-// transaction of a Scheduler holds a row at a time.
+// Row names a counter row: a series and a financial year, and the owner
+// of the series (its seller; zero when the Committer does not say). At
+// most one transaction of a Scheduler holds a row at a time.
 type Row struct {
 	Series int64
 	Year   int
+	Owner  int64
 }
 
 // Key names a queue: the requests of one row and invoice date.
@@ -58,6 +60,11 @@ type Config struct {
 	SoloFor time.Duration
 	// Now is the clock of solo windows (default time.Now).
 	Now func() time.Time
+	// OneOwner makes a shared batch take the queues of one Row.Owner
+	// only (the owner of its oldest queue), so that its transaction
+	// touches one owner's data: on a database sharded by owner (Citus,
+	// docs/scale-out.md), one shard group. Off, a batch mixes owners.
+	OneOwner bool
 }
 
 // Defaults of Config.
