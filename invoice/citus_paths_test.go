@@ -285,3 +285,41 @@ func TestCitusPeriodLockWaitsForABackdatedIssue(t *testing.T) {
 		}
 	}
 }
+
+// TestCitusLockTimeoutReachesTheWorker: the counter row's lock is waited
+// for on the worker; Options.LockTimeout must end that wait there
+// (series.ErrLockTimeout), not hang until the holder commits.
+func TestCitusLockTimeoutReachesTheWorker(t *testing.T) {
+	requireCitus(t)
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	sellers, ss := citusSellers(t, pool, 2)
+	at := time.Now()
+	for i := range sellers {
+		first, err := invoice.Issue(ctx, pool, sellers[i], ss[i], testfactory.Draft(t, sellers[i], ss[i], at, nil), at, series.Options{Routed: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holder, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := series.LockChain(ctx, holder, sellers[i].ID, ss[i].ID, first.FY, series.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		opt := series.Options{LockTimeout: 300 * time.Millisecond, Routed: true}
+		began := time.Now()
+		_, err = invoice.Issue(ctx, pool, sellers[i], ss[i], testfactory.Draft(t, sellers[i], ss[i], at, nil), at, opt)
+		if !errors.Is(err, series.ErrLockTimeout) || time.Since(began) > 5*time.Second {
+			t.Errorf("seller %d: issue behind a held counter row: %v after %v, want ErrLockTimeout after about %v", sellers[i].ID, err, time.Since(began), opt.LockTimeout)
+		}
+		_, err = invoice.Cancel(ctx, pool, sellers[i], first.ID, "typo", at, opt)
+		if !errors.Is(err, series.ErrLockTimeout) {
+			t.Errorf("seller %d: cancel behind a held counter row: %v, want ErrLockTimeout", sellers[i].ID, err)
+		}
+		if err := holder.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -238,8 +238,17 @@ func LockChain(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy FY, 
 // them, can put it back in the same round trip. A lock wait past it fails
 // with SQLSTATE 55P03 (class db.LockTimeout), which the store packages
 // translate to ErrLockTimeout.
+//
+// With opt.Routed (Citus) it is SET LOCAL, and the restore SET LOCAL … TO
+// DEFAULT (the session's value, which invoiced never changes): a Citus
+// coordinator passes SET LOCAL on to the workers of the transaction,
+// where the row locks are waited for, but not a set_config() call.
 func QueueLockTimeout(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
+		return
+	}
+	if opt.Routed {
+		b.Queue(fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", max(1, opt.LockTimeout.Milliseconds())))
 		return
 	}
 	b.Queue(`SELECT set_config('invoiced.saved_lock_timeout', current_setting('lock_timeout'), true),
@@ -251,6 +260,10 @@ func QueueLockTimeout(b *pgx.Batch, opt Options) {
 // QueueLockTimeout saved.
 func QueueLockTimeoutRestore(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
+		return
+	}
+	if opt.Routed {
+		b.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
 		return
 	}
 	b.Queue(`SELECT set_config('lock_timeout', current_setting('invoiced.saved_lock_timeout'), true)`)
