@@ -206,7 +206,10 @@ func (c *Committer) begin(ctx context.Context) (tx pgx.Tx, pipe *pipeTx, end fun
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		pipe = &pipeTx{conn: conn}
+		pipe = &pipeTx{conn: conn, plans: genericPlans}
+		if c.cfg.Citus {
+			pipe.plans = customPlans
+		}
 		tx, release = pipe, conn.Release
 	case plain:
 		if tx, err = c.db.Begin(ctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/db"
 	"net"
 	"slices"
 	"strconv"
@@ -103,6 +104,21 @@ func connect(ctx context.Context, getenv func(string) string, maxConns, minConns
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, unanswered(cfg, time.Since(began), err)
+	}
+	// A Citus coordinator's sessions need custom plans (db.ForCitus):
+	// the pool is opened again with them.
+	citus, err := db.IsCitus(pctx, pool)
+	if err != nil || !citus || cfg.ConnConfig.RuntimeParams["plan_cache_mode"] != "" {
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("connect: %w", err)
+		}
+		return pool, nil
+	}
+	pool.Close()
+	db.ForCitus(cfg.ConnConfig)
+	if pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	return pool, nil
 }

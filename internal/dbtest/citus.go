@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,17 @@ func findWorkers(admin string) ([]string, error) {
 		out = append(out, u.String())
 	}
 	return out, rows.Err()
+}
+
+// Citus reports whether the test server is a Citus coordinator with
+// workers (make test-citus). It fails the test as AdminURL does.
+func Citus(t testing.TB) bool {
+	t.Helper()
+	ws, err := workers(AdminURL(t))
+	if err != nil {
+		t.Fatalf("dbtest: citus workers: %v", err)
+	}
+	return len(ws) > 0
 }
 
 // coordinatorAddress returns the host and port of the server behind admin.

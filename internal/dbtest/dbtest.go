@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,6 +47,9 @@ func New(t testing.TB) *pgxpool.Pool {
 		t.Fatalf("dbtest: %v", err)
 	}
 	cfg.MaxConns = 16
+	if Citus(t) {
+		db.ForCitus(cfg.ConnConfig)
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("dbtest: connect: %v", err)

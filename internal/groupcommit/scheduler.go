@@ -8,11 +8,13 @@ import (
 	"time"
 )
 
-// Row names a counter row: a series and a financial year. At most one
-// transaction of a Scheduler holds a row at a time.
+// Row names a counter row: a series and a financial year, and the owner
+// of the series (its seller; zero when the Committer does not say). At
+// most one transaction of a Scheduler holds a row at a time.
 type Row struct {
 	Series int64
 	Year   int
+	Owner  int64
 }
 
 // Key names a queue: the requests of one row and invoice date.
@@ -58,6 +60,17 @@ type Config struct {
 	SoloFor time.Duration
 	// Now is the clock of solo windows (default time.Now).
 	Now func() time.Time
+	// OneOwner makes a shared batch take the queues of one Row.Owner
+	// only (the owner of its oldest queue), so that its transaction
+	// touches one owner's data: on a database sharded by owner (Citus,
+	// docs/scale-out.md), one shard group. Off, a batch mixes owners.
+	OneOwner bool
+	// Group, with OneOwner, widens "one owner" to owners of one group:
+	// a batch takes the queues whose owner's group is its first queue's
+	// owner's (sellers whose rows live in one shard). It is called with
+	// the scheduler's lock held, so it must answer at once (from a
+	// cache). Nil makes every owner a group of its own.
+	Group func(owner int64) int64
 }
 
 // Defaults of Config.

@@ -1,0 +1,154 @@
+//go:build citus
+
+// Tests of issuing on Citus: make test-citus builds them with -tags citus
+// and runs them on scripts/citus' cluster (a coordinator and two workers),
+// whose test clusters keep every two-phase commit record in
+// pg_dist_transaction (citus.recover_2pc_interval = -1).
+package invoice_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// twoPhase returns how many distributed transactions committed in two
+// phases (one record per worker prepared) the coordinator has recorded.
+func twoPhase(t *testing.T, pool *pgxpool.Pool) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_dist_transaction`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// workerOf returns the worker port that holds seller's shard group.
+func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
+	t.Helper()
+	var port int
+	if err := pool.QueryRow(context.Background(), `SELECT nodeport FROM pg_dist_shard_placement
+		WHERE shardid = get_shard_id_for_distribution_column('series', $1::bigint)`, seller).Scan(&port); err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// TestCitusIssuingIsSingleShard: 64 sellers, whose shard groups lie on
+// both workers, issue concurrently through one Committer in Citus mode:
+// every series holds exactly 1..N, and no issuing transaction was a
+// two-phase commit (pg_dist_transaction gains no record). The control, one
+// transaction writing the counter rows of two sellers on different
+// workers, adds records, so the count can fail the test.
+//
+// It runs twice: batching per seller, and per shard (Config.ShardBatches:
+// sellers whose rows share a shard may share a transaction). Each logs
+// how many transactions it took.
+func TestCitusIssuingIsSingleShard(t *testing.T) {
+	if !dbtest.Citus(t) {
+		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
+	}
+	t.Parallel()
+	for _, perShard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-seller", true: "per-shard"}[perShard], func(t *testing.T) {
+			t.Parallel()
+			issueOnCitus(t, perShard)
+		})
+	}
+}
+
+func issueOnCitus(t *testing.T, perShard bool) {
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	const sellers, each = 64, 12
+	type seller struct {
+		s  series.Seller
+		se series.Series
+	}
+	all := make([]seller, sellers)
+	workers := map[int][]int64{}
+	for i := range all {
+		first14 := fmt.Sprintf("27AAPFU%04dF1Z", i)
+		check, err := series.CheckChar(first14)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all[i].s = testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: first14 + string(check)})
+		all[i].se = testfactory.Series(t, pool, all[i].s, nil)
+		w := workerOf(t, pool, all[i].s.ID)
+		workers[w] = append(workers[w], all[i].s.ID)
+	}
+	if len(workers) != 2 {
+		t.Fatalf("the sellers' shard groups lie on %d workers, want 2: %v", len(workers), workers)
+	}
+	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := twoPhase(t, pool)
+	var wg sync.WaitGroup
+	errs := make(chan error, sellers*each)
+	for _, sl := range all {
+		for range each {
+			wg.Go(func() {
+				d := testfactory.Draft(t, sl.s, sl.se, now, nil)
+				if r := c.Issue(ctx, invoice.IssueRequest{Seller: sl.s, Series: sl.se, Draft: d}); r.Err != nil {
+					errs <- fmt.Errorf("seller %d: %w", sl.s.ID, r.Err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := twoPhase(t, pool) - before; got != 0 {
+		t.Errorf("issuing made %d two-phase commit records, want 0", got)
+	}
+	for _, sl := range all {
+		var n, lo, hi, distinct int64
+		if err := pool.QueryRow(ctx, `SELECT count(*), min(serial), max(serial), count(DISTINCT serial) FROM invoices
+			WHERE seller_id = $1 AND series_id = $2`, sl.s.ID, sl.se.ID).Scan(&n, &lo, &hi, &distinct); err != nil {
+			t.Fatal(err)
+		}
+		if n != each || lo != 1 || hi != each || distinct != each {
+			t.Errorf("seller %d: %d invoices, serials %d..%d (%d distinct), want exactly 1..%d", sl.s.ID, n, lo, hi, distinct, each)
+		}
+	}
+	t.Logf("per shard %v: %d transactions for %d invoices of %d sellers", perShard, c.Stats().Batches, sellers*each, sellers)
+
+	// The control: one transaction that writes two sellers' rows on two
+	// workers is a two-phase commit, recorded.
+	var a, b int64
+	for _, ids := range workers {
+		if a == 0 {
+			a = ids[0]
+		} else {
+			b = ids[0]
+		}
+	}
+	before = twoPhase(t, pool)
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{a, b} {
+		if _, err := tx.Exec(ctx, `UPDATE series SET shop = shop WHERE seller_id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := twoPhase(t, pool) - before; got == 0 {
+		t.Fatal("the control, a transaction over two workers, left no two-phase commit record: the count proves nothing")
+	}
+}
