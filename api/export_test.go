@@ -138,7 +138,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	answered := max(10*time.Second, 20*ref) // three exports spooled at once, beside 13 refusals and seller B
 	t.Logf("reference export %v: stall timeout %v, admitted exports answered within %v", ref, stall, answered)
 	srv := httptest.NewUnstartedServer(New(Config{
-		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, RequestTimeout: 3 * time.Second,
+		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, Citus: dbtest.Citus(t), RequestTimeout: 3 * time.Second,
 		MaxExports: 3, MaxExportsPerSeller: 2, ExportStallTimeout: stall,
 	}).Handler())
 	srv.Listener = tinyBufferListener{srv.Listener}

@@ -160,7 +160,7 @@ func TestMetricsMisprediction(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.ExposeMetrics = true })
 	e.mustIssue("CH1", "") // ordinary path: this process now knows the row
-	other := httptest.NewServer(New(Config{Pool: e.pool, Now: e.cfg.Now}).Handler())
+	other := httptest.NewServer(New(Config{Pool: e.pool, Now: e.cfg.Now, Citus: e.cfg.Citus}).Handler())
 	defer other.Close()
 	req, _ := http.NewRequest("POST", other.URL+"/v1/series/CH1/invoices", strings.NewReader(issueJSON("")))
 	req.Header.Set("Authorization", "Bearer "+e.all)
