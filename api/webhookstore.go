@@ -272,9 +272,15 @@ func finishDelivery(ctx context.Context, db series.DB, d delivery, state string,
 	if status != 0 {
 		st = &status
 	}
+	// now() only for a delivery, chosen here: Citus refuses a volatile
+	// function inside CASE in an UPDATE.
+	deliveredAt := "NULL"
+	if state == "delivered" {
+		deliveredAt = "now()"
+	}
 	_, err := db.Exec(ctx, `
 		UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = nullif($5, ''),
-			next_at = $6, delivered_at = CASE WHEN $3 = 'delivered' THEN now() END
+			next_at = $6, delivered_at = `+deliveredAt+`
 		WHERE event_id = $1 AND webhook_id = $2 AND seller_id = $7`, d.eventID, d.webhookID, state, st, lastErr, next, d.sellerID)
 	if err != nil {
 		return fmt.Errorf("api: record delivery: %w", err)

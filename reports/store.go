@@ -14,8 +14,10 @@ import (
 // This file holds the package's SQL; database errors are translated where
 // they arise.
 //
-// Every statement names its seller: each table it reads is filtered by
-// seller_id, and each join between two of them matches seller_id too. On
+// Every statement names its seller: each table it reads, on either side of
+// a join and inside a LATERAL subquery too, is filtered by seller_id
+// equal to the parameter (Citus prunes shards by a constant, not through
+// a join condition). On
 // Citus (docs/scale-out.md), where these tables are distributed by
 // seller_id and co-located, a report then runs on the seller's shard
 // group alone (router execution) instead of asking every shard, or being
@@ -157,7 +159,7 @@ func walkRecords(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, 
 			coalesce(i.taxable::text, ''), coalesce(i.cgst::text, ''), coalesce(i.sgst::text, ''), coalesce(i.igst::text, ''), coalesce(i.total::text, ''),
 			coalesce(i.buyer_name, ''), coalesce(i.place_of_supply, ''), coalesce(i.original_number, ''), i.original_date, coalesce(i.items, '[]'::jsonb)::text
 		FROM chain_records c
-		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial AND i.seller_id = c.seller_id
+		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial AND i.seller_id = $3
 		WHERE c.series_id = $1 AND c.fy = $2 AND c.seller_id = $3
 		ORDER BY c.position, i.id`, s.ID, int(fy), s.SellerID)
 	if err != nil {
@@ -228,7 +230,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.
 				(array_agg(r.hash ORDER BY r.position) FILTER (WHERE r.kind = 'issue'))[1] AS issue_hash,
 				(array_agg(r.hash ORDER BY r.position) FILTER (WHERE r.kind = 'cancel'))[1] AS cancel_hash
 			FROM chain_records r
-			WHERE r.series_id = i.series_id AND r.fy = i.fy AND r.serial = i.serial AND r.seller_id = i.seller_id
+			WHERE r.series_id = i.series_id AND r.fy = i.fy AND r.serial = i.serial AND r.seller_id = $6
 		) c ON true
 		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4) AND i.seller_id = $6
 		ORDER BY i.serial, i.id
@@ -263,7 +265,7 @@ type declaredOpening struct {
 func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]declaredOpening, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT s.code, o.last_serial, o.last_invoice_date, o.last_number, o.declared_at, o.declared_by
-		FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = o.seller_id
+		FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = $1
 		WHERE o.seller_id = $1 AND o.fy = $2 ORDER BY s.code`, sellerID, int(fy))
 	if err != nil {
 		return nil, translate(err, "openings")

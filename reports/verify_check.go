@@ -44,7 +44,7 @@ func addCapped[T any](list *[]T, v T) {
 func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainResult, error) {
 	c := &checker{gstin: gstin, sy: sy}
 	c.res.Series, c.res.DocType, c.res.FY = sy.Series.Code, sy.Series.DocType, sy.FY
-	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series.ID, sy.FY)
+	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series, sy.FY)
 	if err != nil {
 		return ChainResult{}, err
 	}
