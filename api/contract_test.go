@@ -179,7 +179,7 @@ func TestCancelWaitsForALockedInvoiceNoLongerThanTheLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM invoices WHERE number = $1 FOR UPDATE`, inv.Number); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM invoices WHERE seller_id = $1 AND number = $2 FOR UPDATE`, e.seller.ID, inv.Number); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

@@ -46,6 +46,7 @@ func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller series.Seller, s series.
 			t.Fatal(err)
 		}
 		if _, err := invoice.IssueTx(ctx, tx, seller, s, drafts, testNow, series.Options{}); err != nil {
+			tx.Rollback(ctx) // else closing the pool waits for it forever
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
