@@ -53,7 +53,7 @@ func New(cfg Config) *Server {
 		pool:    cfg.Pool,
 		log:     cfg.Logger,
 		now:     cfg.Now,
-		opt:     series.Options{LockTimeout: cfg.LockTimeout},
+		opt:     series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus},
 		policy:  invoice.Policy{BackdateDays: cfg.BackdateDays},
 		maxBody: cfg.MaxBodyBytes,
 		timeout: cfg.RequestTimeout,
@@ -84,7 +84,7 @@ func New(cfg Config) *Server {
 		committer, err := invoice.NewCommitter(s.pool, invoice.Config{
 			Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
 			InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction && !cfg.DisableBatching, Observer: s.metrics,
-			Citus: cfg.Citus,
+			Citus: cfg.Citus, ShardBatches: cfg.CitusShardBatches,
 		})
 		if err != nil {
 			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid unless Config is (a negative BatchesInFlight)

@@ -55,8 +55,17 @@ type Config struct {
 	// series of one seller only (its oldest queue's), so each transaction
 	// runs on one worker with no two-phase commit. It costs transactions
 	// (a batch no longer mixes sellers), so plain PostgreSQL leaves it
-	// off. The pool's sessions need custom plans (db.ForCitus).
+	// off. The pool's sessions need custom plans (db.ForCitus). It also
+	// turns Predict off and Options.Routed on: the writes are multi-row
+	// VALUES, which Citus routes to one worker, where an insert from
+	// unnest would be copied in two phases (docs/scale-out.md).
 	Citus bool
+	// ShardBatches, with Citus, lets a batch take the queues of every
+	// seller whose rows live in one shard, not of one seller only: one
+	// shard holds a hash range of sellers, and a transaction over sellers
+	// of one shard is still routed to one worker. Each seller's shard is
+	// read from the Citus metadata once per process (shardbatch.go).
+	ShardBatches bool
 }
 
 // DateClock names the clock a Committer judges DateWindow by.
