@@ -45,7 +45,7 @@ func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller series.Seller, s series.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := invoice.IssueTx(ctx, tx, seller, s, drafts, testNow, series.Options{}); err != nil {
+		if _, err := invoice.IssueTx(ctx, tx, seller, s, drafts, testNow, series.Options{Routed: dbtest.Citus(t)}); err != nil {
 			tx.Rollback(ctx) // else closing the pool waits for it forever
 			t.Fatal(err)
 		}
