@@ -50,7 +50,8 @@ func (e *env) batch(r resp) batchOut {
 // highest serial.
 func (e *env) invoiceCount() (n, top int64) {
 	e.t.Helper()
-	err := e.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(serial), 0) FROM invoices i JOIN series s ON s.id = i.series_id WHERE s.code = 'CH1'`).Scan(&n, &top)
+	err := e.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(serial), 0) FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = $1
+		WHERE s.code = 'CH1' AND i.seller_id = $1`, e.seller.ID).Scan(&n, &top)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -264,7 +265,8 @@ func TestBatchItemsAreCheckedAsSingleInvoices(t *testing.T) {
 		t.Fatalf("a note naming no original: %+v", out.Results)
 	}
 	var notes int
-	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices i JOIN series s ON s.id = i.series_id WHERE s.code = 'CN'`).Scan(&notes); err != nil || notes != 0 {
+	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = $1
+		WHERE s.code = 'CN' AND i.seller_id = $1`, e.seller.ID).Scan(&notes); err != nil || notes != 0 {
 		t.Fatalf("the refused note left %d invoices (%v)", notes, err)
 	}
 

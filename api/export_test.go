@@ -45,7 +45,8 @@ func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller series.Seller, s series.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := invoice.IssueTx(ctx, tx, seller, s, drafts, testNow, series.Options{}); err != nil {
+		if _, err := invoice.IssueTx(ctx, tx, seller, s, drafts, testNow, series.Options{Routed: dbtest.Citus(t)}); err != nil {
+			tx.Rollback(ctx) // else closing the pool waits for it forever
 			t.Fatal(err)
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -138,7 +139,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	answered := max(10*time.Second, 20*ref) // three exports spooled at once, beside 13 refusals and seller B
 	t.Logf("reference export %v: stall timeout %v, admitted exports answered within %v", ref, stall, answered)
 	srv := httptest.NewUnstartedServer(New(Config{
-		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, RequestTimeout: 3 * time.Second,
+		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, Citus: dbtest.Citus(t), RequestTimeout: 3 * time.Second,
 		MaxExports: 3, MaxExportsPerSeller: 2, ExportStallTimeout: stall,
 	}).Handler())
 	srv.Listener = tinyBufferListener{srv.Listener}

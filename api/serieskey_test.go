@@ -73,7 +73,8 @@ func TestSeriesScopedKey(t *testing.T) {
 	// CH1 still has exactly its one invoice, never cancelled.
 	var n int
 	var status string
-	if err := e.pool.QueryRow(ctx, `SELECT count(*), min(status) FROM invoices i JOIN series s ON s.id = i.series_id WHERE s.code = 'CH1'`).Scan(&n, &status); err != nil || n != 1 || status != "issued" {
+	if err := e.pool.QueryRow(ctx, `SELECT count(*), min(status) FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = $1
+		WHERE s.code = 'CH1' AND i.seller_id = $1`, e.seller.ID).Scan(&n, &status); err != nil || n != 1 || status != "issued" {
 		t.Fatalf("CH1 holds %d invoices (%s, %v), want 1 issued", n, status, err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -36,15 +37,25 @@ func newWebhookID() string {
 
 // createWebhookRow registers a webhook for the seller and returns it. It
 // fails with errTooManyWebhooks when the seller has maxWebhooksPerSeller
-// live ones (counted under a lock on the seller's row, so two concurrent
+// live ones (counted under the seller's webhook lock, so two concurrent
 // registrations cannot both pass).
-func createWebhookRow(ctx context.Context, db *pgxpool.Pool, sellerID int64, url string, events []string, secret string) (webhookRow, error) {
+//
+// The lock is an advisory one keyed by the seller, not FOR UPDATE of the
+// seller's row: sellers is a reference table on Citus (docs/scale-out.md),
+// where Citus refuses FOR UPDATE beside a read of a distributed table and
+// would lock every node's copy otherwise. invoiced connects to the
+// coordinator only, so the coordinator's advisory lock serialises every
+// registration of one seller; the count and the insert then go to the
+// seller's shard alone.
+func createWebhookRow(ctx context.Context, pool *pgxpool.Pool, sellerID int64, url string, events []string, secret string) (webhookRow, error) {
 	w := webhookRow{publicID: newWebhookID(), url: url, events: events, secret: secret}
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || $1::bigint, 0))`, sellerID); err != nil {
+			return err
+		}
 		var n int
 		if err := tx.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM webhooks WHERE seller_id = s.id AND deleted_at IS NULL)
-			FROM sellers s WHERE s.id = $1 FOR UPDATE`, sellerID).Scan(&n); err != nil {
+			SELECT count(*) FROM webhooks WHERE seller_id = $1 AND deleted_at IS NULL`, sellerID).Scan(&n); err != nil {
 			return err
 		}
 		if n >= maxWebhooksPerSeller {
@@ -81,8 +92,8 @@ func listWebhookRows(ctx context.Context, db series.DB, sellerID int64) ([]webho
 // deleteWebhookRow marks the seller's webhook publicID deleted and drops
 // its pending deliveries, in one transaction. It fails with
 // errWebhookNotFound for an unknown or already deleted one.
-func deleteWebhookRow(ctx context.Context, db *pgxpool.Pool, sellerID int64, publicID string) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+func deleteWebhookRow(ctx context.Context, pool *pgxpool.Pool, sellerID int64, publicID string) error {
+	return db.InTx(ctx, pool, func(tx pgx.Tx) error {
 		var id int64
 		err := tx.QueryRow(ctx, `
 			UPDATE webhooks SET deleted_at = now()
@@ -95,7 +106,7 @@ func deleteWebhookRow(ctx context.Context, db *pgxpool.Pool, sellerID int64, pub
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE webhook_deliveries SET state = 'failed', last_error = 'webhook deleted'
-			WHERE webhook_id = $1 AND state = 'pending'`, id); err != nil {
+			WHERE webhook_id = $1 AND seller_id = $2 AND state = 'pending'`, id, sellerID); err != nil {
 			return fmt.Errorf("api: delete webhook: %w", err)
 		}
 		return nil
@@ -162,19 +173,72 @@ type delivery struct {
 // this or another process) skips them meanwhile (FOR UPDATE SKIP LOCKED
 // while claiming, next_at after), and a worker that dies leaves them due
 // again when the lease ends. It returns them with their events.
-func claimDeliveries(ctx context.Context, db series.DB, n int, lease time.Duration) ([]delivery, error) {
-	rows, err := db.Query(ctx, `
+//
+// It claims seller by seller (claimSellerDeliveries), because Citus runs
+// FOR UPDATE only in a statement that goes to one shard: first it reads,
+// without locks, the earliest due deliveries of all sellers (at most
+// candidatesPerClaim times n; on Citus one read of every shard), then it
+// claims among them for each of their sellers in turn, earliest first,
+// until it has n. Workers that read the same candidates at once share
+// them: each skips the rows another has locked, and rows another has
+// claimed are no longer due.
+func claimDeliveries(ctx context.Context, q series.DB, n int, lease time.Duration) ([]delivery, error) {
+	rows, err := q.Query(ctx, `
+		SELECT seller_id, event_id FROM webhook_deliveries
+		WHERE state = 'pending' AND next_at <= now()
+		ORDER BY next_at LIMIT $1`, n*candidatesPerClaim)
+	if err != nil {
+		return nil, fmt.Errorf("api: claim deliveries: %w", err)
+	}
+	var sellers []int64
+	events := map[int64][]int64{}
+	var seller, event int64
+	if _, err := pgx.ForEachRow(rows, []any{&seller, &event}, func() error {
+		if _, ok := events[seller]; !ok {
+			sellers = append(sellers, seller)
+		}
+		events[seller] = append(events[seller], event)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("api: claim deliveries: %w", err)
+	}
+	var out []delivery
+	for _, s := range sellers {
+		if len(out) == n {
+			break
+		}
+		ds, err := claimSellerDeliveries(ctx, q, s, events[s], n-len(out), lease)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+// candidatesPerClaim is how many due deliveries claimDeliveries reads per
+// delivery it claims: enough that a process's workers polling at once
+// each find unclaimed ones.
+const candidatesPerClaim = 4
+
+// claimSellerDeliveries claims up to n of the seller's due deliveries of
+// the events eventIDs for lease (see claimDeliveries), in one statement
+// every table of which is filtered by the seller: on Citus it runs on the
+// seller's shard alone. It returns them with their events.
+func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, eventIDs []int64, n int, lease time.Duration) ([]delivery, error) {
+	rows, err := q.Query(ctx, `
 		WITH due AS (
 			SELECT event_id, webhook_id FROM webhook_deliveries
-			WHERE state = 'pending' AND next_at <= now()
-			ORDER BY next_at LIMIT $1
+			WHERE seller_id = $1 AND event_id = ANY ($2::bigint[]) AND state = 'pending' AND next_at <= now()
+			ORDER BY next_at LIMIT $3
 			FOR UPDATE SKIP LOCKED
 		)
-		UPDATE webhook_deliveries d SET next_at = now() + make_interval(secs => $2), attempts = d.attempts + 1
+		UPDATE webhook_deliveries d SET next_at = now() + make_interval(secs => $4), attempts = d.attempts + 1
 		FROM due, webhooks w, events e
-		WHERE d.event_id = due.event_id AND d.webhook_id = due.webhook_id AND w.id = d.webhook_id AND e.id = d.event_id
-		RETURNING d.event_id, d.webhook_id, d.attempts, w.url, w.secret, e.type, e.created_at, e.invoice_id, e.seller_id`,
-		n, lease.Seconds())
+		WHERE d.seller_id = $1 AND d.event_id = due.event_id AND d.webhook_id = due.webhook_id
+			AND w.seller_id = $1 AND w.id = d.webhook_id AND e.seller_id = $1 AND e.id = d.event_id
+		RETURNING d.event_id, d.webhook_id, d.attempts, w.url, w.secret, e.type, e.created_at, e.invoice_id`,
+		sellerID, eventIDs, n, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("api: claim deliveries: %w", err)
 	}
@@ -183,15 +247,15 @@ func claimDeliveries(ctx context.Context, db series.DB, n int, lease time.Durati
 		invoiceID int64
 	}
 	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
-		var c claimed
-		return c, r.Scan(&c.d.eventID, &c.d.webhookID, &c.d.attempts, &c.d.url, &c.d.secret, &c.d.ev.typ, &c.d.ev.createdAt, &c.invoiceID, &c.d.sellerID)
+		c := claimed{d: delivery{sellerID: sellerID}}
+		return c, r.Scan(&c.d.eventID, &c.d.webhookID, &c.d.attempts, &c.d.url, &c.d.secret, &c.d.ev.typ, &c.d.ev.createdAt, &c.invoiceID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("api: claim deliveries: %w", err)
 	}
 	out := make([]delivery, 0, len(cs))
 	for _, c := range cs {
-		inv, err := invoice.Get(ctx, db, c.d.sellerID, c.invoiceID)
+		inv, err := invoice.Get(ctx, q, sellerID, c.invoiceID)
 		if err != nil {
 			return nil, err
 		}
@@ -208,10 +272,16 @@ func finishDelivery(ctx context.Context, db series.DB, d delivery, state string,
 	if status != 0 {
 		st = &status
 	}
+	// now() only for a delivery, chosen here: Citus refuses a volatile
+	// function inside CASE in an UPDATE.
+	deliveredAt := "NULL"
+	if state == "delivered" {
+		deliveredAt = "now()"
+	}
 	_, err := db.Exec(ctx, `
 		UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = nullif($5, ''),
-			next_at = $6, delivered_at = CASE WHEN $3 = 'delivered' THEN now() END
-		WHERE event_id = $1 AND webhook_id = $2`, d.eventID, d.webhookID, state, st, lastErr, next)
+			next_at = $6, delivered_at = `+deliveredAt+`
+		WHERE event_id = $1 AND webhook_id = $2 AND seller_id = $7`, d.eventID, d.webhookID, state, st, lastErr, next, d.sellerID)
 	if err != nil {
 		return fmt.Errorf("api: record delivery: %w", err)
 	}
@@ -224,7 +294,7 @@ func purgeEvents(ctx context.Context, db series.DB, cutoff time.Time, batch int)
 	var total int64
 	for {
 		tag, err := db.Exec(ctx, `
-			DELETE FROM events WHERE id IN (SELECT id FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, batch)
+			DELETE FROM events WHERE (id, seller_id) IN (SELECT id, seller_id FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2)`, cutoff, batch)
 		if err != nil {
 			return total, fmt.Errorf("api: purge events: %w", err)
 		}

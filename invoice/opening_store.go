@@ -52,11 +52,12 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 	return o, nil
 }
 
-// OpeningOf returns the opening declared for series seriesID in fy; found
-// is false when there is none.
-func OpeningOf(ctx context.Context, q db.Querier, seriesID int64, fy series.FY) (o Opening, found bool, err error) {
-	err = q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
+// OpeningOf returns the opening declared for series s in fy; found is
+// false when there is none.
+func OpeningOf(ctx context.Context, q db.Querier, s series.Series, fy series.FY) (o Opening, found bool, err error) {
+	err = q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings
+		WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+		s.ID, int(fy), s.SellerID).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Opening{}, false, nil
 	}

@@ -247,7 +247,7 @@ func TestDeclareOpening(t *testing.T) {
 	if err != nil || inv.Serial != 1234 || inv.Number != "CH1/26-27/01234" {
 		t.Fatalf("first invoice after the opening: %+v, %v", inv, err)
 	}
-	o, found, err := invoice.OpeningOf(ctx, f.pool, f.s.ID, 2026)
+	o, found, err := invoice.OpeningOf(ctx, f.pool, f.s, 2026)
 	if err != nil || !found || o.LastNumber != "CH1/26-27/01233" || o.DeclaredBy != "cli" {
 		t.Fatalf("OpeningOf: %+v, %v, %v", o, found, err)
 	}

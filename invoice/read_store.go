@@ -118,10 +118,10 @@ func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY,
 		to = &v
 	}
 	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
-		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND i.seller_id = $7
 		  AND ($5::date IS NULL OR i.invoice_date >= $5::date)
 		  AND ($6::date IS NULL OR i.invoice_date <= $6::date)
-		ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit, from, to)
+		ORDER BY i.serial LIMIT $4`, s.ID, int(fy), after, limit, from, to, s.SellerID)
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}

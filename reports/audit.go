@@ -196,7 +196,7 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	if err := aw.beginRows(); err != nil {
 		return err
 	}
-	err = walkInvoices(ctx, tx, s.ID, fy, func(r *invoiceRow) error { return aw.row(rowOf(r)) })
+	err = walkInvoices(ctx, tx, s, fy, func(r *invoiceRow) error { return aw.row(rowOf(r)) })
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.
 // ErrSeriesYearNotFound when the series-year holds nothing (no counter
 // row, invoice or chain record), and database errors.
 func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
-	ctr, err := counterOf(ctx, tx, s.ID, fy)
+	ctr, err := counterOf(ctx, tx, s, fy)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
@@ -220,12 +221,12 @@ func TestChainWithOpeningRecomputedFromJSONExport(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv, err := invoice.Issue(ctx, f.pool, f.seller, s, d, clock.Add(time.Duration(i+1)*time.Minute), series.Options{})
+		inv, err := invoice.Issue(ctx, f.pool, f.seller, s, d, clock.Add(time.Duration(i+1)*time.Minute), series.Options{Routed: dbtest.Citus(t)})
 		if err != nil || inv.Serial != 1234+int64(i) {
 			t.Fatalf("issue after the opening: %+v, %v", inv, err)
 		}
 		if i == 0 {
-			if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "wrong item", clock.Add(5*time.Minute), series.Options{}); err != nil {
+			if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "wrong item", clock.Add(5*time.Minute), series.Options{Routed: dbtest.Citus(t)}); err != nil {
 				t.Fatal(err)
 			}
 		}

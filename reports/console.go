@@ -39,7 +39,7 @@ type RowQuery struct {
 func AuditRows(ctx context.Context, b db.OptionsBeginner, s series.Series, fy series.FY, q RowQuery) ([]Row, error) {
 	var out []Row
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
-		return walkInvoicePage(ctx, tx, s.ID, fy, q, func(r *invoiceRow) error {
+		return walkInvoicePage(ctx, tx, s, fy, q, func(r *invoiceRow) error {
 			out = append(out, *rowOf(r))
 			return nil
 		})
@@ -61,7 +61,7 @@ func DailyCounts(ctx context.Context, b db.OptionsBeginner, s series.Series, fy 
 	var out []DayCount
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
-		out, err = dailyCounts(ctx, tx, s.ID, fy)
+		out, err = dailyCounts(ctx, tx, s, fy)
 		return err
 	})
 	return out, err

@@ -28,8 +28,8 @@ type unsettledLease struct {
 // seller's series seriesID (0: every series), oldest first.
 func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) ([]unsettledLease, error) {
 	rows, err := tx.Query(ctx, `SELECT s.code, l.device_id, coalesce(l.end_reason, ''), l.end_fy, l.end_serial, l.ended_at
-		FROM series_leases l JOIN series s ON s.id = l.series_id
-		WHERE s.seller_id = $1 AND ($2 = 0 OR l.series_id = $2) AND l.end_kind = 'forced' AND l.settled_at IS NULL
+		FROM series_leases l JOIN series s ON s.id = l.series_id AND s.seller_id = $1
+		WHERE l.seller_id = $1 AND ($2 = 0 OR l.series_id = $2) AND l.end_kind = 'forced' AND l.settled_at IS NULL
 		ORDER BY l.id`, sellerID, seriesID)
 	if err != nil {
 		return nil, fmt.Errorf("reports: leases: %w", err)

@@ -13,6 +13,16 @@ import (
 
 // This file holds the package's SQL; database errors are translated where
 // they arise.
+//
+// Every statement names its seller: each table it reads, on either side of
+// a join and inside a LATERAL subquery too, is filtered by seller_id
+// equal to the parameter (Citus prunes shards by a constant, not through
+// a join condition). On
+// Citus (docs/scale-out.md), where these tables are distributed by
+// seller_id and co-located, a report then runs on the seller's shard
+// group alone (router execution) instead of asking every shard, or being
+// refused as a join that would need repartitioning. On plain PostgreSQL
+// the extra condition is one more column of the same index.
 
 // DB is db.OptionsBeginner, under the name callers outside the data layer
 // know. Every report runs in one read-only REPEATABLE READ transaction
@@ -62,13 +72,13 @@ func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string
 	}
 	rows, err := tx.Query(ctx, `
 		WITH y AS (
-			SELECT series_id, fy FROM series_counters WHERE series_id = ANY($1)
-			UNION SELECT DISTINCT series_id, fy FROM invoices WHERE series_id = ANY($1)
-			UNION SELECT DISTINCT series_id, fy FROM chain_records WHERE series_id = ANY($1)
+			SELECT series_id, fy FROM series_counters WHERE seller_id = $3 AND series_id = ANY($1)
+			UNION SELECT DISTINCT series_id, fy FROM invoices WHERE seller_id = $3 AND series_id = ANY($1)
+			UNION SELECT DISTINCT series_id, fy FROM chain_records WHERE seller_id = $3 AND series_id = ANY($1)
 		)
 		SELECT y.series_id, y.fy, c.series_id IS NOT NULL, coalesce(c.last_serial, 0), coalesce(c.chain_length, 0), c.chain_head
-		FROM y LEFT JOIN series_counters c ON c.series_id = y.series_id AND c.fy = y.fy
-		WHERE $2 = 0 OR y.fy = $2`, ids, int(fy))
+		FROM y LEFT JOIN series_counters c ON c.seller_id = $3 AND c.series_id = y.series_id AND c.fy = y.fy
+		WHERE $2 = 0 OR y.fy = $2`, ids, int(fy), sellerID)
 	if err != nil {
 		return nil, translate(err, "list series-years")
 	}
@@ -96,10 +106,10 @@ func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string
 }
 
 // counterOf reads the counter row of one series-year; nil when missing.
-func counterOf(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*counterRow, error) {
+func counterOf(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*counterRow, error) {
 	var c counterRow
-	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&c.LastSerial, &c.ChainLength, &c.ChainHead)
+	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+		s.ID, int(fy), s.SellerID).Scan(&c.LastSerial, &c.ChainLength, &c.ChainHead)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -141,7 +151,7 @@ type invoiceFields struct {
 
 // walkRecords streams the chain records of a series-year in position
 // order (rows of one position repeat when duplicate serials were forced in).
-func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*recordRow) error) error {
+func walkRecords(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, fn func(*recordRow) error) error {
 	rows, err := tx.Query(ctx, `
 		SELECT c.position, c.kind, c.serial, c.recorded_at, c.hash, i.serial IS NOT NULL,
 			coalesce(i.number, ''), coalesce(i.invoice_date, '0001-01-01'::date), coalesce(i.issued_at, '0001-01-01Z'::timestamptz),
@@ -149,9 +159,9 @@ func walkRecords(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, f
 			coalesce(i.taxable::text, ''), coalesce(i.cgst::text, ''), coalesce(i.sgst::text, ''), coalesce(i.igst::text, ''), coalesce(i.total::text, ''),
 			coalesce(i.buyer_name, ''), coalesce(i.place_of_supply, ''), coalesce(i.original_number, ''), i.original_date, coalesce(i.items, '[]'::jsonb)::text
 		FROM chain_records c
-		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial
-		WHERE c.series_id = $1 AND c.fy = $2
-		ORDER BY c.position, i.id`, seriesID, int(fy))
+		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial AND i.seller_id = $3
+		WHERE c.series_id = $1 AND c.fy = $2 AND c.seller_id = $3
+		ORDER BY c.position, i.id`, s.ID, int(fy), s.SellerID)
 	if err != nil {
 		return translate(err, "read chain")
 	}
@@ -186,8 +196,8 @@ type invoiceRow struct {
 }
 
 // walkInvoices streams the invoices of a series-year in serial order.
-func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, fn func(*invoiceRow) error) error {
-	return walkInvoicePage(ctx, tx, seriesID, fy, RowQuery{}, fn)
+func walkInvoices(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, fn func(*invoiceRow) error) error {
+	return walkInvoicePage(ctx, tx, s, fy, RowQuery{}, fn)
 }
 
 // walkInvoicePage streams the invoices of a series-year that q selects
@@ -199,7 +209,7 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, 
 // planned, on tables not yet analysed after a burst of issues (estimated at
 // one row), as a nested loop that re-aggregated every record for every
 // invoice — quadratic, 5.9 s for 800 invoices under load.
-func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, q RowQuery, fn func(*invoiceRow) error) error {
+func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, q RowQuery, fn func(*invoiceRow) error) error {
 	limit := int64(q.Limit)
 	if limit <= 0 {
 		limit = -1 // no limit
@@ -220,11 +230,11 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.F
 				(array_agg(r.hash ORDER BY r.position) FILTER (WHERE r.kind = 'issue'))[1] AS issue_hash,
 				(array_agg(r.hash ORDER BY r.position) FILTER (WHERE r.kind = 'cancel'))[1] AS cancel_hash
 			FROM chain_records r
-			WHERE r.series_id = i.series_id AND r.fy = i.fy AND r.serial = i.serial
+			WHERE r.series_id = i.series_id AND r.fy = i.fy AND r.serial = i.serial AND r.seller_id = $6
 		) c ON true
-		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4)
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4) AND i.seller_id = $6
 		ORDER BY i.serial, i.id
-		LIMIT CASE WHEN $5::bigint < 0 THEN NULL ELSE $5::bigint END`, seriesID, int(fy), q.After, q.Number, limit)
+		LIMIT CASE WHEN $5::bigint < 0 THEN NULL ELSE $5::bigint END`, s.ID, int(fy), q.After, q.Number, limit, s.SellerID)
 	if err != nil {
 		return translate(err, "read invoices")
 	}
@@ -255,8 +265,8 @@ type declaredOpening struct {
 func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]declaredOpening, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT s.code, o.last_serial, o.last_invoice_date, o.last_number, o.declared_at, o.declared_by
-		FROM series_openings o JOIN series s ON s.id = o.series_id
-		WHERE s.seller_id = $1 AND o.fy = $2 ORDER BY s.code`, sellerID, int(fy))
+		FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = $1
+		WHERE o.seller_id = $1 AND o.fy = $2 ORDER BY s.code`, sellerID, int(fy))
 	if err != nil {
 		return nil, translate(err, "openings")
 	}
@@ -291,11 +301,11 @@ func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY)
 }
 
 // dailyCounts returns the invoices of a series-year per invoice date.
-func dailyCounts(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) ([]DayCount, error) {
+func dailyCounts(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) ([]DayCount, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT invoice_date, count(*), count(*) FILTER (WHERE status = 'cancelled')
-		FROM invoices WHERE series_id = $1 AND fy = $2
-		GROUP BY invoice_date ORDER BY invoice_date`, seriesID, int(fy))
+		FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3
+		GROUP BY invoice_date ORDER BY invoice_date`, s.ID, int(fy), s.SellerID)
 	if err != nil {
 		return nil, translate(err, "count per day")
 	}
@@ -332,12 +342,12 @@ func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.T
 
 // duplicateNumbers returns up to limit numbers of a series-year held by
 // more than one invoice, with their serials, ordered by first serial.
-func duplicateNumbers(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, limit int) ([]DuplicateNumber, error) {
+func duplicateNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, limit int) ([]DuplicateNumber, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT number, array_agg(serial ORDER BY serial)
-		FROM invoices WHERE series_id = $1 AND fy = $2
+		FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $4
 		GROUP BY number HAVING count(*) > 1
-		ORDER BY min(serial) LIMIT $3`, seriesID, int(fy), limit)
+		ORDER BY min(serial) LIMIT $3`, s.ID, int(fy), limit, s.SellerID)
 	if err != nil {
 		return nil, translate(err, "find duplicate numbers")
 	}
@@ -371,10 +381,10 @@ func docIssueRows(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.
 			GROUP BY series_id, fy
 		)
 		SELECT s.code, s.doc_type, g.fy,
-			(SELECT number FROM invoices WHERE series_id = g.series_id AND fy = g.fy AND serial = g.lo ORDER BY id LIMIT 1),
-			(SELECT number FROM invoices WHERE series_id = g.series_id AND fy = g.fy AND serial = g.hi ORDER BY id LIMIT 1),
+			(SELECT number FROM invoices WHERE seller_id = $1 AND series_id = g.series_id AND fy = g.fy AND serial = g.lo ORDER BY id LIMIT 1),
+			(SELECT number FROM invoices WHERE seller_id = $1 AND series_id = g.series_id AND fy = g.fy AND serial = g.hi ORDER BY id LIMIT 1),
 			g.lo, g.hi, g.n, g.cancelled
-		FROM g JOIN series s ON s.id = g.series_id
+		FROM g JOIN series s ON s.seller_id = $1 AND s.id = g.series_id
 		ORDER BY s.code, g.fy`, sellerID, from, to)
 	if err != nil {
 		return nil, translate(err, "documents issued")

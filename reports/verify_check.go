@@ -44,7 +44,7 @@ func addCapped[T any](list *[]T, v T) {
 func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainResult, error) {
 	c := &checker{gstin: gstin, sy: sy}
 	c.res.Series, c.res.DocType, c.res.FY = sy.Series.Code, sy.Series.DocType, sy.FY
-	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series.ID, sy.FY)
+	op, found, err := invoice.OpeningOf(ctx, tx, sy.Series, sy.FY)
 	if err != nil {
 		return ChainResult{}, err
 	}
@@ -58,7 +58,7 @@ func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainRe
 	if err := c.walkInvoices(ctx, tx); err != nil {
 		return ChainResult{}, err
 	}
-	dups, err := duplicateNumbers(ctx, tx, sy.Series.ID, sy.FY, MaxFindings)
+	dups, err := duplicateNumbers(ctx, tx, sy.Series, sy.FY, MaxFindings)
 	if err != nil {
 		return ChainResult{}, err
 	}
@@ -148,7 +148,7 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 		c.res.Records++
 		group = group[:0]
 	}
-	err = walkRecords(ctx, tx, c.sy.Series.ID, c.sy.FY, func(r *recordRow) error {
+	err = walkRecords(ctx, tx, c.sy.Series, c.sy.FY, func(r *recordRow) error {
 		if len(group) > 0 && group[0].Position != r.Position {
 			flush()
 		}
@@ -229,7 +229,7 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 	if op := c.res.Opening; op != nil {
 		declared, openedOn, expected = op.LastSerial, op.LastInvoiceDate, op.LastSerial+1
 	}
-	err := walkInvoices(ctx, tx, c.sy.Series.ID, c.sy.FY, func(r *invoiceRow) error {
+	err := walkInvoices(ctx, tx, c.sy.Series, c.sy.FY, func(r *invoiceRow) error {
 		c.res.Invoices++
 		if r.Status == invoice.StatusCancelled {
 			c.res.Cancelled++

@@ -134,7 +134,9 @@ func listSeries(ctx context.Context, q db.Querier, sellerID int64) ([]Series, er
 }
 
 // List returns the seller's series ordered by code, each with its counters
-// (newest financial year first) and the last number issued in each.
+// (newest financial year first) and the last number issued in each. Both
+// tables are filtered by the seller, so that on Citus the statement goes
+// to the seller's shard group alone (docs/scale-out.md).
 func List(ctx context.Context, q db.Querier, sellerID int64) ([]SeriesUsage, error) {
 	all, err := listSeries(ctx, q, sellerID)
 	if err != nil {
@@ -142,8 +144,8 @@ func List(ctx context.Context, q db.Querier, sellerID int64) ([]SeriesUsage, err
 	}
 	rows, err := q.Query(ctx, `
 		SELECT c.series_id, c.fy, c.last_serial, c.last_invoice_date, c.last_issued_at
-		FROM series_counters c JOIN series s ON s.id = c.series_id
-		WHERE s.seller_id = $1 ORDER BY c.series_id, c.fy DESC`, sellerID)
+		FROM series_counters c JOIN series s ON s.id = c.series_id AND s.seller_id = $1
+		WHERE c.seller_id = $1 ORDER BY c.series_id, c.fy DESC`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list counters")
 	}

@@ -224,8 +224,8 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Selle
 		"buyer_gstin", "place_of_supply", "items", "taxable", "cgst", "sgst", "igst", "total", "cancelled_at", "cancel_reason"}, rows); err != nil {
 		return fmt.Errorf("copy invoices: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE series_counters SET chain_length = $3, chain_head = $4 WHERE series_id = $1 AND fy = $2`,
-		s.ID, int(fy), pos, head); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE series_counters SET chain_length = $3, chain_head = $4 WHERE series_id = $1 AND fy = $2 AND seller_id = $5`,
+		s.ID, int(fy), pos, head, s.SellerID); err != nil {
 		return fmt.Errorf("counter: %w", err)
 	}
 	k := 0
