@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -102,7 +101,9 @@ func TestCitusWorkerKill9(t *testing.T) {
 		t.Fatalf("%d of %d sellers lie on worker %d: want at least two on each worker", nVictim, len(sellers), victim.Port)
 	}
 
-	srv := startServer(t, dbURL, "127.0.0.1:0")
+	// Without request logs, the tail of its log that the server keeps holds
+	// its warnings, which say why it answered 503.
+	srv := startServer(t, dbURL, "127.0.0.1:0", "--log-requests=false")
 	defer logInternalErrors(t, srv)
 	base := "http://" + srv.Addr
 	h := &History{}
@@ -156,6 +157,35 @@ func TestCitusWorkerKill9(t *testing.T) {
 		}
 		return out
 	}
+	// summary lists, per series, its seller's worker and the statuses of
+	// its attempts after since, for a failure message.
+	summary := func(since time.Time) string {
+		var sb strings.Builder
+		first := map[string]string{}
+		for _, s := range sellers {
+			st := map[int]int{}
+			for _, op := range h.Ops() {
+				if strings.EqualFold(op.Series, s.code) && op.Type != Invoke && op.Time.After(since) {
+					st[op.Status]++
+					if op.Status != http.StatusCreated && first[s.code] == "" {
+						first[s.code] = fmt.Sprintf("%d %s", op.Status, clip(op.Err))
+					}
+				}
+			}
+			fmt.Fprintf(&sb, "\n  %s on worker %d: statuses %v; first other answer: %s", s.code, s.port, st, first[s.code])
+		}
+		return sb.String()
+	}
+	waitFor := func(timeout time.Duration, since time.Time, cond func() bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %s waiting for %s; since %s:%s\nthe server's log ends:\n%s", timeout, what, since.Format("15:04:05.000"), summary(since), srv.Stderr())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	every := func(counts map[string]int, victims bool, least int) bool {
 		for _, s := range sellers {
 			if onVictim[s.code] == victims && counts[s.code] < least {
@@ -165,7 +195,8 @@ func TestCitusWorkerKill9(t *testing.T) {
 		return true
 	}
 
-	testwait.Until(t, 60*time.Second, func() bool {
+	started := time.Now()
+	waitFor(60*time.Second, started, func() bool {
 		c := seen(http.StatusCreated, time.Time{})
 		return every(c, true, 3) && every(c, false, 3)
 	}, "every seller to issue three invoices")
@@ -183,7 +214,7 @@ func TestCitusWorkerKill9(t *testing.T) {
 
 	// While it is down: the other worker's sellers issue, the dead one's
 	// are answered 503.
-	testwait.Until(t, 30*time.Second, func() bool {
+	waitFor(30*time.Second, killed, func() bool {
 		return every(seen(http.StatusCreated, killed), false, 5) && every(seen(http.StatusServiceUnavailable, killed), true, 1)
 	}, "the sellers on the live worker to issue five invoices each and those on the killed one to be answered 503")
 	time.Sleep(time.Until(killed.Add(3 * time.Second))) // an outage of a few seconds at least
@@ -194,7 +225,7 @@ func TestCitusWorkerKill9(t *testing.T) {
 	up = true
 	h.Mark(fmt.Sprintf("worker %d restarted", victim.Port))
 	restarted := time.Now()
-	testwait.Until(t, 60*time.Second, func() bool {
+	waitFor(60*time.Second, restarted, func() bool {
 		return every(seen(http.StatusCreated, restarted), true, 3)
 	}, "the sellers of the restarted worker to issue three invoices each")
 	recovered := time.Since(restarted)
