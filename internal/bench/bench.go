@@ -279,7 +279,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 						if ctx.Err() != nil {
 							break
 						}
-						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries, c, stderr)
+						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries*max(1, cfg.Sellers), c, stderr) // as many series as ours, in all
 						if err != nil {
 							return rep, err
 						}
