@@ -46,7 +46,7 @@ func (e *env) holdCounter(day time.Time) func() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, _, err := series.LockChain(ctx, tx, sr.ID, series.FYAt(day), series.Options{}); err != nil {
+	if _, _, err := series.LockChain(ctx, tx, sr.SellerID, sr.ID, series.FYAt(day), series.Options{}); err != nil {
 		e.t.Fatal(err)
 	}
 	release := sync.OnceFunc(func() { tx.Rollback(context.Background()) })

@@ -53,7 +53,7 @@ func New(cfg Config) *Server {
 		pool:    cfg.Pool,
 		log:     cfg.Logger,
 		now:     cfg.Now,
-		opt:     series.Options{LockTimeout: cfg.LockTimeout},
+		opt:     series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus},
 		policy:  invoice.Policy{BackdateDays: cfg.BackdateDays},
 		maxBody: cfg.MaxBodyBytes,
 		timeout: cfg.RequestTimeout,

@@ -88,7 +88,9 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 		return Invoice{}, err
 	}
 	var inv Invoice
+	subscribed := map[int64]bool{}
 	lock := &pgx.Batch{}
+	queueSubscribed(lock, []int64{seller.ID}, EventCancelled, subscribed)
 	series.QueueLockTimeout(lock, opt)
 	lock.Queue(`SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2 FOR UPDATE OF i`, id, seller.ID).
 		QueryRow(func(row pgx.Row) (err error) { inv, err = scanInvoice(row); return err })
@@ -101,7 +103,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	if inv.Status == StatusCancelled {
 		return Invoice{}, apperr.Errorf(ErrAlreadyCancelled, "invoice %s was already cancelled", inv.Number)
 	}
-	length, head, err := series.LockChain(ctx, tx, inv.SeriesID, inv.FY, opt)
+	length, head, err := series.LockChain(ctx, tx, seller.ID, inv.SeriesID, inv.FY, opt)
 	if err != nil {
 		return Invoice{}, err
 	}
@@ -113,11 +115,11 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 	rec := CancelRecord(string(seller.GSTIN), inv, length+1, head)
 	hash := rec.Hash()
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, id, at, reason)
+	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1 AND seller_id = $4`, id, at, reason, seller.ID)
 	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
 		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash, seller.ID)
-	series.QueueAdvanceChains(batch, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
-	queueCancelledEvent(batch, seller.ID, id, at)
+	series.QueueAdvanceChains(batch, []int64{seller.ID}, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
+	queueEvents(batch, []*Invoice{&inv}, EventCancelled, func(*Invoice) time.Time { return at }, subscribed)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return Invoice{}, translate(err, "cancel invoice")
 	}

@@ -88,6 +88,13 @@ func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committ
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Citus {
+		// A predicted transaction writes everything in its one round trip
+		// with unnest; on Citus the writes take the routed form
+		// (series.Options.Routed) and events a round trip of their own.
+		cfg.Predict = false
+		cfg.Options.Routed = true
+	}
 	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
 	if cfg.Batching {
 		q, err := groupcommit.New[*call](groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: cfg.Citus}, batches{c})

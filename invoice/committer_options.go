@@ -55,7 +55,10 @@ type Config struct {
 	// series of one seller only (its oldest queue's), so each transaction
 	// runs on one worker with no two-phase commit. It costs transactions
 	// (a batch no longer mixes sellers), so plain PostgreSQL leaves it
-	// off. The pool's sessions need custom plans (db.ForCitus).
+	// off. The pool's sessions need custom plans (db.ForCitus). It also
+	// turns Predict off and Options.Routed on: the writes are multi-row
+	// VALUES, which Citus routes to one worker, where an insert from
+	// unnest would be copied in two phases (docs/scale-out.md).
 	Citus bool
 }
 

@@ -38,7 +38,7 @@ func holdRow(t *testing.T, f fixture, s series.Series) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := series.LockChain(ctx, holder, s.ID, series.FYOf(now), series.Options{}); err != nil {
+	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, series.FYOf(now), series.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	release := sync.OnceFunc(func() { holder.Rollback(context.Background()) })

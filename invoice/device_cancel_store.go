@@ -44,8 +44,14 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if err := series.WriteAsLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+		if err := series.WriteAsLeaseTx(ctx, tx, s, leaseID); err != nil {
 			return err
+		}
+		subscribed := map[int64]bool{}
+		sb := &pgx.Batch{}
+		queueSubscribed(sb, []int64{seller.ID}, EventCancelled, subscribed)
+		if err := tx.SendBatch(ctx, sb).Close(); err != nil {
+			return translate(err, "read webhooks")
 		}
 		years := map[series.FY]*cancelYear{}
 		done := map[[2]int64]bool{} // (fy, serial) cancelled by this batch
@@ -58,13 +64,13 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 			}
 			if st = years[c.FY]; st == nil {
 				var err error
-				if st, err = lockCancelYear(ctx, tx, s.ID, c.FY); err != nil {
+				if st, err = lockCancelYear(ctx, tx, s, c.FY); err != nil {
 					return err
 				}
 				years[c.FY], order = st, append(order, c.FY)
 			}
 			if c.Position <= st.length && !st.touched {
-				same, err := cancelStored(ctx, tx, s.ID, c)
+				same, err := cancelStored(ctx, tx, s, c)
 				if err != nil {
 					return err
 				}
@@ -103,10 +109,11 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 				return bad("chain_hash", "is %x; the server computes %x", c.ChainHash, hash)
 			}
 			at := *cancelled.CancelledAt
-			write.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1`, inv.ID, at, c.Reason)
-			write.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash) VALUES ($1, $2, $3, 'cancel', $4, $5, $6)`,
-				s.ID, int(c.FY), st.length+1, inv.Serial, at, hash)
-			queueCancelledEvent(write, seller.ID, inv.ID, at)
+			write.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1 AND seller_id = $4`, inv.ID, at, c.Reason, seller.ID)
+			write.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
+				s.ID, int(c.FY), st.length+1, inv.Serial, at, hash, seller.ID)
+			cancelled.ID = inv.ID
+			queueEvents(write, []*Invoice{&cancelled}, EventCancelled, func(*Invoice) time.Time { return at }, subscribed)
 			st.length, st.head, st.lastAt, st.touched = st.length+1, hash, at, true
 			done[[2]int64{int64(c.FY), c.Serial}] = true
 			res.Stored++
@@ -115,16 +122,16 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 		if res.Stored == 0 {
 			return nil
 		}
-		var ids []int64
+		var sellers, ids []int64
 		var fys []int32
 		var lengths []int64
 		var heads [][]byte
 		for _, y := range order {
 			if st := years[y]; st.touched {
-				ids, fys, lengths, heads = append(ids, s.ID), append(fys, int32(y)), append(lengths, st.length), append(heads, st.head)
+				sellers, ids, fys, lengths, heads = append(sellers, seller.ID), append(ids, s.ID), append(fys, int32(y)), append(lengths, st.length), append(heads, st.head)
 			}
 		}
-		series.QueueAdvanceChains(write, ids, fys, lengths, heads)
+		series.QueueAdvanceChains(write, sellers, ids, fys, lengths, heads)
 		return translate(tx.SendBatch(ctx, write).Close(), "store offline cancellations")
 	})
 	if err != nil {
@@ -133,10 +140,10 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 	return res, nil
 }
 
-// lockCancelYear locks the counter row of (seriesID, fy) and returns its
-// state with the recorded time of the chain's last record.
-func lockCancelYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*cancelYear, error) {
-	st, err := lockYear(ctx, tx, seriesID, fy)
+// lockCancelYear locks the counter row of (s, fy) and returns its state
+// with the recorded time of the chain's last record.
+func lockCancelYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*cancelYear, error) {
+	st, err := lockYear(ctx, tx, s, fy)
 	if err != nil {
 		return nil, err
 	}
@@ -144,8 +151,8 @@ func lockCancelYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY
 	if st.length == 0 {
 		return y, nil
 	}
-	err = tx.QueryRow(ctx, `SELECT recorded_at FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3`,
-		seriesID, int(fy), st.length).Scan(&y.lastAt)
+	err = tx.QueryRow(ctx, `SELECT recorded_at FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3 AND seller_id = $4`,
+		s.ID, int(fy), st.length, s.SellerID).Scan(&y.lastAt)
 	if err != nil {
 		return nil, translate(err, "read last record")
 	}
@@ -168,10 +175,10 @@ func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int6
 
 // cancelStored reports whether c is stored already: the record at its
 // position is a cancel of its serial with its hash.
-func cancelStored(ctx context.Context, tx pgx.Tx, seriesID int64, c OfflineCancel) (bool, error) {
+func cancelStored(ctx context.Context, tx pgx.Tx, s series.Series, c OfflineCancel) (bool, error) {
 	var h []byte
-	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3 AND kind = 'cancel' AND serial = $4`,
-		seriesID, int(c.FY), c.Position, c.Serial).Scan(&h)
+	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3 AND kind = 'cancel' AND serial = $4 AND seller_id = $5`,
+		s.ID, int(c.FY), c.Position, c.Serial, s.SellerID).Scan(&h)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

@@ -56,7 +56,7 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if err := series.WriteAsLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+		if err := series.WriteAsLeaseTx(ctx, tx, s, leaseID); err != nil {
 			return err
 		}
 		years := map[series.FY]*yearState{}
@@ -75,13 +75,13 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 					return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s goes back to %s after an invoice of %s", i, o.Request.InvoiceDate.Format(time.DateOnly), y, fy)
 				}
 				var err error
-				if st, err = lockYear(ctx, tx, s.ID, y); err != nil {
+				if st, err = lockYear(ctx, tx, s, y); err != nil {
 					return err
 				}
 				fy, years[y] = y, st
 			}
 			if o.Serial <= st.last && !st.touched {
-				same, err := storedSame(ctx, tx, s.ID, y, o)
+				same, err := storedSame(ctx, tx, s, y, o)
 				if err != nil {
 					return err
 				}
@@ -140,12 +140,12 @@ func apperrOf(err error) *apperr.Error {
 	return ErrInvalid
 }
 
-// lockYear locks the counter row of (seriesID, fy), when there is one, and
+// lockYear locks the counter row of (s, fy), when there is one, and
 // returns its state.
-func lockYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*yearState, error) {
+func lockYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*yearState, error) {
 	st := &yearState{stored: series.Position{FY: fy, Serial: 1}}
 	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at, chain_length, chain_head
-		FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`, seriesID, int(fy)).
+		FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`, s.ID, int(fy), s.SellerID).
 		Scan(&st.last, &st.lastDate, &st.lastIssuedAt, &st.length, &st.head)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -159,10 +159,10 @@ func lockYear(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY) (*ye
 
 // storedSame reports whether o is stored already: its serial's issue
 // record has o's chain hash (which seals every field).
-func storedSame(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, o OfflineInvoice) (bool, error) {
+func storedSame(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, o OfflineInvoice) (bool, error) {
 	var h []byte
-	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND serial = $3 AND kind = 'issue'`,
-		seriesID, int(fy), o.Serial).Scan(&h)
+	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND serial = $3 AND kind = 'issue' AND seller_id = $4`,
+		s.ID, int(fy), o.Serial, s.SellerID).Scan(&h)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -172,8 +172,9 @@ func storedSame(ctx context.Context, tx pgx.Tx, seriesID int64, fy series.FY, o 
 	return bytes.Equal(h, o.ChainHash), nil
 }
 
-// writeOffline inserts the verified invoices, their issue records and
-// events, and advances the counter rows of years, in one round trip.
+// writeOffline inserts the verified invoices and their issue records and
+// advances the counter rows of years, in one round trip, and records their
+// events in a second when the seller subscribes.
 func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, rows []Invoice, hashes [][]byte, positions []int64, years map[series.FY]*yearState) error {
 	b := &pgx.Batch{}
 	for y, st := range years {
@@ -211,15 +212,12 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 		}
 		m := moneyOf(inv.Totals)
 		b.Queue(`
-			WITH ins AS (
-				INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-					buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-					taxable, cgst, sgst, igst, total, original_external_reason)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb,
-					$15::numeric, $16::numeric, $17::numeric, $18::numeric, $19::numeric, $20)
-				RETURNING id, seller_id, issued_at
-			), `+issuedEventsSQL+`
-			SELECT id FROM ins`,
+			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
+				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
+				taxable, cgst, sgst, igst, total, original_external_reason)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb,
+				$15::numeric, $16::numeric, $17::numeric, $18::numeric, $19::numeric, $20)
+			RETURNING id`,
 			seller.ID, s.ID, int(inv.FY), inv.Serial, inv.Number, inv.InvoiceDate, inv.IssuedAt, inv.PublicID,
 			bg, bn, inv.PlaceOfSupply, on, od, string(items), m[0], m[1], m[2], m[3], m[4], oext).QueryRow(func(r pgx.Row) error {
 			return r.Scan(&inv.ID)
@@ -227,5 +225,20 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 		b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'issue', $4, $5, $6, $7)`,
 			s.ID, int(inv.FY), positions[i], inv.Serial, inv.IssuedAt, hashes[i], seller.ID)
 	}
-	return translate(tx.SendBatch(ctx, b).Close(), "store offline invoices")
+	subscribed := map[int64]bool{}
+	queueSubscribed(b, []int64{seller.ID}, EventIssued, subscribed)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return translate(err, "store offline invoices")
+	}
+	// The events need the invoices' ids: a round trip of their own, only
+	// when the seller subscribes (routed_store.go says why not a CTE).
+	events := &pgx.Batch{}
+	all := make([]*Invoice, len(rows))
+	for i := range rows {
+		all[i] = &rows[i]
+	}
+	if !queueEvents(events, all, EventIssued, func(inv *Invoice) time.Time { return inv.IssuedAt }, subscribed) {
+		return nil
+	}
+	return translate(tx.SendBatch(ctx, events).Close(), "record offline invoices' events")
 }

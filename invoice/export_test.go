@@ -11,3 +11,7 @@ func FastIssueHash(gstin string, inv *Invoice, position int64, prev []byte, d *D
 	}
 	return issueHash(gstin, inv, position, prev, s.content)
 }
+
+// LockPeriods takes the seller's period lock exclusively in tx, as
+// LockPeriod does before it writes a lock (for tests that hold it open).
+var LockPeriods = lockPeriods

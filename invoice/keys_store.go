@@ -137,7 +137,8 @@ func claimKeys(ctx context.Context, tx pgx.Tx, claims []KeyClaim) ([]KeyOutcome,
 	// A separate statement, so its snapshot is taken after the locks.
 	batch.Queue(`SELECT i.seller_id, i.key, i.request_hash, i.invoice_id
 		FROM idempotency_keys i JOIN unnest($1::bigint[], $2::text[]) AS u(seller_id, key)
-		ON i.seller_id = u.seller_id AND i.key = u.key`, sellers, keys).
+		ON i.seller_id = u.seller_id AND i.key = u.key
+		WHERE i.seller_id = ANY ($1::bigint[])`, sellers, keys).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var k sellerKey

@@ -74,8 +74,8 @@ func OpeningOf(ctx context.Context, q db.Querier, seriesID int64, fy series.FY) 
 func declaredOriginal(ctx context.Context, q db.Querier, seller series.Seller, o *Original) (bool, error) {
 	fy := series.FYOf(o.InvoiceDate)
 	rows, err := q.Query(ctx, `
-		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id
-		WHERE s.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
+		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = o.seller_id
+		WHERE s.seller_id = $1 AND o.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
 			AND s.doc_type IN ('invoice', 'bill_of_supply', 'revised_invoice', 'inward_supply_unregistered')`,
 		seller.ID, int(fy), o.InvoiceDate)
 	if err != nil {

@@ -16,16 +16,16 @@ import (
 // LockPeriod locks month m of seller, recorded as done by by at now, and
 // returns the lock; created is false when m was locked already (the lock
 // is returned as it was). It returns ErrPeriodNotEnded unless m ended
-// before now's month (IST), and database errors. The seller's row is held
-// FOR UPDATE while the lock is written, so an issuing transaction holding
-// it FOR SHARE (a backdated invoice being issued) finishes first, and one
-// that comes after sees the lock.
+// before now's month (IST), and database errors. The seller's period lock
+// (lockPeriods) is held while the lock is written, so an issuing
+// transaction holding it shared (a backdated invoice being issued)
+// finishes first, and one that comes after sees the lock.
 func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
 	if !backdated(m.Start(), now) {
 		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, series.DateIST(now).Format("2 Jan 2006"))
 	}
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
+		if err := lockPeriods(ctx, tx, seller.ID); err != nil {
 			return err
 		}
 		at := now.UTC().Truncate(time.Microsecond)
@@ -59,7 +59,7 @@ func UnlockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mo
 		return err
 	}
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, seller.ID); err != nil {
+		if err := lockPeriods(ctx, tx, seller.ID); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `DELETE FROM period_locks WHERE seller_id = $1 AND period = $2`, seller.ID, m.Start())
@@ -132,20 +132,40 @@ func CheckPeriod(ctx context.Context, q db.Querier, seller series.Seller, date, 
 	return nil
 }
 
+// The seller's period lock serialises locking a month against issuing
+// into it: LockPeriod and UnlockPeriod take it exclusively, a transaction
+// that writes a backdated invoice or cancellation shared, before it reads
+// period_locks. It is a transaction-scoped advisory lock, taken by a
+// statement that reads one of the seller's tables filtered by the seller:
+// on Citus (docs/scale-out.md) that statement runs whole on the worker
+// holding the seller's shard group, so every taker meets there, inside the
+// transaction's single-shard work, where a row lock on the reference
+// table sellers (the former guard) would be a write on every node,
+// committed in two phases. On plain PostgreSQL it costs no tuple lock.
+
+// lockPeriods takes seller's period lock exclusively, in tx. The aggregate
+// makes the statement return its row (and take the lock) whether or not
+// the seller has series.
+func lockPeriods(ctx context.Context, tx pgx.Tx, sellerID int64) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('period:' || $1::bigint, 0)), count(*)
+		FROM series WHERE seller_id = $1`, sellerID)
+	return err
+}
+
 // periodGuard is what queuePeriodGuard queued: the months it checks.
 type periodGuard struct{ months []Month }
 
 // queuePeriodGuard queues on b, for the groups with invoices written
 // (written[g], all of a group or, for a group issued in part before its
-// series ran out, its first ones) whose date lies before now's month, the
-// lock of their sellers' rows FOR SHARE
-// and then a requirement that none of their months is locked. The row lock
+// series ran out, its first ones) whose date lies before now's month,
+// their sellers' period locks shared (one per series row: re-entrant) and
+// then a requirement that none of their months is locked. The period lock
 // waits for a LockPeriod in progress, and the requirement, a statement of
 // its own, then sees its lock; a LockPeriod that comes later waits for this
 // transaction. Nothing is queued when every date is in now's month, the
 // common case. It must be queued after the counter rows are locked.
 func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now time.Time) periodGuard {
-	var sellers []int64
+	var sellers, seriesIDs []int64
 	var months []time.Time
 	var g periodGuard
 	for i, gr := range groups {
@@ -153,15 +173,17 @@ func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now tim
 			continue
 		}
 		m := MonthOf(gr.Drafts[0].InvoiceDate)
-		sellers, months = append(sellers, gr.Seller.ID), append(months, m.Start())
+		sellers, seriesIDs, months = append(sellers, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(months, m.Start())
 		g.months = append(g.months, m)
 	}
 	if len(sellers) == 0 {
 		return g
 	}
-	b.Queue(`SELECT 1 FROM sellers WHERE id = ANY($1) ORDER BY id FOR SHARE`, sellers)
+	b.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended('period:' || s.seller_id, 0))
+		FROM series s WHERE s.seller_id = ANY ($1::bigint[]) AND s.id = ANY ($2::bigint[])`, sellers, seriesIDs)
 	b.Queue(`SELECT invoiced_require(NOT EXISTS (
-			SELECT 1 FROM period_locks p JOIN unnest($1::bigint[], $2::date[]) AS u(s, m) ON p.seller_id = u.s AND p.period = u.m),
+			SELECT 1 FROM period_locks p JOIN unnest($1::bigint[], $2::date[]) AS u(s, m) ON p.seller_id = u.s AND p.period = u.m
+			WHERE p.seller_id = ANY ($1::bigint[])),
 			$3, 'an invoice is dated in a locked month')`, sellers, months, db.CodePeriodLocked)
 	return g
 }
@@ -183,14 +205,15 @@ func (g periodGuard) translate(err error) error {
 }
 
 // checkPeriodTx returns ErrPeriodLocked when inv's month is locked, read
-// under its seller's row lock (FOR SHARE) so that a LockPeriod in progress
+// under its seller's period lock (shared) so that a LockPeriod in progress
 // is waited for; a date in now's month costs nothing.
 func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv Invoice, now time.Time) error {
 	if !backdated(inv.InvoiceDate, now) {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR SHARE`, inv.SellerID); err != nil {
-		return translate(err, "lock seller")
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended('period:' || $1::bigint, 0)), count(*)
+		FROM series WHERE seller_id = $1 AND id = $2`, inv.SellerID, inv.SeriesID); err != nil {
+		return translate(err, "lock periods")
 	}
 	var locked bool
 	m := MonthOf(inv.InvoiceDate)

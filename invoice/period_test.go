@@ -145,7 +145,7 @@ func TestPeriodLockRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer locker.Rollback(ctx)
-	if _, err := locker.Exec(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR UPDATE`, f.seller.ID); err != nil {
+	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {

@@ -21,7 +21,7 @@ const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_
 	i.original_number, i.original_date, i.items, i.taxable, i.cgst, i.sgst, i.igst, i.total,
 	i.cancelled_at, i.cancel_reason, i.original_external_reason`
 
-const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id `
+const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id `
 
 func scanInvoice(row pgx.Row) (Invoice, error) {
 	var inv Invoice
@@ -147,7 +147,7 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *D
 	}
 	var dt string
 	err := q.QueryRow(ctx, `
-		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id
+		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id
 		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
 		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
 	if errors.Is(err, pgx.ErrNoRows) {

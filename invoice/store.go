@@ -122,13 +122,36 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 	// Under the counter locks NextMany took; by what is written, not by
 	// errs, which also refuses the tail of a group issued in part.
 	guard := queuePeriodGuard(batch, groups, w.out, now)
-	w.queue(batch)
-	w.queueHeads(batch)
-	committed, err = sendWrites(ctx, tx, batch, commit)
+	if opt.Routed {
+		committed, err = w.sendRouted(ctx, tx, batch, commit)
+	} else {
+		w.queue(batch)
+		w.queueHeads(batch)
+		committed, err = sendWrites(ctx, tx, batch, commit)
+	}
 	if err != nil {
 		return nil, nil, nil, false, guard.translate(err)
 	}
 	return w.out, errs, w.states, committed, nil
+}
+
+// sendRouted sends b with w's writes in the routed form (routed_store.go):
+// one round trip for the invoices, keys, chain records and heads, and one
+// for the events of subscribed sellers, which ends with COMMIT when commit
+// is set (alone when no seller subscribes). It reports as sendWrites does.
+func (w *writes) sendRouted(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
+	subscribed := map[int64]bool{}
+	w.queueRouted(b, subscribed)
+	w.queueHeads(b)
+	if _, err := sendWrites(ctx, tx, b, false); err != nil {
+		return false, err
+	}
+	events := &pgx.Batch{}
+	queued := queueEvents(events, w.all, EventIssued, func(inv *Invoice) time.Time { return inv.IssuedAt }, subscribed)
+	if !queued && !commit {
+		return false, nil
+	}
+	return sendWrites(ctx, tx, events, commit)
 }
 
 // takeWhatIsLeft takes, for every take refused ErrExhausted by NextMany
@@ -143,7 +166,7 @@ func takeWhatIsLeft(ctx context.Context, tx pgx.Tx, takes []series.Take, blocks 
 		if !errors.Is(errs[g], series.ErrExhausted) {
 			continue
 		}
-		u, err := series.Counter(ctx, tx, t.Series.ID, series.FYOf(t.Date))
+		u, err := series.Counter(ctx, tx, t.Series.SellerID, t.Series.ID, series.FYOf(t.Date))
 		if err != nil {
 			return err
 		}

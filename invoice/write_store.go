@@ -102,6 +102,7 @@ type keyRow struct {
 // headRow is a series-year's chain state after the transaction's records,
 // for series.QueueAdvanceChains.
 type headRow struct {
+	sellerID int64
 	seriesID int64
 	fy       int32
 	length   int64
@@ -142,7 +143,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			}
 		}
 		length := b.ChainLength + int64(b.N)
-		w.heads = append(w.heads, headRow{seriesID: gr.Series.ID, fy: int32(b.FY), length: length, head: head})
+		w.heads = append(w.heads, headRow{sellerID: gr.Seller.ID, seriesID: gr.Series.ID, fy: int32(b.FY), length: length, head: head})
 		st := b.After(gr.Drafts[0].InvoiceDate, length, head)
 		w.states[g] = &st
 	}
@@ -223,13 +224,13 @@ func chainColumns(rows []chainRow) []any {
 // the heads w's records leave.
 func (w *writes) queueHeads(b *pgx.Batch) {
 	n := len(w.heads)
-	seriesIDs, lengths := make([]int64, n), make([]int64, n)
+	sellers, seriesIDs, lengths := make([]int64, n), make([]int64, n), make([]int64, n)
 	fys := make([]int32, n)
 	heads := make([][]byte, n)
 	for i, h := range w.heads {
-		seriesIDs[i], fys[i], lengths[i], heads[i] = h.seriesID, h.fy, h.length, h.head
+		sellers[i], seriesIDs[i], fys[i], lengths[i], heads[i] = h.sellerID, h.seriesID, h.fy, h.length, h.head
 	}
-	series.QueueAdvanceChains(b, seriesIDs, fys, lengths, heads)
+	series.QueueAdvanceChains(b, sellers, seriesIDs, fys, lengths, heads)
 }
 
 // queue queues on b the statements inserting w: one inserts the invoices

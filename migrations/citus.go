@@ -73,7 +73,9 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('invoiced.distribute'))`); err != nil {
 		return fmt.Errorf("migrations: citus: lock: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('invoiced.distribute'))`)
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('invoiced.distribute'))`)
+	}()
 	// How Citus manages a table: partmethod 'h' is hash-distributed,
 	// 'n' with repmodel 't' a reference table. A table with a foreign key
 	// to a reference table becomes a Citus local table ('n', 's') on its
@@ -91,7 +93,9 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, `SET citus.enable_local_reference_table_foreign_keys = off`); err != nil {
 		return fmt.Errorf("migrations: citus: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_local_reference_table_foreign_keys`)
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_local_reference_table_foreign_keys`)
+	}()
 	// series_counters' lease guard (00015) is a trigger that reads
 	// series_leases of the same seller, a co-located shard on the same
 	// worker; Citus calls such triggers unsafe and refuses to distribute a
@@ -99,7 +103,7 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 	if _, err := conn.Exec(ctx, `SET citus.enable_unsafe_triggers = on`); err != nil {
 		return fmt.Errorf("migrations: citus: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`)
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`) }()
 	for _, t := range referenceTables {
 		ok, err := managed(t, "n", "t")
 		if err == nil && !ok {

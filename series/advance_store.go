@@ -11,12 +11,21 @@ import (
 // (QueueAdvance) and a chain's new head.
 
 // QueueAdvanceChains queues on b one update storing the chain state of
-// several series-years (parallel slices), after records were appended. The
-// counter rows must already be locked by the transaction b runs in.
-func QueueAdvanceChains(b *pgx.Batch, seriesIDs []int64, fys []int32, lengths []int64, heads [][]byte) {
+// several series-years of sellers (parallel slices), after records were
+// appended. The counter rows must already be locked by the transaction b
+// runs in.
+//
+// Every statement of this package that reads or writes a seller's rows
+// names the seller by a constant, seller_id = $n or seller_id = ANY($n),
+// besides joining on it: Citus (docs/scale-out.md) routes a statement to
+// the one shard its constants name, and sends one without them to every
+// shard (a multi-shard write, committed in two phases). On plain
+// PostgreSQL the extra condition is a filter on rows the index found.
+func QueueAdvanceChains(b *pgx.Batch, sellers, seriesIDs []int64, fys []int32, lengths []int64, heads [][]byte) {
 	b.Queue(`UPDATE series_counters c SET chain_length = u.len, chain_head = u.head
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[]) AS u(series_id, fy, len, head)
-		WHERE c.series_id = u.series_id AND c.fy = u.fy`, seriesIDs, fys, lengths, heads)
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bytea[], $5::bigint[]) AS u(series_id, fy, len, head, seller_id)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy AND c.seller_id = u.seller_id AND c.seller_id = ANY ($5::bigint[])`,
+		seriesIDs, fys, lengths, heads, sellers)
 }
 
 // IsMoved reports whether err is the error of a failed QueueAdvance check,
@@ -35,11 +44,12 @@ func IsMoved(err error) bool { return db.Classify(err) == db.RowMoved }
 func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 	n := len(advs)
 	ids, lasts, news, lens0, lens := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	sellers := make([]int64, n)
 	fys := make([]int32, n)
 	heads0, heads := make([][]byte, n), make([][]byte, n)
 	dates, ats := make([]time.Time, n), make([]time.Time, n)
 	for i, a := range advs {
-		ids[i], fys[i] = a.Block.Series.ID, int32(a.Block.FY)
+		ids[i], fys[i], sellers[i] = a.Block.Series.ID, int32(a.Block.FY), a.Block.Series.SellerID
 		lasts[i], news[i] = a.Block.First-1, a.After.LastSerial
 		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
 		dates[i], ats[i] = a.After.LastDate, a.After.LastIssuedAt
@@ -50,18 +60,19 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		SELECT invoiced_require(count(*) = $6 AND bool_and(r.last_serial = u.last AND r.chain_length = u.len
 			AND r.chain_head IS NOT DISTINCT FROM u.head), $7, 'counter row moved since it was predicted')
 		FROM (SELECT c.series_id, c.fy, c.last_serial, c.chain_length, c.chain_head
-		      FROM series_counters c JOIN unnest($1::bigint[], $2::int[]) AS k(series_id, fy)
-		        ON c.series_id = k.series_id AND c.fy = k.fy
+		      FROM series_counters c JOIN unnest($1::bigint[], $2::int[], $8::bigint[]) AS k(series_id, fy, seller_id)
+		        ON c.series_id = k.series_id AND c.fy = k.fy AND c.seller_id = k.seller_id
+		      WHERE c.seller_id = ANY ($8::bigint[])
 		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
 		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
 		  ON r.series_id = u.series_id AND r.fy = u.fy`,
-		ids, fys, lasts, lens0, heads0, n, db.CodeRowMoved)
+		ids, fys, lasts, lens0, heads0, n, db.CodeRowMoved, sellers)
 	QueueLockTimeoutRestore(b, opt)
 	b.Queue(`
 		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
 			chain_length = u.len, chain_head = u.head
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::timestamptz[], $6::bigint[], $7::bytea[])
-			AS u(series_id, fy, last, d, at, len, head)
-		WHERE c.series_id = u.series_id AND c.fy = u.fy`,
-		ids, fys, news, dates, ats, lens, heads)
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::timestamptz[], $6::bigint[], $7::bytea[], $8::bigint[])
+			AS u(series_id, fy, last, d, at, len, head, seller_id)
+		WHERE c.series_id = u.series_id AND c.fy = u.fy AND c.seller_id = u.seller_id AND c.seller_id = ANY ($8::bigint[])`,
+		ids, fys, news, dates, ats, lens, heads, sellers)
 }

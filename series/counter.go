@@ -40,6 +40,15 @@ type Options struct {
 	// also when it gave up at LockTimeout. For metrics; it must return at
 	// once.
 	LockWaited func(time.Duration)
+	// Routed writes rows as multi-row VALUES rather than from unnest of
+	// array parameters, for a Citus coordinator (docs/scale-out.md): Citus
+	// routes an INSERT … VALUES whose rows belong to one seller to that
+	// seller's worker and commits it there in one phase, while it runs an
+	// INSERT … SELECT from a function through the coordinator, copying the
+	// rows, which it always commits in two phases. The statement's text
+	// then depends on the number of rows, so it costs a plan per batch
+	// size; plain PostgreSQL keeps the array form.
+	Routed bool
 }
 
 // Take asks for N consecutive numbers of Series for invoices dated Date.

@@ -1,9 +1,12 @@
 package series
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -97,19 +100,48 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	// in which rows are locked.
 	batch := &pgx.Batch{}
 	QueueLockTimeout(batch, opt)
-	batch.Queue(`
-		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
-		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
-		ORDER BY u.series_id, u.fy
+	const upsert = `
 		ON CONFLICT (series_id, fy, seller_id) DO UPDATE
 		SET last_serial = c.last_serial + EXCLUDED.last_serial,
 		    last_invoice_date = EXCLUDED.last_invoice_date,
 		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
 		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
 		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
-		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`,
-		ids, fys, ns, dates, caps, now, sellers).Query(func(rows pgx.Rows) error {
+		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`
+	var q *pgx.QueuedQuery
+	if opt.Routed {
+		// The rows in (series, year) order: VALUES are inserted, and so
+		// locked, in the order written.
+		order := make([]int, len(ids))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			return cmp.Or(cmp.Compare(ids[a], ids[b]), cmp.Compare(fys[a], fys[b]))
+		})
+		var sql strings.Builder
+		args := make([]any, 0, 6*len(ids)+1)
+		args = append(args, now)
+		sql.WriteString(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at) VALUES `)
+		for j, i := range order {
+			if j > 0 {
+				sql.WriteString(", ")
+			}
+			n := len(args)
+			fmt.Fprintf(&sql, "($%d::bigint, $%d::int, $%d::bigint, $%d::bigint, $%d::bigint, $%d::date, $1::timestamptz)", n+1, n+2, n+3, n+4, n+5, n+6)
+			args = append(args, ids[i], fys[i], sellers[i], ns[i], caps[i], dates[i])
+		}
+		sql.WriteString(upsert)
+		q = batch.Queue(sql.String(), args...)
+	} else {
+		q = batch.Queue(`
+		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
+		ORDER BY u.series_id, u.fy`+upsert,
+			ids, fys, ns, dates, caps, now, sellers)
+	}
+	q.Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, last int64
 			var fy int32
@@ -156,8 +188,8 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) (error, error) {
 	var last int64
 	var lastDate time.Time
-	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		s.ID, int(fy)).Scan(&last, &lastDate)
+	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+		s.ID, int(fy), s.SellerID).Scan(&last, &lastDate)
 	if err != nil {
 		return nil, translate(err, "read counter")
 	}
@@ -168,12 +200,12 @@ func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.T
 	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n), nil
 }
 
-// Counter returns the counter row of series id in fy without locking it, or
-// ErrNotFound when no number was ever taken there.
-func Counter(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Usage, error) {
+// Counter returns the counter row of the seller's series seriesID in fy
+// without locking it, or ErrNotFound when no number was ever taken there.
+func Counter(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy FY) (Usage, error) {
 	u := Usage{FY: fy}
-	err := q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
+	err := q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+		seriesID, int(fy), sellerID).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Usage{}, ErrNotFound
 	}
@@ -183,14 +215,15 @@ func Counter(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Usage, e
 	return u, nil
 }
 
-// LockChain locks the counter row of (seriesID, fy) for a record that takes
-// no number (a cancellation) and returns its chain state. It returns
-// ErrNotFound when the row does not exist and ErrLockTimeout as NextN does.
-func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
+// LockChain locks the counter row of the seller's series seriesID in fy
+// for a record that takes no number (a cancellation) and returns its chain
+// state. It returns ErrNotFound when the row does not exist and
+// ErrLockTimeout as NextN does.
+func LockChain(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
 	batch := &pgx.Batch{}
 	QueueLockTimeout(batch, opt)
-	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 FOR UPDATE`,
-		seriesID, int(fy)).QueryRow(func(row pgx.Row) error { return row.Scan(&length, &head) })
+	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`,
+		seriesID, int(fy), sellerID).QueryRow(func(row pgx.Row) error { return row.Scan(&length, &head) })
 	QueueLockTimeoutRestore(batch, opt)
 	err = tx.SendBatch(ctx, batch).Close()
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -205,8 +238,17 @@ func LockChain(ctx context.Context, tx pgx.Tx, seriesID int64, fy FY, opt Option
 // them, can put it back in the same round trip. A lock wait past it fails
 // with SQLSTATE 55P03 (class db.LockTimeout), which the store packages
 // translate to ErrLockTimeout.
+//
+// With opt.Routed (Citus) it is SET LOCAL, and the restore SET LOCAL … TO
+// DEFAULT (the session's value, which invoiced never changes): a Citus
+// coordinator passes SET LOCAL on to the workers of the transaction,
+// where the row locks are waited for, but not a set_config() call.
 func QueueLockTimeout(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
+		return
+	}
+	if opt.Routed {
+		b.Queue(fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", max(1, opt.LockTimeout.Milliseconds())))
 		return
 	}
 	b.Queue(`SELECT set_config('invoiced.saved_lock_timeout', current_setting('lock_timeout'), true),
@@ -218,6 +260,10 @@ func QueueLockTimeout(b *pgx.Batch, opt Options) {
 // QueueLockTimeout saved.
 func QueueLockTimeoutRestore(b *pgx.Batch, opt Options) {
 	if opt.LockTimeout <= 0 {
+		return
+	}
+	if opt.Routed {
+		b.Queue(`SET LOCAL lock_timeout TO DEFAULT`)
 		return
 	}
 	b.Queue(`SELECT set_config('lock_timeout', current_setting('invoiced.saved_lock_timeout'), true)`)

@@ -39,17 +39,35 @@ func newLeaseID() string {
 // lockLeases takes the series' lease lock exclusively: it waits for every
 // transaction that passed the lease guard of the series and is still open
 // (they hold it shared), and holds off every later one until tx ends.
-func lockLeases(ctx context.Context, tx pgx.Tx, seriesID int64) error {
-	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('lease:' || $1::bigint, 0))`, seriesID)
+//
+// The guard is a trigger on series_counters, so on Citus
+// (docs/scale-out.md) it runs on the worker holding the seller's shard
+// group and takes the lock there. The lock is taken here by a statement
+// that reads the seller's series row, filtered by the seller: Citus runs
+// such a statement whole on that worker, function calls included, so both
+// meet in one lock space; a bare SELECT pg_advisory_xact_lock(…) would run
+// on the coordinator and meet nothing. The aggregate returns a row (and so
+// takes the lock) in any case. On plain PostgreSQL it is the same lock.
+func lockLeases(ctx context.Context, tx pgx.Tx, s Series) error {
+	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('lease:' || $1::bigint, 0)), count(*)
+		FROM series WHERE id = $1 AND seller_id = $2`, s.ID, s.SellerID)
 	return translate(err, "lock leases")
 }
 
 // QueueLeaseName queues on b the statement that names lease leaseID for
 // the rest of the transaction, so that the lease guard lets it write the
-// leased series' counter rows.
+// leased series' counter rows. It is SET LOCAL, not set_config(): on Citus
+// the guard runs on the worker, and a coordinator propagates SET LOCAL to
+// the workers of its transaction (citus.propagate_set_commands = local)
+// but not a function's setting. SET takes no parameters: the id is quoted
+// as a literal (a lease id is letters, digits and '_', checked by the
+// caller's lookup; quoting makes any text safe anyway).
 func QueueLeaseName(b *pgx.Batch, leaseID string) {
-	b.Queue(`SELECT set_config('invoiced.lease_id', $1, true)`, leaseID)
+	b.Queue(`SET LOCAL invoiced.lease_id = ` + quoteLiteral(leaseID))
 }
+
+// quoteLiteral returns s as an SQL string literal.
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // TakeLease leases s to deviceID at now (by names who asked, for the
 // record) and returns the lease with the position the device continues
@@ -62,10 +80,10 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 	}
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if err := lockLeases(ctx, tx, s.ID); err != nil {
+		if err := lockLeases(ctx, tx, s); err != nil {
 			return err
 		}
-		held, err := holder(ctx, tx, s.ID)
+		held, err := holder(ctx, tx, s)
 		if err != nil {
 			return err
 		}
@@ -77,7 +95,7 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 				s.Code, held.DeviceID, held.DeviceID, held.EndSerial, held.EndFY)
 		}
 		fy := FYAt(now)
-		next, err := position(ctx, tx, s.ID, fy)
+		next, err := position(ctx, tx, s, fy)
 		if err != nil {
 			return err
 		}
@@ -95,13 +113,13 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 	return l, nil
 }
 
-// position returns where series-year (seriesID, fy) stands, read without a
-// row lock (the caller holds the lease lock or the counter row's lock).
-func position(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Position, error) {
+// position returns where series-year (s, fy) stands, read without a row
+// lock (the caller holds the series' lease lock or the counter row's lock).
+func position(ctx context.Context, q db.Querier, s Series, fy FY) (Position, error) {
 	p := Position{FY: fy, Serial: 1}
 	var last int64
-	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
+	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+		s.ID, int(fy), s.SellerID).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
 	}
@@ -115,7 +133,18 @@ func position(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Positio
 // NextPosition returns where series-year (seriesID, fy) stands now: its
 // next serial and chain head.
 func NextPosition(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Position, error) {
-	return position(ctx, q, seriesID, fy)
+	p := Position{FY: fy, Serial: 1}
+	var last int64
+	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
+		seriesID, int(fy)).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, nil
+	}
+	if err != nil {
+		return Position{}, translate(err, "read counter")
+	}
+	p.Serial = last + 1
+	return p, nil
 }
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
@@ -132,9 +161,9 @@ func scanLease(row pgx.Row) (Lease, error) {
 	return l, err
 }
 
-// holder returns the lease holding series seriesID, nil when none does.
-func holder(ctx context.Context, q db.Querier, seriesID int64) (*Lease, error) {
-	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 AND settled_at IS NULL`, seriesID))
+// holder returns the lease holding series s, nil when none does.
+func holder(ctx context.Context, q db.Querier, s Series) (*Lease, error) {
+	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 AND seller_id = $2 AND settled_at IS NULL`, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -155,12 +184,12 @@ func Leases(ctx context.Context, q db.Querier, seriesID int64) ([]Lease, error) 
 	return out, translate(err, "list leases")
 }
 
-// WriteAsLeaseTx locks lease leaseID of series seriesID inside tx and
-// names it for the rest of tx, so that tx may write the leased series'
-// counter rows (an upload by the lease holder). It returns LockLeaseTx's
-// errors, or the translated failure of naming the lease.
-func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, seriesID int64, leaseID string) error {
-	if _, err := LockLeaseTx(ctx, tx, seriesID, leaseID); err != nil {
+// WriteAsLeaseTx locks lease leaseID of series s inside tx and names it
+// for the rest of tx, so that tx may write the leased series' counter rows
+// (an upload by the lease holder). It returns LockLeaseTx's errors, or the
+// translated failure of naming the lease.
+func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) error {
+	if _, err := LockLeaseTx(ctx, tx, s, leaseID); err != nil {
 		return err
 	}
 	b := &pgx.Batch{}
@@ -168,12 +197,12 @@ func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, seriesID int64, leaseID stri
 	return translate(tx.SendBatch(ctx, b).Close(), "name lease")
 }
 
-// LockLeaseTx locks lease leaseID of series seriesID inside tx and
-// returns it, for a transaction that writes as the lease (an upload) or
-// ends it. It returns ErrLeaseNotFound for a lease of another series or
-// none, and ErrLeaseNotHeld for one that no longer holds its series.
-func LockLeaseTx(ctx context.Context, tx pgx.Tx, seriesID int64, leaseID string) (Lease, error) {
-	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 FOR UPDATE`, leaseID, seriesID))
+// LockLeaseTx locks lease leaseID of series s inside tx and returns it,
+// for a transaction that writes as the lease (an upload) or ends it. It
+// returns ErrLeaseNotFound for a lease of another series or none, and
+// ErrLeaseNotHeld for one that no longer holds its series.
+func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3 FOR UPDATE`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
 	}
@@ -200,10 +229,10 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
-		if l, err = LockLeaseTx(ctx, tx, s.ID, leaseID); err != nil {
+		if l, err = LockLeaseTx(ctx, tx, s, leaseID); err != nil {
 			return err
 		}
-		p, err := position(ctx, tx, s.ID, fy)
+		p, err := position(ctx, tx, s, fy)
 		if err != nil {
 			return err
 		}
@@ -222,8 +251,8 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 			l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough = &at, by, fmt.Sprintf("uploaded late through serial %d of %s", last, fy), last
 		}
 		_, err = tx.Exec(ctx, `UPDATE series_leases SET ended_at = $2, end_kind = $3, ended_by = $4, end_fy = $5, end_serial = $6,
-			settled_at = $7, settled_by = $8, settle_reason = $9, declared_through = $10 WHERE lease_id = $1`,
-			l.ID, l.EndedAt, l.EndKind, l.EndedBy, int(l.EndFY), l.EndSerial, l.SettledAt, l.SettledBy, nullable(l.SettleReason), l.DeclaredThrough)
+			settled_at = $7, settled_by = $8, settle_reason = $9, declared_through = $10 WHERE lease_id = $1 AND seller_id = $11`,
+			l.ID, l.EndedAt, l.EndKind, l.EndedBy, int(l.EndFY), l.EndSerial, l.SettledAt, l.SettledBy, nullable(l.SettleReason), l.DeclaredThrough, s.SellerID)
 		return translate(err, "end lease")
 	})
 	if err != nil {
@@ -246,26 +275,26 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 	}
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		held, err := holder(ctx, tx, s.ID)
+		held, err := holder(ctx, tx, s)
 		if err != nil {
 			return err
 		}
 		if held == nil || held.EndedAt != nil {
 			return apperr.Errorf(ErrLeaseNotFound, "series %s has no lease in force", s.Code)
 		}
-		if l, err = LockLeaseTx(ctx, tx, s.ID, held.ID); err != nil {
+		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
 		fy, last := l.Next.FY, l.Next.Serial-1
-		err = tx.QueryRow(ctx, `SELECT fy, last_serial FROM series_counters WHERE series_id = $1 AND fy >= $2 ORDER BY fy DESC LIMIT 1`,
-			s.ID, int(l.Next.FY)).Scan(&fy, &last)
+		err = tx.QueryRow(ctx, `SELECT fy, last_serial FROM series_counters WHERE series_id = $1 AND fy >= $2 AND seller_id = $3 ORDER BY fy DESC LIMIT 1`,
+			s.ID, int(l.Next.FY), s.SellerID).Scan(&fy, &last)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read counter")
 		}
 		at := now.UTC().Truncate(time.Microsecond)
 		l.EndedAt, l.EndKind, l.EndedBy, l.EndReason, l.EndFY, l.EndSerial = &at, EndForced, by, reason, fy, last
 		_, err = tx.Exec(ctx, `UPDATE series_leases SET ended_at = $2, end_kind = 'forced', ended_by = $3, end_reason = $4, end_fy = $5, end_serial = $6
-			WHERE lease_id = $1`, l.ID, at, by, reason, int(fy), last)
+			WHERE lease_id = $1 AND seller_id = $7`, l.ID, at, by, reason, int(fy), last, s.SellerID)
 		return translate(err, "force lease end")
 	})
 	if err != nil {
@@ -290,17 +319,17 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 	}
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		held, err := holder(ctx, tx, s.ID)
+		held, err := holder(ctx, tx, s)
 		if err != nil {
 			return err
 		}
 		if held == nil || held.EndedAt == nil {
 			return apperr.Errorf(ErrLeaseNotFound, "series %s has no lease ended by force to settle", s.Code)
 		}
-		if l, err = LockLeaseTx(ctx, tx, s.ID, held.ID); err != nil {
+		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		p, err := position(ctx, tx, s.ID, l.EndFY)
+		p, err := position(ctx, tx, s, l.EndFY)
 		if err != nil {
 			return err
 		}
@@ -322,8 +351,8 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 			}
 		}
 		l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough = &at, by, reason, through
-		_, err = tx.Exec(ctx, `UPDATE series_leases SET settled_at = $2, settled_by = $3, settle_reason = $4, declared_through = $5 WHERE lease_id = $1`,
-			l.ID, at, by, reason, through)
+		_, err = tx.Exec(ctx, `UPDATE series_leases SET settled_at = $2, settled_by = $3, settle_reason = $4, declared_through = $5 WHERE lease_id = $1 AND seller_id = $6`,
+			l.ID, at, by, reason, through, s.SellerID)
 		return translate(err, "settle lease")
 	})
 	if err != nil {

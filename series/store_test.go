@@ -154,7 +154,7 @@ func TestConcurrentAllocationsWithRollbacksAreGapFree(t *testing.T) {
 	if reissued == 0 {
 		t.Fatalf("none of %d rolled-back numbers was reissued", len(rolledBack))
 	}
-	u, err := series.Counter(ctx, f.pool, s.ID, 2026)
+	u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, 2026)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,14 +521,14 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 	if err := advance(st, 2); err != nil {
 		t.Fatalf("prediction from the committed state: %v", err)
 	}
-	if u, err := series.Counter(ctx, f.pool, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
 		t.Fatalf("after the predicted block: %+v, %v; want last serial 5", u, err)
 	}
 	// The same state again is stale now.
 	if err := advance(st, 2); !series.IsMoved(err) {
 		t.Fatalf("stale prediction: %v, want ErrMoved", err)
 	}
-	if u, err := series.Counter(ctx, f.pool, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
 		t.Fatalf("after the stale prediction: %+v, %v; want last serial still 5", u, err)
 	}
 	// A date before the row's last date, or more numbers than are left,
