@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -64,6 +65,39 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 	return out
 }
 
+// durableCommits sets synchronous_commit = on for the test's database on
+// every node, workers first, as a production cluster runs: the throw-away
+// cluster runs with it off for speed, and then a worker acknowledges a
+// COMMIT before its WAL has left shared memory, which kill -9 throws away
+// (with it off this test finds lost acknowledgements). fsync may stay off:
+// a process crash leaves the kernel's page cache, and the WAL in it,
+// intact.
+func durableCommits(t *testing.T, dbURL string, workers []dbtest.CitusNode) {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	nodes := []string{}
+	for _, w := range workers {
+		nodes = append(nodes, w.URL)
+	}
+	for _, n := range append(nodes, dbtest.AdminURL(t)) {
+		conn, err := pgx.Connect(ctx, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s SET synchronous_commit = on`, pgx.Identifier{name}.Sanitize()))
+		conn.Close(ctx)
+		if err != nil {
+			t.Fatalf("synchronous_commit on %s: %v", hostPort(t, n), err)
+		}
+	}
+}
+
 // TestCitusWorkerKill9 kills one Citus worker with SIGKILL (its postmaster
 // and every backend, as when its machine dies) while sellers whose shard
 // groups lie on both workers issue, each through its own key and series,
@@ -86,6 +120,7 @@ func TestCitusWorkerKill9(t *testing.T) {
 	nodes := dbtest.CitusWorkers(t)
 	victim := nodes[len(nodes)-1]
 	dbURL := dbtest.NewURL(t)
+	durableCommits(t, dbURL, nodes)
 	sellers := seedCitusSellers(t, dbURL, 12)
 	onVictim := map[string]bool{} // series code → its seller lies on the victim
 	for _, s := range sellers {
