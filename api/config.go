@@ -48,6 +48,9 @@ type Config struct {
 	// seller (docs/scale-out.md): group commit then batches one seller per
 	// transaction (invoice.Config.Citus). The pool needs db.ForCitus.
 	Citus bool
+	// CitusShardBatches, with Citus, lets a transaction hold the sellers
+	// whose rows share a shard (invoice.Config.ShardBatches).
+	CitusShardBatches bool
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
 	// this long; 0 means 5s, negative asks the database on every request.

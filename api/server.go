@@ -84,7 +84,7 @@ func New(cfg Config) *Server {
 		committer, err := invoice.NewCommitter(s.pool, invoice.Config{
 			Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
 			InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction && !cfg.DisableBatching, Observer: s.metrics,
-			Citus: cfg.Citus,
+			Citus: cfg.Citus, ShardBatches: cfg.CitusShardBatches,
 		})
 		if err != nil {
 			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid unless Config is (a negative BatchesInFlight)

@@ -205,6 +205,7 @@ func TestCitusLeaseWaitsForAnIssueInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer func() { _ = tx.Rollback(ctx) }() // after Commit, nothing to undo
 		at := time.Now()
 		d := testfactory.Draft(t, sellers[i], ss[i], at, nil)
 		if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []invoice.Draft{d}, at, series.Options{Routed: true}); err != nil {

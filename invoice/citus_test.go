@@ -47,11 +47,24 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // two-phase commit (pg_dist_transaction gains no record). The control, one
 // transaction writing the counter rows of two sellers on different
 // workers, adds records, so the count can fail the test.
+//
+// It runs twice: batching per seller, and per shard (Config.ShardBatches:
+// sellers whose rows share a shard may share a transaction). Each logs
+// how many transactions it took.
 func TestCitusIssuingIsSingleShard(t *testing.T) {
 	if !dbtest.Citus(t) {
 		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
 	}
 	t.Parallel()
+	for _, perShard := range []bool{false, true} {
+		t.Run(map[bool]string{false: "per-seller", true: "per-shard"}[perShard], func(t *testing.T) {
+			t.Parallel()
+			issueOnCitus(t, perShard)
+		})
+	}
+}
+
+func issueOnCitus(t *testing.T, perShard bool) {
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	const sellers, each = 64, 12
@@ -75,7 +88,7 @@ func TestCitusIssuingIsSingleShard(t *testing.T) {
 	if len(workers) != 2 {
 		t.Fatalf("the sellers' shard groups lie on %d workers, want 2: %v", len(workers), workers)
 	}
-	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, InFlight: 4})
+	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +123,7 @@ func TestCitusIssuingIsSingleShard(t *testing.T) {
 			t.Errorf("seller %d: %d invoices, serials %d..%d (%d distinct), want exactly 1..%d", sl.s.ID, n, lo, hi, distinct, each)
 		}
 	}
-	if st := c.Stats(); st.Batches >= sellers*each {
-		t.Logf("%d transactions for %d invoices: no batching", st.Batches, sellers*each)
-	}
+	t.Logf("per shard %v: %d transactions for %d invoices of %d sellers", perShard, c.Stats().Batches, sellers*each, sellers)
 
 	// The control: one transaction that writes two sellers' rows on two
 	// workers is a two-phase commit, recorded.

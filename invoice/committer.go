@@ -51,6 +51,8 @@ type Committer struct {
 	// rows holds, for Predict, what this Committer knows of each counter
 	// row it predicts (rowState).
 	rows map[rowKey]*rowState
+	// shards maps a seller's id to its shard group (ShardBatches).
+	shards sync.Map
 }
 
 // Pool hands out the connections of pipelined transactions;
@@ -97,7 +99,11 @@ func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committ
 	}
 	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
 	if cfg.Batching {
-		q, err := groupcommit.New[*call](groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: cfg.Citus}, batches{c})
+		gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: cfg.Citus}
+		if cfg.Citus && cfg.ShardBatches {
+			gc.Group = c.shardGroup
+		}
+		q, err := groupcommit.New[*call](gc, batches{c})
 		if err != nil {
 			return nil, err
 		}
@@ -203,6 +209,7 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 	if c.queue == nil {
 		return c.issueNow(ctx, req)
 	}
+	c.learnShard(ctx, req.Seller.ID)
 	cl := &call{req: req, done: make(chan struct{})}
 	k := queueOf(req)
 	c.queue.Enqueue([]groupcommit.Key{k}, []*call{cl})
@@ -241,6 +248,9 @@ func (c *Committer) IssueBatch(ctx context.Context, reqs []IssueRequest) []Resul
 	}
 	calls := make([]*call, len(reqs))
 	keys := make([]groupcommit.Key, len(reqs))
+	if len(reqs) > 0 {
+		c.learnShard(ctx, reqs[0].Seller.ID)
+	}
 	for i, r := range reqs {
 		calls[i], keys[i] = &call{req: r, done: make(chan struct{})}, queueOf(r)
 	}

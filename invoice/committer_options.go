@@ -60,6 +60,12 @@ type Config struct {
 	// VALUES, which Citus routes to one worker, where an insert from
 	// unnest would be copied in two phases (docs/scale-out.md).
 	Citus bool
+	// ShardBatches, with Citus, lets a batch take the queues of every
+	// seller whose rows live in one shard, not of one seller only: one
+	// shard holds a hash range of sellers, and a transaction over sellers
+	// of one shard is still routed to one worker. Each seller's shard is
+	// read from the Citus metadata once per process (shardbatch.go).
+	ShardBatches bool
 }
 
 // DateClock names the clock a Committer judges DateWindow by.

@@ -44,6 +44,7 @@ type serveConfig struct {
 	logFormat    string
 	batching     bool
 	predict      bool
+	citusBatch   string
 	stats        bool
 	debugAddr    string
 	keyCacheTTL  time.Duration
@@ -75,6 +76,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
 	fs.BoolVar(&c.predict, "predict", true, "let a group-commit transaction predict its counter rows from the state this process left them in, so it needs one database round trip instead of three (checked by the database; a wrong prediction costs a retry); false always reads them first, for comparison")
+	fs.StringVar(&c.citusBatch, "citus-batch", "shard", "on a Citus coordinator, what one group-commit transaction may hold: shard (the sellers whose rows share a shard) or seller (one seller); both stay on one worker (docs/scale-out.md)")
 	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
@@ -109,6 +111,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --webhook-workers must be 0 or more")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return usageErrorf("serve: --log-format must be json or text")
+	case c.citusBatch != "shard" && c.citusBatch != "seller":
+		return usageErrorf("serve: --citus-batch must be shard or seller")
 	case c.inFlight < 0 || c.inFlight > 8:
 		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to 8")
 	case c.keyCacheTTL < 0:
@@ -190,7 +194,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return err
 	}
 	if citus {
-		logger.Info("group commit", "citus", "one seller per transaction")
+		logger.Info("group commit", "citus", "one "+c.citusBatch+" per transaction")
 	}
 	m := metrics.New()
 	m.WatchPool(pool)
@@ -200,13 +204,14 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		LockTimeout:     c.lockTimeout,
 		BackdateDays:    c.backdateDays,
 		DisableBatching: !c.batching, DisablePrediction: !c.predict,
-		ExposeStats:     c.stats,
-		KeyCacheTTL:     keyCacheTTL(c.keyCacheTTL),
-		BatchesInFlight: inFlight,
-		Citus:           citus,
-		Metrics:         m,
-		ExposeMetrics:   c.metricsAddr == "",
-		LogRequests:     c.logRequests,
+		ExposeStats:       c.stats,
+		KeyCacheTTL:       keyCacheTTL(c.keyCacheTTL),
+		BatchesInFlight:   inFlight,
+		Citus:             citus,
+		CitusShardBatches: citus && c.citusBatch == "shard",
+		Metrics:           m,
+		ExposeMetrics:     c.metricsAddr == "",
+		LogRequests:       c.logRequests,
 
 		WebhookAllowPrivate: c.webhookAllowPrivate,
 	}

@@ -52,7 +52,8 @@ func (s *Scheduler[T]) drainShared() {
 // row, up to MaxBatch items in all. It returns the items taken per queue,
 // their keys and how many there are, and reserves their rows. Rows batched
 // alone for now get their own drainer. With OneOwner, the batch takes the
-// queues of the owner of the first queue it takes only. s.mu must be held.
+// queues of the owner (Config.Group: the owners of the group) of the first
+// queue it takes only. s.mu must be held.
 func (s *Scheduler[T]) selectShared(now time.Time) (parts [][]T, keys []Key, taken int) {
 	// Oldest date first, so that a row's dates are committed in date
 	// order.
@@ -83,10 +84,10 @@ func (s *Scheduler[T]) selectShared(now time.Time) (parts [][]T, keys []Key, tak
 		if st != nil && st.reserved {
 			continue
 		}
-		if s.cfg.OneOwner && taken > 0 && r.Owner != owner {
+		if s.cfg.OneOwner && taken > 0 && s.groupOf(r.Owner) != owner {
 			continue // the next batch's
 		}
-		owner = r.Owner
+		owner = s.groupOf(r.Owner)
 		s.reserve(r)
 		items := s.take(k, s.cfg.MaxBatch-taken)
 		parts = append(parts, items)
@@ -202,4 +203,13 @@ func (s *Scheduler[T]) hasQueue(r Row) bool {
 		}
 	}
 	return false
+}
+
+// groupOf returns the group of owner (Config.Group), owner itself without
+// one.
+func (s *Scheduler[T]) groupOf(owner int64) int64 {
+	if s.cfg.Group == nil {
+		return owner
+	}
+	return s.cfg.Group(owner)
 }

@@ -65,6 +65,12 @@ type Config struct {
 	// touches one owner's data: on a database sharded by owner (Citus,
 	// docs/scale-out.md), one shard group. Off, a batch mixes owners.
 	OneOwner bool
+	// Group, with OneOwner, widens "one owner" to owners of one group:
+	// a batch takes the queues whose owner's group is its first queue's
+	// owner's (sellers whose rows live in one shard). It is called with
+	// the scheduler's lock held, so it must answer at once (from a
+	// cache). Nil makes every owner a group of its own.
+	Group func(owner int64) int64
 }
 
 // Defaults of Config.

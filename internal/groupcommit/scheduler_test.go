@@ -542,3 +542,37 @@ func TestOneOwnerBatchesOneOwnerAtATime(t *testing.T) {
 		}
 	}
 }
+
+// TestOneOwnerGroupBatchesOneGroupAtATime: with OneOwner and a Group
+// (owner modulo 2 here, as sellers hashing into one shard), a batch takes
+// the queues of several owners of one group but never of two groups, and
+// every item is committed.
+func TestOneOwnerGroupBatchesOneGroupAtATime(t *testing.T) {
+	t.Parallel()
+	group := func(owner int64) int64 { return owner % 2 }
+	h := setup(t, Config{OneOwner: true, Group: group})
+	h.rec.setHold(true)
+	h.enqueue(Key{Row: Row{Series: 99, Year: 2026, Owner: 9}, Date: day}, 1) // held
+	waitFor(t, "the first batch", func() bool { return h.s.Pending() == 0 })
+	for s := int64(1); s <= 12; s++ {
+		h.enqueue(Key{Row: Row{Series: s, Year: 2026, Owner: s % 4}, Date: day}, 2)
+	}
+	h.rec.setHold(false)
+	if got := h.drained(t); len(got) != 25 {
+		t.Fatalf("%d items committed, want 25", len(got))
+	}
+	owners := 0
+	for _, keys := range h.rec.shared {
+		seen := map[int64]bool{}
+		for _, k := range keys {
+			seen[k.Row.Owner] = true
+			if group(k.Row.Owner) != group(keys[0].Row.Owner) {
+				t.Errorf("a batch mixed groups: %v", keys)
+			}
+		}
+		owners = max(owners, len(seen))
+	}
+	if owners < 2 {
+		t.Errorf("no batch took two owners of one group: %v", h.rec.shared)
+	}
+}
