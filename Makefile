@@ -19,8 +19,12 @@ BIN        := bin/invoiced
 REVISION   := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 PG         := scripts/pg
 # What `make test-citus` runs on a throw-away Citus cluster (scripts/citus):
-# the Citus-only tests (-tags citus) and the numbering, API and report suites.
-CITUS_PKG  ?= ./series/... ./invoice/... ./api/... ./reports/...
+# the Citus-only tests (-tags citus), the numbering, API, report and fault
+# suites and the benchmark harness's own test. The fault suite kills a
+# worker of the shared cluster, so it runs after the others, alone
+# (CITUS_ALONE).
+CITUS_PKG  ?= ./series/... ./invoice/... ./api/... ./reports/... ./internal/bench/ ./internal/faults/
+CITUS_ALONE := ./internal/faults/
 # golangci-lint is built from the Go module proxy into a git-ignored cache
 # (the version is in the path, so changing it fetches the new one).
 GOLANGCI_VERSION := v2.15.0
@@ -45,7 +49,8 @@ test: chromium ## go vet, then race-enabled tests against a throw-away PostgreSQ
 
 test-citus: ## The Citus tests and suites (CITUS_PKG) on a throw-away coordinator + 2 workers (builds Citus once)
 	$(GO) vet -tags citus $(CITUS_PKG)
-	scripts/citus test -- $(GO) test -tags citus -count=1 -timeout 30m $(TESTFLAGS) $(CITUS_PKG)
+	scripts/citus test -- bash -c '$(if $(filter-out $(CITUS_ALONE),$(CITUS_PKG)),$(GO) test -tags citus -count=1 -timeout 30m $(TESTFLAGS) $(filter-out $(CITUS_ALONE),$(CITUS_PKG)) &&) \
+		$(if $(filter $(CITUS_ALONE),$(CITUS_PKG)),$(GO) test -tags citus -count=1 -timeout 30m $(TESTFLAGS) $(filter $(CITUS_ALONE),$(CITUS_PKG)) &&) true'
 
 test-short: chromium ## Same as test, without -race
 	$(GO) vet $(PKG)

@@ -45,6 +45,14 @@ func newAPIClient(base, key string, conns int) *apiClient {
 	}
 }
 
+// as returns a client of the same server and connections that
+// authenticates with key (another seller's).
+func (a *apiClient) as(key string) *apiClient {
+	c := *a
+	c.key = key
+	return &c
+}
+
 // close drops the client's idle connections.
 func (a *apiClient) close() { a.http.CloseIdleConnections() }
 

@@ -32,9 +32,13 @@ type Result struct {
 	// "pgbench interactive", ….
 	Design string `json:"design"`
 	// Kind is "invoiced" or "pgbench".
-	Kind        string  `json:"kind"`
-	Label       string  `json:"label"`
-	Series      int     `json:"series"`
+	Kind  string `json:"kind"`
+	Label string `json:"label"`
+	// Series is how many series the load was spread over, in all.
+	Series int `json:"series"`
+	// Sellers is how many sellers those series belong to (--sellers),
+	// when more than one.
+	Sellers     int     `json:"sellers,omitempty"`
 	Concurrency int     `json:"concurrency"`
 	DBLatencyMS float64 `json:"db_latency_ms"`
 	Seconds     float64 `json:"seconds"`
@@ -172,16 +176,22 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			}
 		}
 	}
-	var key string
+	keys := []string{cfg.Key}
 	if cfg.URL == "" {
-		var err error
-		key, err = invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}.prepare(ctx, cfg.GSTIN)
+		gstins, err := cfg.SellerGSTINs()
+		if err != nil {
+			return rep, err
+		}
+		if len(gstins) > 1 {
+			fmt.Fprintf(stderr, "bench: preparing %d sellers (%s … %s)\n", len(gstins), gstins[0], gstins[len(gstins)-1])
+		}
+		keys, err = invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}.prepare(ctx, gstins)
 		if err != nil {
 			return rep, err
 		}
 	}
 	for _, t := range targets {
-		base, k := cfg.URL, cfg.Key
+		base := cfg.URL
 		var srv *server
 		if cfg.URL == "" {
 			var err error
@@ -194,7 +204,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			if err != nil {
 				return rep, err
 			}
-			base, k = srv.url, key
+			base = srv.url
 			fmt.Fprintf(stderr, "bench: started %s at %s\n", t.design, base)
 		}
 		type point struct {
@@ -217,7 +227,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 							break
 						}
 						run++
-						r, err := measureInvoiced(ctx, cfg, base, k, t.design, tag, run, nseries, c, v, srv.pid(), stderr)
+						r, err := measureInvoiced(ctx, cfg, base, keys, t.design, tag, run, nseries, c, v, srv.pid(), stderr)
 						if err != nil {
 							if srv != nil {
 								_ = srv.stop() // err, the measurement's, is the one to report
@@ -269,7 +279,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 						if ctx.Err() != nil {
 							break
 						}
-						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries, c, stderr)
+						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries*max(1, cfg.Sellers), c, stderr) // as many series as ours, in all
 						if err != nil {
 							return rep, err
 						}
@@ -304,45 +314,59 @@ type variant struct {
 	webhook bool
 }
 
-// measureInvoiced creates nseries fresh series on the server at base and
-// drives them with c clients for cfg.Duration as v says, then checks
-// contiguity.
-func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag string, run, nseries, c int, v variant, serverPID int, stderr io.Writer) (Result, error) {
+// measureInvoiced creates nseries fresh series for each seller (one API
+// key each, keys) on the server at base and drives them with c clients for
+// cfg.Duration as v says, then checks contiguity.
+func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string, design, tag string, run, nseries, c int, v variant, serverPID int, stderr io.Writer) (Result, error) {
 	batch := v.batch
 	if batch > 0 {
 		design = fmt.Sprintf("%s batch=%d", design, batch)
 	}
 	if v.webhook {
 		design += " webhook"
-		stop, err := registerWebhook(ctx, newAPIClient(base, key, 1))
+		stop, err := registerWebhook(ctx, newAPIClient(base, keys[0], 1))
 		if err != nil {
 			return Result{}, err
 		}
 		defer stop()
 	}
-	a := newAPIClient(base, key, c)
+	a := newAPIClient(base, keys[0], c)
 	defer a.close()
-	codes := make([]string, nseries)
+	// Seller j owns series j*nseries … (j+1)*nseries-1, through its key.
+	views := make([]*apiClient, len(keys))
+	codes := make([]string, nseries*len(keys))
+	via := make([]*apiClient, len(codes))
+	for j, k := range keys {
+		views[j] = a.as(k)
+	}
 	for i := range codes {
 		// B + 2-char run tag + 2-char run index + "-" + i: at most 8
-		// characters, leaving room for 7+ digits of unpadded {SEQ}.
+		// characters up to 99 series, leaving room for 7+ digits of
+		// unpadded {SEQ}; unique over the sellers, so the checks can go by
+		// code.
 		codes[i] = fmt.Sprintf("B%s%s-%d", tag, base36(run, 2), i+1)
-		if err := a.createSeries(ctx, codes[i]); err != nil {
+		via[i] = views[i/nseries]
+		if err := via[i].createSeries(ctx, codes[i]); err != nil {
 			return Result{}, err
 		}
 	}
-	label := fmt.Sprintf("%s S=%d C=%d", design, nseries, c)
+	sellers := 0
+	label := fmt.Sprintf("%s S=%d C=%d", design, len(codes), c)
+	if len(keys) > 1 {
+		sellers = len(keys)
+		label = fmt.Sprintf("%s S=%d sellers=%d C=%d", design, len(codes), sellers, c)
+	}
 	fmt.Fprintf(stderr, "bench: %s, %v\n", label, cfg.Duration)
 	before := a.stats(ctx)
 	cpu0 := sampleCPU(serverPID)
 	lr := runLoad(ctx, a, loadSpec{
-		label: label, clients: c, duration: cfg.Duration, codes: codes,
+		label: label, clients: c, duration: cfg.Duration, codes: codes, via: via,
 		keyTag: "bench-" + tag + base36(run, 2), batch: batch,
 	}, stderr)
 	cpu1 := sampleCPU(serverPID)
 	after := a.stats(context.WithoutCancel(ctx))
 	r := Result{
-		Design: design, Kind: "invoiced", Label: design, Series: nseries, Concurrency: c,
+		Design: design, Kind: "invoiced", Label: design, Series: len(codes), Sellers: sellers, Concurrency: c,
 		DBLatencyMS: float64(cfg.DBLatency) / float64(time.Millisecond),
 		Seconds:     lr.Elapsed.Seconds(), OK: lr.OK, Errors: lr.Errors, Samples: lr.Sample,
 		PerSecond: float64(lr.OK) / lr.Elapsed.Seconds(),
@@ -364,7 +388,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base, key, design, tag str
 		return r, nil
 	}
 	r.Resolved = lr.Resolved
-	problem, err := checkInvoiced(checkCtx, a, cfg.DatabaseURL, codes, lr.Acked)
+	problem, err := checkInvoiced(checkCtx, views, cfg.DatabaseURL, codes, lr.Acked)
 	if err != nil {
 		return r, fmt.Errorf("bench: contiguity check: %w", err)
 	}

@@ -8,10 +8,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/series"
 )
 
 // readTestdata returns testdata/name.
@@ -244,6 +247,58 @@ func TestBatchBodyAndResults(t *testing.T) {
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("batchResults = %v, want %v", got, want)
+		}
+	}
+}
+
+// --sellers N gives N distinct sellers whose GSTINs pass the service's own
+// validation (shape, state, check character), in the state of --gstin, the
+// same ones on every run; --series then defaults to one series each.
+func TestSellersFlag(t *testing.T) {
+	t.Parallel()
+	c, err := ParseFlags([]string{"--sellers", "64", "--gstin", "27AAPFU0939F1ZV"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Sellers != 64 || len(c.Phases) != 1 || c.Phases[0] != 1 {
+		t.Fatalf("parsed %+v: want 64 sellers, one phase of 1 series each", c)
+	}
+	gs, err := c.SellerGSTINs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, g := range gs {
+		parsed, err := series.ParseGSTIN(g)
+		if err != nil {
+			t.Fatalf("generated GSTIN %s: %v", g, err)
+		}
+		if parsed.StateCode() != "27" || seen[g] {
+			t.Fatalf("generated GSTIN %s: state %s, repeated %v", g, parsed.StateCode(), seen[g])
+		}
+		seen[g] = true
+	}
+	if len(seen) != 64 {
+		t.Fatalf("%d distinct GSTINs, want 64", len(seen))
+	}
+	again, _ := c.SellerGSTINs()
+	if !slices.Equal(gs, again) {
+		t.Fatal("the sellers differ between runs")
+	}
+	if one, _ := (Config{GSTIN: "24AAQCA8719H1ZC"}).SellerGSTINs(); len(one) != 1 || one[0] != "24AAQCA8719H1ZC" {
+		t.Fatalf("one seller: %v", one)
+	}
+	if c, err := ParseFlags([]string{"--sellers", "4", "--series", "3,5"}); err != nil || len(c.Phases) != 2 || c.Phases[1] != 5 {
+		t.Fatalf("explicit --series with --sellers: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"--sellers", "64", "--series", "16"},                 // 1,024 series in all
+		{"--sellers", "2", "--url", "http://x", "--key", "k"}, // a key is one seller's
+		{"--sellers", "2", "--webhook"},
+		{"--sellers", "1000"},
+	} {
+		if _, err := ParseFlags(bad); err == nil {
+			t.Fatalf("ParseFlags(%q) succeeded", bad)
 		}
 	}
 }

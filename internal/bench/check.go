@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
@@ -11,17 +12,23 @@ import (
 // checkInvoiced verifies the run's series after a load run and returns ""
 // when they are contiguous, else the first problem:
 //   - the serials answered with 201 are exactly 1..N per series (always);
-//   - via the API, each series' last_serial equals its acknowledged count;
+//   - via the API (views: one client per seller, as the series' last
+//     serials are listed to their seller's key), each series' last_serial
+//     equals its acknowledged count;
 //   - with a database, each series-year's serials are exactly 1..N in the
 //     invoices table and its counter row says N, N summed over the years
 //     being the acknowledged count.
-func checkInvoiced(ctx context.Context, a *apiClient, dbURL string, codes []string, acked map[string][]int64) (string, error) {
+func checkInvoiced(ctx context.Context, views []*apiClient, dbURL string, codes []string, acked map[string][]int64) (string, error) {
 	if p := checkAcked(acked); p != "" {
 		return p, nil
 	}
-	last, err := a.lastSerials(ctx)
-	if err != nil {
-		return "", err
+	last := map[string]int64{}
+	for _, a := range views {
+		l, err := a.lastSerials(ctx)
+		if err != nil {
+			return "", err
+		}
+		maps.Copy(last, l)
 	}
 	for _, c := range codes {
 		got, ok := last[c]
@@ -45,13 +52,15 @@ func checkInvoicedDB(ctx context.Context, dbURL string, codes []string, acked ma
 		return "", err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	// Every join and the grouping name seller_id, the column Citus
+	// distributes these tables by: each seller's part runs on its shard.
 	rows, err := conn.Query(ctx, `
 		SELECT s.id, s.code, i.fy, count(*), count(DISTINCT i.serial), min(i.serial), max(i.serial), c.last_serial
 		FROM series s
-		JOIN invoices i ON i.series_id = s.id
-		LEFT JOIN series_counters c ON c.series_id = s.id AND c.fy = i.fy
+		JOIN invoices i ON i.seller_id = s.seller_id AND i.series_id = s.id
+		LEFT JOIN series_counters c ON c.seller_id = s.seller_id AND c.series_id = s.id AND c.fy = i.fy
 		WHERE s.code = ANY($1)
-		GROUP BY s.id, s.code, i.fy, c.last_serial
+		GROUP BY s.seller_id, s.id, s.code, i.fy, c.last_serial
 		ORDER BY s.code, i.fy`, codes)
 	if err != nil {
 		return "", err

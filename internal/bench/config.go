@@ -34,8 +34,15 @@ type Config struct {
 	Duration time.Duration
 	// Concurrency lists the client counts to sweep.
 	Concurrency []int
-	// Phases lists the numbers of series to spread the load over.
+	// Phases lists the numbers of series to spread the load over, per
+	// seller when Sellers > 1.
 	Phases []int
+	// Sellers, when above 1, spreads the load over that many sellers of
+	// spawned servers, each with its own GSTIN (SellerGSTINs), API key and
+	// Phases[i] series; every request picks one series of one seller
+	// uniformly at random and authenticates as its seller. 0 or 1 is the
+	// one seller GSTIN.
+	Sellers int
 	// DBLatency is the round trip the latency proxy adds between every
 	// database client (server and pgbench) and PostgreSQL; 0 disables it.
 	DBLatency time.Duration
@@ -67,13 +74,21 @@ type Config struct {
 // usage is printed for -h.
 const usage = `Usage: invoiced bench [FLAGS]
 
-Drives POST /v1/series/{code}/invoices with C concurrent keep-alive clients for
-T seconds on 1 series, then on 64 (with --batch N, each point is measured
-again through POST /v1/series/{code}/invoices/batch, N invoices a request); checks every series' serials are contiguous
-and equal to the acknowledged count; runs the pgbench baselines against the
-same PostgreSQL with the same client count; prints a table, writes
-results.json and chart.svg. Without --url it starts bin/invoiced itself
-(DATABASE_URL required).
+Drives POST /v1/series/{code}/invoices with C concurrent keep-alive clients
+for T seconds on 1 series, then on 64 (with --batch N, each point is measured
+again through POST /v1/series/{code}/invoices/batch, N invoices a request);
+checks every series' serials are contiguous and equal to the acknowledged
+count; runs the pgbench baselines against the same PostgreSQL with the same
+client count; prints a table, writes results.json and chart.svg. Without --url
+it starts bin/invoiced itself (DATABASE_URL required).
+
+With --sellers N the load is spread over N sellers, each with its own GSTIN
+(valid, in the state of --gstin), API key and series: --series then counts
+series per seller (default 1), every request picks one series of one seller at
+random, and the numbering is checked per series as always. On a Citus
+coordinator the sellers' shard groups lie on every worker:
+  scripts/citus run -- bin/invoiced bench --sellers 64 --baselines none
+  scripts/bench --citus-compare    # the same on plain PostgreSQL and on Citus
 
 Flags:
 `
@@ -106,7 +121,8 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (default $DATABASE_URL)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "length of each measurement")
 	conc := fs.String("concurrency", "64", "comma-separated client counts to sweep, e.g. 1,4,16,64")
-	phases := fs.String("series", "1,64", "comma-separated series counts (phases)")
+	phases := fs.String("series", "1,64", "comma-separated series counts (phases); per seller with --sellers, where the default is 1")
+	fs.IntVar(&c.Sellers, "sellers", 1, "spread the load over N sellers of spawned servers, each with its own GSTIN, API key and series (1-999; on Citus their shard groups spread over the workers)")
 	fs.DurationVar(&c.DBLatency, "db-latency", 0, "round trip added between database clients and PostgreSQL by a proxy, e.g. 5ms")
 	baselines := fs.String("baselines", "all", "pgbench baselines: all, none, or a comma-separated list of "+strings.Join(BaselineNames(), ","))
 	fs.StringVar(&c.Pgbench, "pgbench", "", "pgbench binary (default: PATH, pg_config --bindir, /usr/lib/postgresql/*/bin)")
@@ -124,6 +140,11 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	var err error
 	if c.Concurrency, err = parseInts(*conc); err != nil {
 		return Config{}, fmt.Errorf("bench: --concurrency: %w", err)
+	}
+	seriesSet := false
+	fs.Visit(func(f *flag.Flag) { seriesSet = seriesSet || f.Name == "series" })
+	if c.Sellers > 1 && !seriesSet {
+		*phases = "1"
 	}
 	if c.Phases, err = parseInts(*phases); err != nil {
 		return Config{}, fmt.Errorf("bench: --series: %w", err)
@@ -156,10 +177,16 @@ func (c Config) Validate() error {
 		return errors.New("bench: --batch must be 0 to 500")
 	case c.URL != "" && c.CompareBatching:
 		return errors.New("bench: --compare-batching needs spawned servers (no --url)")
+	case c.Sellers < 0 || c.Sellers > 999:
+		return errors.New("bench: --sellers must be 1 to 999")
+	case c.Sellers > 1 && c.URL != "":
+		return errors.New("bench: --sellers needs spawned servers (no --url): a key belongs to one seller")
+	case c.Sellers > 1 && c.Webhook:
+		return errors.New("bench: --webhook measures one seller; it does not combine with --sellers")
 	}
 	for _, p := range c.Phases {
-		if p > 999 {
-			return errors.New("bench: --series: at most 999 series")
+		if p*max(1, c.Sellers) > 999 {
+			return errors.New("bench: --series: at most 999 series in all (--series × --sellers)")
 		}
 	}
 	return nil

@@ -31,6 +31,7 @@ type loadResult struct {
 type pendingRequest struct {
 	code, key string
 	batch     []byte
+	via       *apiClient // the series' seller's client; nil: the run's
 }
 
 // loadSpec says what to send.
@@ -39,7 +40,10 @@ type loadSpec struct {
 	clients  int
 	duration time.Duration
 	codes    []string // series to spread over, uniformly at random
-	keyTag   string   // Idempotency-Key prefix, unique per run
+	// via, when not nil, holds the client of each series' seller (its API
+	// key), parallel to codes.
+	via    []*apiClient
+	keyTag string // Idempotency-Key prefix, unique per run
 	// batch, when positive, sends every request to the batch route with
 	// this many invoices; each acknowledged item counts as one invoice.
 	batch int
@@ -81,6 +85,10 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 			hdr := map[string]string{"Idempotency-Key": ""}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				i := rng.IntN(len(spec.codes))
+				a := a
+				if spec.via != nil {
+					a = spec.via[i]
+				}
 				if spec.batch > 0 {
 					body := batchBody(spec.keyTag, &seq, spec.batch)
 					t0 := time.Now()
@@ -88,7 +96,7 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 					d := time.Since(t0)
 					if err != nil || st != http.StatusOK {
 						if err != nil {
-							wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], batch: body})
+							wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], batch: body, via: a})
 						}
 						if err != nil && ctx.Err() != nil {
 							return
@@ -114,10 +122,10 @@ func runLoad(ctx context.Context, a *apiClient, spec loadSpec, progress io.Write
 				switch {
 				case err != nil:
 					if ctx.Err() != nil {
-						wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key})
+						wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key, via: a})
 						return
 					}
-					wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key})
+					wk.pending = append(wk.pending, pendingRequest{code: spec.codes[i], key: key, via: a})
 					wk.fail(err, 0, nil)
 					errCnt.Add(1)
 				case st == http.StatusCreated:

@@ -44,7 +44,11 @@ func writeTable(w io.Writer, rep Report) {
 				break
 			}
 		}
-		fmt.Fprintf(w, "\n%d series, %d clients\n", g.series, g.conc)
+		if ours != nil && ours.Sellers > 1 {
+			fmt.Fprintf(w, "\n%d series of %d sellers, %d clients\n", g.series, ours.Sellers, g.conc)
+		} else {
+			fmt.Fprintf(w, "\n%d series, %d clients\n", g.series, g.conc)
+		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "design\tinvoices/s\tp50 ms\tp99 ms\tp99.9 ms\tbatch\tcpu µs/inv srv+pg+load\terrors\tnumbering\tours / it\t")
 		for _, r := range rep.Results {

@@ -16,6 +16,10 @@ import (
 // still fails after three tries.
 func (r *loadResult) resolve(ctx context.Context, a *apiClient) error {
 	for _, p := range r.pending {
+		a := a
+		if p.via != nil {
+			a = p.via
+		}
 		var lastErr error
 		for try := 0; try < 3; try++ {
 			if p.batch != nil {

@@ -43,31 +43,6 @@ func (iv invoiced) run(ctx context.Context, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// prepare migrates the database, makes sure the seller gstin exists and
-// creates an API key for it with scopes issue,read,manage, which it
-// returns.
-func (iv invoiced) prepare(ctx context.Context, gstin string) (string, error) {
-	if _, err := iv.run(ctx, "migrate"); err != nil {
-		return "", err
-	}
-	if _, err := iv.run(ctx, "sellers", "add", "--gstin", gstin, "--name", "Bench Traders"); err != nil {
-		// Already there from an earlier run? Then carry on.
-		list, lerr := iv.run(ctx, "sellers", "list")
-		if lerr != nil || !strings.Contains(list, gstin) {
-			return "", err
-		}
-	}
-	out, err := iv.run(ctx, "keys", "add", "--gstin", gstin, "--scopes", "issue,read,manage")
-	if err != nil {
-		return "", err
-	}
-	lines := strings.Fields(strings.TrimSpace(out))
-	if len(lines) == 0 {
-		return "", errors.New("keys add printed no key")
-	}
-	return lines[len(lines)-1], nil
-}
-
 // supportsBatching reports whether `bin serve -h` lists a --batching flag.
 func (iv invoiced) supportsBatching(ctx context.Context) bool {
 	cmd := exec.CommandContext(ctx, iv.bin, "serve", "-h")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,3 +160,60 @@ func sealCitusTemplate(ctx context.Context, workers []string, name string) error
 
 // quote returns s as an SQL string literal.
 func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// CitusNode is a worker node of the throw-away cluster of `scripts/citus
+// test`, for tests that stop or kill it.
+type CitusNode struct {
+	Port int
+	// URL is its maintenance database ("postgres").
+	URL string
+	// Dir holds the node's data directory (Dir/data, with postmaster.pid
+	// and the port in invoiced.conf) and its log (Dir/server.log).
+	Dir string
+}
+
+// CitusWorkers returns the worker nodes of the throw-away Citus cluster,
+// from TEST_CITUS_WORKERS ("PORT:DIR PORT:DIR", which scripts/citus test
+// exports). It fails the test when the variable is unset or malformed, or
+// when its ports are not the workers the coordinator of TEST_DATABASE_URL
+// knows.
+func CitusWorkers(t testing.TB) []CitusNode {
+	t.Helper()
+	admin := AdminURL(t)
+	known, err := workers(admin)
+	if err != nil {
+		t.Fatalf("dbtest: citus workers: %v", err)
+	}
+	raw := os.Getenv("TEST_CITUS_WORKERS")
+	if raw == "" {
+		t.Fatal("dbtest: TEST_CITUS_WORKERS is not set: run the test under scripts/citus test (make test-citus)")
+	}
+	var out []CitusNode
+	for f := range strings.FieldsSeq(raw) {
+		p, dir, ok := strings.Cut(f, ":")
+		port, err := strconv.Atoi(p)
+		if !ok || err != nil || dir == "" {
+			t.Fatalf("dbtest: TEST_CITUS_WORKERS: %q is not PORT:DIR", f)
+		}
+		u, err := url.Parse(admin)
+		if err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+		u.Host = net.JoinHostPort("127.0.0.1", p)
+		out = append(out, CitusNode{Port: port, URL: u.String(), Dir: dir})
+	}
+	if len(out) != len(known) {
+		t.Fatalf("dbtest: TEST_CITUS_WORKERS names %d workers, the coordinator knows %d", len(out), len(known))
+	}
+	for _, n := range out {
+		found := false
+		for _, k := range known {
+			_, port, err := coordinatorAddress(k)
+			found = found || err == nil && port == n.Port
+		}
+		if !found {
+			t.Fatalf("dbtest: TEST_CITUS_WORKERS names port %d, which is no worker of the coordinator (%v)", n.Port, known)
+		}
+	}
+	return out
+}

@@ -275,7 +275,7 @@ func storedInvoices(t testing.TB, dbURL string) []Stored {
 	defer conn.Close(ctx)
 	rows, err := conn.Query(ctx, `
 		SELECT s.code, i.fy, i.serial, i.number, i.issued_at, i.items->0->>'description'
-		FROM invoices i JOIN series s ON s.id = i.series_id
+		FROM invoices i JOIN series s ON s.seller_id = i.seller_id AND s.id = i.series_id
 		ORDER BY s.code, i.fy, i.serial`)
 	if err != nil {
 		t.Fatalf("read invoices: %v", err)
