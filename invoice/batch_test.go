@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 )
 
@@ -19,7 +20,7 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: predict, MaxBatch: 4}))
+			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, MaxBatch: 4})))
 			const batches, size, singles = 6, 25, 8
 			var wg sync.WaitGroup
 			for w := range singles {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -38,7 +39,7 @@ func holdRow(t *testing.T, f fixture, s series.Series) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, series.FYOf(now), series.Options{}); err != nil {
+	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, series.FYOf(now), testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	release := sync.OnceFunc(func() { holder.Rollback(context.Background()) })
@@ -64,8 +65,8 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-	c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 20 * time.Second}}))
+	c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 20 * time.Second}})))
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -125,8 +126,8 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			}
 			nine, hundred := mk("N9", "N9/{FY}/{SEQ:1}"), mk("H99", "H99/{FY}/{SEQ:2}")
 			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-			c := mustCommitter(invoice.NewCommitter(gated, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
-				Options: series.Options{LockTimeout: 20 * time.Second}}))
+			c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
+				Options: series.Options{LockTimeout: 20 * time.Second}})))
 			draft := func(s series.Series, key string) invoice.Draft {
 				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
 				if err != nil {
@@ -266,8 +267,8 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	oc := &overlapCounter{db: f.pool}
-	c := mustCommitter(invoice.NewPlainCommitter(oc, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}}))
+	c := mustCommitter(invoice.NewPlainCommitter(oc, testfactory.Config(t, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	yesterday := series.DateIST(now).AddDate(0, 0, -1)
 	ctx := context.Background()
 	// The counter row exists and is held by another transaction for a
@@ -359,7 +360,7 @@ func TestCommitErrorOnAPlainConnectionIsAnUnknownOutcome(t *testing.T) {
 		{"rolled back", pgx.ErrTxCommitRollback, false},
 		{"statement error", &pgconn.PgError{Severity: "ОШИБКА", SeverityUnlocalized: "ERROR", Code: "40001", Message: "could not serialize access"}, false},
 	} {
-		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, invoice.Config{Batching: true, Now: func() time.Time { return now }}))
+		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
 		r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
 		if got := errors.Is(r.Err, invoice.ErrOutcomeUnknown); got != tc.unknown || r.Err == nil {
 			t.Errorf("%s: %v; want outcome unknown %v", tc.name, r.Err, tc.unknown)

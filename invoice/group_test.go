@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -83,8 +84,8 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 		t.Run(fmt.Sprintf("batching=%v/predict=%v/in-flight=%d", batching, mode.predict, mode.inFlight), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
-				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}}))
+			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
+				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}})))
 			const clients, each = 32, 40
 			got := issueConcurrently(t, f, clients, each, func(int) *invoice.Committer { return c }, nil)
 			checkContiguous(t, got, clients*each)
@@ -113,14 +114,14 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 30 * time.Second}}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 30 * time.Second}})))
 
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, series.Options{}); err != nil {
+	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	const n = 12
@@ -192,7 +193,7 @@ func TestGroupCommitReplaysAcrossBatches(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now }}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
 	first := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "same")})
 	if first.Err != nil {
 		t.Fatal(first.Err)
@@ -278,8 +279,8 @@ func TestGroupCommitAcrossSeries(t *testing.T) {
 func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 	f := setup(t)
 	ss := f.moreSeries(t, 12)
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
-		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
+		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}})))
 	const clients, each = 24, 30
 	var mu sync.Mutex
 	perSeries := map[int64][]int64{}
@@ -335,14 +336,14 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	f := setup(t)
 	ss := f.moreSeries(t, 6)
 	ctx := context.Background()
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 2 * time.Second}}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 2 * time.Second}})))
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, series.Options{}); err != nil {
+	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	issue := func(s series.Series) (invoice.Result, time.Duration) {
@@ -396,8 +397,8 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ss := f.moreSeries(t, 2)
 	a, b := ss[0], ss[1]
 	ctx := context.Background()
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	prep := func(s series.Series, day string) invoice.Draft {
 		d, err := invoice.Prepare(invoice.Request{InvoiceDate: date(t, day), Items: []invoice.ItemInput{chai("1", "10", "5")}},
 			f.seller, s, now, invoice.Policy{BackdateDays: 5})
@@ -414,7 +415,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, series.Options{}); err != nil {
+	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -41,7 +42,7 @@ func TestPeriodLock(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	nov := mustMonth(t, "112026")
-	early, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-10"), december, series.Options{})
+	early, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-10"), december, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,25 +63,25 @@ func TestPeriodLock(t *testing.T) {
 
 	// A backdated invoice and a cancellation in November are refused, and no number is used.
 	before := lastSerial(t, f, f.s)
-	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-25"), december, series.Options{}); !errors.Is(err, invoice.ErrPeriodLocked) ||
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-25"), december, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrPeriodLocked) ||
 		apperr.KindOf(err) != apperr.Conflict || !strings.Contains(apperr.MessageOf(err), "credit or debit note") {
 		t.Fatalf("backdated issue: %v", err)
 	}
 	if err := invoice.CheckPeriod(ctx, f.pool, f.seller, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), december); !errors.Is(err, invoice.ErrPeriodLocked) {
 		t.Fatalf("CheckPeriod(30 Nov): %v", err)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, early.ID, "typo", december, series.Options{}); !errors.Is(err, invoice.ErrPeriodLocked) {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, early.ID, "typo", december, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrPeriodLocked) {
 		t.Fatalf("cancel in a locked month: %v", err)
 	}
 	if after := lastSerial(t, f, f.s); after != before {
 		t.Fatalf("last_serial %d after refusals, was %d", after, before)
 	}
 	// December is open.
-	dec, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-12-01"), december, series.Options{})
+	dec, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-12-01"), december, testfactory.Options(t, series.Options{}))
 	if err != nil || dec.Serial != before+1 {
 		t.Fatalf("December invoice: %+v, %v; want serial %d", dec, err, before+1)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, dec.ID, "typo", december, series.Options{}); err != nil {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, dec.ID, "typo", december, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatalf("cancel in December: %v", err)
 	}
 
@@ -98,7 +99,7 @@ func TestPeriodLock(t *testing.T) {
 	if err != nil || len(events) != 2 || events[0].Action != "lock" || events[1].Action != "unlock" || events[1].Reason != "amendment of GSTR-1 in Table 9A" || events[1].By != "cli" {
 		t.Fatalf("events %+v, %v", events, err)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, early.ID, "typo", december, series.Options{}); err != nil {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, early.ID, "typo", december, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatalf("cancel after unlocking: %v", err)
 	}
 	if locks, err := invoice.PeriodLocks(ctx, f.pool, f.seller.ID); err != nil || len(locks) != 0 {
@@ -133,7 +134,7 @@ func TestPeriodLockRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }})))
 	// The Committer has written CH2's counter row, so its next batch predicts.
 	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: ch2, Draft: dated(t, f, ch2, "2026-11-10")}); r.Err != nil {
 		t.Fatal(r.Err)
@@ -154,7 +155,7 @@ func TestPeriodLockRace(t *testing.T) {
 
 	alone := make(chan error, 1)
 	go func() {
-		_, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-20"), december, series.Options{LockTimeout: 30 * time.Second})
+		_, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-20"), december, testfactory.Options(t, series.Options{LockTimeout: 30 * time.Second}))
 		alone <- err
 	}()
 	batched := make(chan error, 1)
@@ -165,7 +166,7 @@ func TestPeriodLockRace(t *testing.T) {
 	// The current month does not wait for the lock being created.
 	done := make(chan error, 1)
 	go func() {
-		_, err := invoice.Issue(ctx, f.pool, f.seller, ch3, dated(t, f, ch3, "2026-12-02"), december, series.Options{})
+		_, err := invoice.Issue(ctx, f.pool, f.seller, ch3, dated(t, f, ch3, "2026-12-02"), december, testfactory.Options(t, series.Options{}))
 		done <- err
 	}()
 	select {
@@ -240,10 +241,10 @@ func TestDeclareOpening(t *testing.T) {
 	if err := declare(invoice.Opening{FY: 2026, LastSerial: 5, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/00005"}); !errors.Is(err, invoice.ErrOpeningTooLate) {
 		t.Fatalf("declare twice: %v", err)
 	}
-	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-14"), december, series.Options{}); !errors.Is(err, series.ErrDateOutOfOrder) {
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-14"), december, testfactory.Options(t, series.Options{})); !errors.Is(err, series.ErrDateOutOfOrder) {
 		t.Fatalf("an invoice dated before the last declared one: %v", err)
 	}
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-15"), december, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-15"), december, testfactory.Options(t, series.Options{}))
 	if err != nil || inv.Serial != 1234 || inv.Number != "CH1/26-27/01234" {
 		t.Fatalf("first invoice after the opening: %+v, %v", inv, err)
 	}
@@ -256,7 +257,7 @@ func TestDeclareOpening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.Issue(ctx, f.pool, f.seller, ch9, dated(t, f, ch9, "2026-11-01"), december, series.Options{}); err != nil {
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, ch9, dated(t, f, ch9, "2026-11-01"), december, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := f.pool.Begin(ctx)
@@ -282,7 +283,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 7 {
-		if _, err := invoice.Issue(ctx, f.pool, f.seller, n9, dated(t, f, n9, "2026-11-05"), december, series.Options{}); err != nil {
+		if _, err := invoice.Issue(ctx, f.pool, f.seller, n9, dated(t, f, n9, "2026-11-05"), december, testfactory.Options(t, series.Options{})); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -290,7 +291,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 	if _, err := f.pool.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {
 		t.Fatal(err)
 	}
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }})))
 	var reqs []invoice.IssueRequest
 	for range 5 {
 		reqs = append(reqs, invoice.IssueRequest{Seller: f.seller, Series: n9, Draft: dated(t, f, n9, "2026-11-20")})

@@ -10,14 +10,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
 
-func predicting(f fixture, now func() time.Time) *invoice.Committer {
-	return mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: now,
-		Options: series.Options{LockTimeout: 10 * time.Second}}))
+func predicting(t testing.TB, f fixture, now func() time.Time) *invoice.Committer {
+	return mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: now,
+		Options: series.Options{LockTimeout: 10 * time.Second}})))
 }
 
 func verifyChains(t *testing.T, f fixture) {
@@ -39,7 +40,7 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	clock := func() time.Time { return now }
-	procs := []*invoice.Committer{predicting(f, clock), predicting(f, clock)}
+	procs := []*invoice.Committer{predicting(t, f, clock), predicting(t, f, clock)}
 	const clients, each = 12, 25
 	var n sync.Mutex
 	issued := 0
@@ -49,7 +50,7 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 		cancel := issued%10 == 3
 		n.Unlock()
 		if cancel {
-			if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, series.Options{}); err != nil {
+			if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, testfactory.Options(t, series.Options{})); err != nil {
 				t.Errorf("cancel: %v", err)
 			}
 		}
@@ -72,7 +73,7 @@ func TestPredictFallsBack(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	clock := now
-	c := predicting(f, func() time.Time { return clock })
+	c := predicting(t, f, func() time.Time { return clock })
 	issue := func(key string, mod func(*invoice.Draft)) invoice.Result {
 		d := f.draft(t, key)
 		if mod != nil {
@@ -103,7 +104,7 @@ func TestPredictFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "lib")}, now, series.Options{}); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "lib")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -116,7 +117,7 @@ func TestPredictFallsBack(t *testing.T) {
 
 	// A replay of a used key, a key used with another body, and a date
 	// before the series' last date: each is answered as without prediction.
-	c2 := predicting(f, func() time.Time { return clock })
+	c2 := predicting(t, f, func() time.Time { return clock })
 	for _, k := range []string{"e", "f"} { // c2 learns the row
 		if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {
 			t.Fatal(r.Err)
@@ -171,7 +172,7 @@ func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	c := predicting(f, func() time.Time { return now })
+	c := predicting(t, f, func() time.Time { return now })
 	issue := func(key string) invoice.Result {
 		return c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, key)})
 	}
@@ -205,8 +206,8 @@ func TestPredictedLeasedSeriesIsNoMisprediction(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	var log bytes.Buffer
-	c := mustCommitter(invoice.NewCommitter(f.pool, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
-		Options: series.Options{LockTimeout: 10 * time.Second}, Logger: slog.New(slog.NewTextHandler(&log, nil))}))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+		Options: series.Options{LockTimeout: 10 * time.Second}, Logger: slog.New(slog.NewTextHandler(&log, nil))})))
 	for _, k := range []string{"a", "b"} {
 		if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {
 			t.Fatal(r.Err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -160,7 +161,7 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 	}
 
 	// An invoice issued before routed ids keeps its 26-character link.
-	old, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	old, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 	if _, err := f.pool.Exec(ctx, `ALTER TABLE invoices DROP CONSTRAINT IF EXISTS invoices_public_id_key`); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}

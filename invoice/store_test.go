@@ -35,7 +35,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	first, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	first, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 		t.Fatal(err)
 	}
 	drafts := []invoice.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
-	invs, err := invoice.IssueTx(ctx, tx, f.seller, f.s, drafts, now, series.Options{})
+	invs, err := invoice.IssueTx(ctx, tx, f.seller, f.s, drafts, now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +114,13 @@ func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, series.Options{}); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "x"), now, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "x"), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,13 +167,13 @@ func TestIdempotencyKeys(t *testing.T) {
 		t.Fatalf("in progress: %v", err)
 	}
 	// Recording a key twice loses the race cleanly.
-	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, series.Options{}); !errors.Is(err, invoice.ErrKeyRace) {
+	if _, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrKeyRace) {
 		t.Fatalf("duplicate key record: %v", err)
 	}
 	if n, err := invoice.PurgeKeys(ctx, f.pool, time.Now().Add(time.Hour), 0); err != nil || n != 1 {
 		t.Fatalf("purge: %d, %v", n, err)
 	}
-	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil || next.Serial != 2 {
 		t.Fatalf("the lost race consumed a number: next serial %d, %v", next.Serial, err)
 	}
@@ -183,28 +183,28 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, series.Options{})
+	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	later := now.Add(time.Hour)
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, series.Options{}); !errors.Is(err, invoice.ErrInvalid) {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrInvalid) {
 		t.Fatalf("empty reason: %v", err)
 	}
-	c, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "customer returned the cup", later, series.Options{})
+	c, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "customer returned the cup", later, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Status != invoice.StatusCancelled || c.CancelReason != "customer returned the cup" || !c.CancelledAt.Equal(later) {
 		t.Fatalf("cancelled: %+v", c)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "again", later, series.Options{}); !errors.Is(err, invoice.ErrAlreadyCancelled) {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "again", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrAlreadyCancelled) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, series.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, series.Options{}); !errors.Is(err, invoice.ErrNotFound) {
+	if _, err := invoice.Cancel(ctx, f.pool, series.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrNotFound) {
 		t.Fatalf("another seller's cancel: %v", err)
 	}
-	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), later, series.Options{})
+	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), later, testfactory.Options(t, series.Options{}))
 	if err != nil || next.Serial != 2 {
 		t.Fatalf("after a cancel the next serial is %d (%v), want 2: the cancelled number stays used", next.Serial, err)
 	}

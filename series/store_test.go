@@ -49,15 +49,15 @@ func date(s string) time.Time {
 
 var t0 = time.Date(2026, 11, 29, 3, 20, 0, 0, time.UTC)
 
-// allocate takes one number and records it in allocs, committing unless
-// rollback is set. It returns the serial taken.
-func allocate(ctx context.Context, pool *pgxpool.Pool, s series.Series, d time.Time, rollback bool) (int64, error) {
+// allocate takes one number with opt and records it in allocs, committing
+// unless rollback is set. It returns the serial taken.
+func allocate(ctx context.Context, pool *pgxpool.Pool, s series.Series, d time.Time, rollback bool, opt series.Options) (int64, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	b, err := series.Next(ctx, tx, s, d, t0, series.Options{LockTimeout: 10 * time.Second})
+	b, err := series.Next(ctx, tx, s, d, t0, opt)
 	if err != nil {
 		return 0, err
 	}
@@ -101,6 +101,7 @@ func TestConcurrentAllocationsWithRollbacksAreGapFree(t *testing.T) {
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
 	ctx := context.Background()
+	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 	const workers, each = 32, 200
 	var (
 		mu         sync.Mutex
@@ -116,7 +117,7 @@ func TestConcurrentAllocationsWithRollbacksAreGapFree(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			for range each {
 				rb := rng.IntN(5) == 0
-				serial, err := allocate(ctx, f.pool, s, date("2026-11-29"), rb)
+				serial, err := allocate(ctx, f.pool, s, date("2026-11-29"), rb, opt)
 				if err != nil {
 					errs <- err
 					return
@@ -169,6 +170,7 @@ func TestConcurrentFirstUseOfAYear(t *testing.T) {
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
 	ctx := context.Background()
+	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 	const n = 24
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -178,7 +180,7 @@ func TestConcurrentFirstUseOfAYear(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			if _, err := allocate(ctx, f.pool, s, date("2027-04-01"), false); err != nil {
+			if _, err := allocate(ctx, f.pool, s, date("2027-04-01"), false, opt); err != nil {
 				errs <- err
 			}
 		}()
@@ -198,6 +200,7 @@ func TestSeriesDoNotBlockEachOther(t *testing.T) {
 	a := f.series(t, "A", "A/{FY}/{SEQ}")
 	b := f.series(t, "B", "B/{FY}/{SEQ}")
 	ctx := context.Background()
+	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 
 	// A library user holds A's counter lock and does not finish.
 	holder, err := f.pool.Begin(ctx)
@@ -205,14 +208,14 @@ func TestSeriesDoNotBlockEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx)
-	if _, err := series.Next(ctx, holder, a, date("2026-11-29"), t0, series.Options{}); err != nil {
+	if _, err := series.Next(ctx, holder, a, date("2026-11-29"), t0, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 
 	// B is not affected.
 	done := make(chan error, 1)
 	go func() {
-		_, err := allocate(ctx, f.pool, b, date("2026-11-29"), false)
+		_, err := allocate(ctx, f.pool, b, date("2026-11-29"), false, opt)
 		done <- err
 	}()
 	select {
@@ -231,7 +234,7 @@ func TestSeriesDoNotBlockEachOther(t *testing.T) {
 	}
 	defer tx.Rollback(ctx)
 	began := time.Now()
-	_, err = series.Next(ctx, tx, a, date("2026-11-29"), t0, series.Options{LockTimeout: 200 * time.Millisecond})
+	_, err = series.Next(ctx, tx, a, date("2026-11-29"), t0, testfactory.Options(t, series.Options{LockTimeout: 200 * time.Millisecond}))
 	if !errors.Is(err, series.ErrLockTimeout) {
 		t.Fatalf("got %v, want ErrLockTimeout", err)
 	}
@@ -243,7 +246,7 @@ func TestSeriesDoNotBlockEachOther(t *testing.T) {
 	if err := holder.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	serial, err := allocate(ctx, f.pool, a, date("2026-11-29"), false)
+	serial, err := allocate(ctx, f.pool, a, date("2026-11-29"), false, opt)
 	if err != nil || serial != 1 {
 		t.Fatalf("after rollback got serial %d, %v; want 1", serial, err)
 	}
@@ -262,7 +265,7 @@ func TestLockTimeoutIsRestoredForTheRestOfTheTransaction(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '7s'`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.Next(ctx, tx, s, date("2026-11-29"), t0, series.Options{LockTimeout: time.Second}); err != nil {
+	if _, err := series.Next(ctx, tx, s, date("2026-11-29"), t0, testfactory.Options(t, series.Options{LockTimeout: time.Second})); err != nil {
 		t.Fatal(err)
 	}
 	var lt string
@@ -294,7 +297,7 @@ func TestFinancialYearTurnover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := series.Next(ctx, tx, s, date(c.date), t0, series.Options{})
+		b, err := series.Next(ctx, tx, s, date(c.date), t0, testfactory.Options(t, series.Options{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +328,7 @@ func TestDateOrderAndIssueTimeWithinASeriesYear(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		b, err := series.Next(ctx, tx, s, date(d), now, series.Options{})
+		b, err := series.Next(ctx, tx, s, date(d), now, testfactory.Options(t, series.Options{}))
 		if err != nil {
 			return b, err
 		}
@@ -367,7 +370,7 @@ func TestExhaustedSeriesNeverWraps(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		b, err := series.NextN(ctx, tx, s, date("2026-11-29"), t0, n, series.Options{})
+		b, err := series.NextN(ctx, tx, s, date("2026-11-29"), t0, n, testfactory.Options(t, series.Options{}))
 		if err != nil {
 			return b, err
 		}
@@ -499,7 +502,7 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 		defer tx.Rollback(ctx)
 		batch := &pgx.Batch{}
 		series.QueueAdvance(batch, []series.Advance{{Block: b, After: b.After(d, st.ChainLength, st.ChainHead)}},
-			series.Options{LockTimeout: time.Second})
+			testfactory.Options(t, series.Options{LockTimeout: time.Second}))
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
@@ -510,7 +513,7 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := series.NextN(ctx, tx, s, d, now, 3, series.Options{})
+	b, err := series.NextN(ctx, tx, s, d, now, 3, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
