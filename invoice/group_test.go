@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -121,6 +122,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer holder.Rollback(ctx) // a no-op once rolled back; on a failed wait, frees the waiters before the pool closes
 	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
@@ -147,11 +149,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	}
 	// The first request runs alone and waits on the held lock ...
 	launch(0)
-	waitFor("a lock wait", func() bool {
-		var waiting int
-		f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
-		return waiting > 0
-	})
+	waitForLockWait(t, f)
 	// ... while the others queue behind it and form one batch.
 	for i := 1; i < n; i++ {
 		launch(i)
@@ -415,6 +413,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer holder.Rollback(ctx) // a no-op once rolled back; on a failed wait, frees the waiters before the pool closes
 	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
@@ -449,11 +448,19 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	checkContiguous(t, f.serialsOfSeries(t, b), 2)
 }
 
+// waitForLockWait waits until a backend of the test's database waits for a
+// lock: on Citus the waiting backends are the workers' (the counter rows
+// live there), which citus_stat_activity shows with every node's; on
+// PostgreSQL pg_stat_activity shows them.
 func waitForLockWait(t *testing.T, f fixture) {
 	t.Helper()
+	view := "pg_stat_activity"
+	if dbtest.Citus(t) {
+		view = "citus_stat_activity"
+	}
 	waitUntil(t, "a lock wait to begin", func() bool {
 		var waiting int
-		f.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
+		f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+view+` WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
 		return waiting > 0
 	})
 }
