@@ -54,7 +54,7 @@ func newAbuseEnv(t *testing.T) *abuseEnv {
 		}
 	}
 	// The key cache is off so that a revoked key is refused at once.
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, KeyCacheTTL: -1}).Handler())
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, KeyCacheTTL: -1, Citus: dbtest.Citus(t)}).Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	return e

@@ -18,7 +18,6 @@ import (
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Load sizes: short runs, a handful of clients, so the whole suite stays
@@ -294,7 +293,7 @@ func TestStuckCounterLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	blk, err := series.Next(ctx, tx, sr, series.DateIST(now), now, series.Options{LockTimeout: 10 * time.Second})
+	blk, err := series.Next(ctx, tx, sr, series.DateIST(now), now, testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second}))
 	if err != nil {
 		t.Fatalf("series.Next in the stuck transaction: %v", err)
 	}
@@ -427,16 +426,13 @@ func TestClockJumpsBack(t *testing.T) {
 func clockJump(t *testing.T, batching bool) {
 	ctx := t.Context()
 	dbURL := dbtest.NewURL(t)
-	p, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := openPool(t, dbURL)
 	defer p.Close()
 	seller := testfactory.Seller(t, p, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Clock Test"})
 	sr := testfactory.Series(t, p, seller, &testfactory.SeriesOpts{Code: "CK1", Format: "CK1/{FY}/{SEQ:6}"})
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	cm, err := invoice.NewCommitter(p, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock})
+	cm, err := invoice.NewCommitter(p, testfactory.Config(t, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock}))
 	if err != nil {
 		t.Fatal(err)
 	}

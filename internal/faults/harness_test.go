@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/servetest"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const (
@@ -354,4 +356,24 @@ func logInternalErrors(t testing.TB, servers ...*server) {
 			t.Logf("server %s internal errors:\n%s", s.Addr, e)
 		}
 	}
+}
+
+// openPool returns a pool on dbURL with the session settings invoiced needs
+// on a Citus coordinator (db.ForCitus) when the database under test is one,
+// as invoiced serve and dbtest.New set them. It fails the test when dbURL
+// cannot be parsed or connected to.
+func openPool(t *testing.T, dbURL string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dbtest.Citus(t) {
+		db.ForCitus(cfg.ConnConfig)
+	}
+	p, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -15,7 +15,6 @@ import (
 
 	invclient "github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // receiverMode is how the test's webhook receiver answers.
@@ -195,10 +194,7 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
 	issue(api, "r2", 3, 0, 1)
 	rc.waitFor(t, 30*time.Second, "a delivery stalled", func() bool { return rc.stalled > 0 })
 
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool := openPool(t, dbURL)
 	defer pool.Close()
 	var pending int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'`).Scan(&pending); err != nil {
@@ -251,8 +247,9 @@ func TestWebhooksSurviveSIGKILL(t *testing.T) {
 	var committed []string
 	rows, err := pool.Query(ctx, `SELECT s.code || '-' || i.fy || '-' || i.serial || CASE e.type WHEN 'invoice.issued' THEN '.issued' ELSE '.cancelled' END,
 			d.state
-		FROM events e JOIN invoices i ON i.id = e.invoice_id JOIN series s ON s.id = i.series_id
-		JOIN webhook_deliveries d ON d.event_id = e.id`)
+		FROM events e JOIN invoices i ON i.seller_id = e.seller_id AND i.id = e.invoice_id
+		JOIN series s ON s.seller_id = i.seller_id AND s.id = i.series_id
+		JOIN webhook_deliveries d ON d.seller_id = e.seller_id AND d.event_id = e.id`)
 	if err != nil {
 		t.Fatal(err)
 	}
