@@ -5,9 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/migrations"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 )
@@ -22,11 +20,7 @@ import (
 func TestSellerColumnsBackfilledFrom00016(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.NewEmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := emptyPool(t)
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, db, os.DirFS("."))

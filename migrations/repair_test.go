@@ -140,11 +140,7 @@ func oldFirstUseRace(t *testing.T, pool *pgxpool.Pool, sellerID, seriesID int64,
 func TestRepairOfTheFirst00003(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbtest.NewEmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := emptyPool(t)
 	migrateWithFirst00003(t, pool)
 	if got := uniqueIndexes(t, pool); len(got) != 2 {
 		t.Fatalf("the first 00003 left unique indexes %v, want two (the state to repair)", got)
@@ -194,4 +190,17 @@ func TestRepairOfTheFirst00003(t *testing.T) {
 	if got := uniqueIndexes(t, fresh); len(got) != 1 || got[0] != "series_counters_pkey" {
 		t.Fatalf("fresh database: unique indexes %v", got)
 	}
+}
+
+// emptyPool returns a pool on a fresh database without the schema
+// (dbtest.NewEmptyURL), closed when the test ends, for tests that migrate
+// step by step. It fails the test when the database cannot be reached.
+func emptyPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(t.Context(), dbtest.NewEmptyURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
