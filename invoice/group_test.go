@@ -417,40 +417,23 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: a, Draft: prep(a, "2026-11-29")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	// Keep the drainer busy on CH1 so that A and B queue together.
-	holder, err := f.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// One IssueBatch call queues its requests under one lock, so the next
+	// shared batch takes A's and B's queues together: no timing involved
+	// (holding the drainer with a lock wait raced sharedLockWait).
+	rs := c.IssueBatch(ctx, []invoice.IssueRequest{
+		{Seller: f.seller, Series: a, Draft: prep(a, "2026-11-27")},
+		{Seller: f.seller, Series: b, Draft: prep(b, "2026-11-29")},
+		{Seller: f.seller, Series: b, Draft: prep(b, "2026-11-29")},
+	})
+	if st := c.Stats(); st.MaxBatch != 3 {
+		t.Fatalf("stats %+v: want the three requests taken by one batch", st)
 	}
-	defer holder.Rollback(ctx) // a no-op once rolled back; on a failed wait, frees the waiters before the pool closes
-	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
-		t.Fatal(err)
+	if !errors.Is(rs[0].Err, series.ErrDateOutOfOrder) {
+		t.Fatalf("a-late: %+v, want date_out_of_order", rs[0])
 	}
-	var wg sync.WaitGroup
-	results := map[string]invoice.Result{}
-	var mu sync.Mutex
-	run := func(name string, s series.Series, d invoice.Draft) {
-		wg.Go(func() {
-			r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: s, Draft: d})
-			mu.Lock()
-			results[name] = r
-			mu.Unlock()
-		})
-	}
-	run("ch1", f.s, prep(f.s, "2026-11-29"))
-	waitForLockWait(t, f)
-	run("a-late", a, prep(a, "2026-11-27"))
-	run("b1", b, prep(b, "2026-11-29"))
-	run("b2", b, prep(b, "2026-11-29"))
-	waitUntil(t, "requests to queue", func() bool { return invoice.PendingOf(c) >= 3 })
-	holder.Rollback(ctx)
-	wg.Wait()
-	if !errors.Is(results["a-late"].Err, series.ErrDateOutOfOrder) {
-		t.Fatalf("a-late: %+v, want date_out_of_order", results["a-late"])
-	}
-	for _, k := range []string{"ch1", "b1", "b2"} {
-		if results[k].Err != nil {
-			t.Fatalf("%s failed with its neighbour: %v", k, results[k].Err)
+	for i, r := range rs[1:] {
+		if r.Err != nil {
+			t.Fatalf("b%d failed with its neighbour: %v", i+1, r.Err)
 		}
 	}
 	checkContiguous(t, f.serialsOfSeries(t, a), 1)
