@@ -16,7 +16,8 @@ import (
 // includes seller_id, and every foreign key of a distributed table points
 // at a reference table or, naming seller_id, at a distributed table listed
 // before it. A new seller-owned table that is not listed, or a key without
-// the seller, fails here before Citus refuses it.
+// the seller, fails here before Citus refuses it. Every table Citus
+// manages has a replica identity, so that its shards can move.
 func TestSellerOwnedTablesAreListed(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
@@ -81,6 +82,29 @@ func TestSellerOwnedTablesAreListed(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Errorf("unique index %s of distributed table %s does not include seller_id", index, table)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A replica identity for every table Citus manages: its shards move
+	// between workers by logical replication (docs/scale-out.md, "Adding
+	// workers later"), which cannot carry an UPDATE or DELETE of a table
+	// without one, and Citus refuses to move such a shard group.
+	rows, err = pool.Query(ctx, `SELECT c.relname FROM pg_class c
+		WHERE c.relname = ANY($1) AND c.relnamespace = 'public'::regnamespace
+		AND NOT (c.relreplident = 'i' OR c.relreplident = 'f'
+			OR (c.relreplident = 'd' AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')))`,
+		append(slices.Clone(migrations.DistributedTables), migrations.ReferenceTables...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var table string
+		if err := rows.Scan(&table); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("table %s has no replica identity (no primary key, no REPLICA IDENTITY USING INDEX)", table)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
