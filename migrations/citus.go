@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -104,6 +105,17 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("migrations: citus: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`) }()
+	// A table that already holds rows (an existing database moving to
+	// Citus, docs/scale-out.md) is copied into its shards; with a foreign
+	// key to a reference table Citus refuses to copy it over several
+	// connections per worker ("cannot execute parallel DDL … after DDL
+	// command on reference table"), so the copy goes over one.
+	if _, err := conn.Exec(ctx, `SET citus.multi_shard_modify_mode = 'sequential'`); err != nil {
+		return fmt.Errorf("migrations: citus: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.multi_shard_modify_mode`)
+	}()
 	for _, t := range referenceTables {
 		ok, err := managed(t, "n", "t")
 		if err == nil && !ok {
@@ -127,13 +139,46 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 			if i == 0 {
 				with = "default"
 			}
-			_, err = conn.Exec(ctx, `SELECT create_distributed_table($1, 'seller_id', colocate_with => $2)`, t, with)
+			err = distributeTable(ctx, conn.Conn(), t, with)
 		}
 		if err != nil {
 			return fmt.Errorf("migrations: citus: distribute %s: %w%s", t, err, detail(err))
 		}
 	}
 	return nil
+}
+
+// guardsOff lists, per distributed table, the triggers that must not fire
+// while Citus copies the table's existing rows into its shards: the lease
+// guard (00015) checks every inserted counter row against series_leases,
+// which is not yet distributed when series_counters is (the trigger then
+// fails on the worker: relation "series_leases" does not exist), and which
+// would refuse the copy of a series leased to an offline device. The copy
+// re-inserts rows that were written under the guard already.
+var guardsOff = map[string][]string{"series_counters": {"series_counters_lease_guard"}}
+
+// distributeTable distributes table by seller_id, co-located with with, in
+// one transaction that turns the table's guardsOff triggers off for the
+// copy of its rows and on again, on the shards too (Citus propagates the
+// ALTER), before it commits: a failure leaves the table local with its
+// triggers on. It returns the first failure.
+func distributeTable(ctx context.Context, conn *pgx.Conn, table, with string) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		for _, g := range guardsOff[table] {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s DISABLE TRIGGER %s`, pgx.Identifier{table}.Sanitize(), pgx.Identifier{g}.Sanitize())); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT create_distributed_table($1, 'seller_id', colocate_with => $2)`, table, with); err != nil {
+			return err
+		}
+		for _, g := range guardsOff[table] {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ENABLE TRIGGER %s`, pgx.Identifier{table}.Sanitize(), pgx.Identifier{g}.Sanitize())); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // detail returns the detail and hint of a server error (Citus explains its
