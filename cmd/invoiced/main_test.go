@@ -490,6 +490,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--backdate-days", "-1"}, "--backdate-days must be 0 or more"},
 		{[]string{"serve", "--lock-timeout", "0s"}, "--lock-timeout must be positive"},
 		{[]string{"serve", "--max-conns", "0"}, "--max-conns must be at least 1"},
+		{[]string{"serve", "--batches-in-flight", "65"}, "--batches-in-flight must be 0 (auto) to 64"},
+		{[]string{"serve", "--max-conns", "4", "--batches-in-flight", "5"}, "--batches-in-flight 5 exceeds --max-conns 4"},
 		{[]string{"serve", "--min-conns", "33"}, "--min-conns must be -1"},
 		{[]string{"serve", "--max-conns", "4", "--min-conns", "-2"}, "--min-conns must be -1"},
 		{[]string{"serve", "--max-connections", "-1"}, "--max-connections must be 0"},

@@ -77,7 +77,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
 	fs.BoolVar(&c.predict, "predict", true, "let a group-commit transaction predict its counter rows from the state this process left them in, so it needs one database round trip instead of three (checked by the database; a wrong prediction costs a retry); false always reads them first, for comparison")
 	fs.StringVar(&c.citusBatch, "citus-batch", "shard", "on a Citus coordinator, what one group-commit transaction may hold: shard (the sellers whose rows share a shard) or seller (one seller); both stay on one worker (docs/scale-out.md)")
-	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once; 2 overlaps their round trips when the database is far away; 0 picks by the measured round trip (2 above 1ms, else 1)")
+	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once (at most --max-conns); 2 overlaps their round trips when the database is far away; 0 picks: on PostgreSQL by the measured round trip (2 above 1ms, else 1), on a Citus coordinator 2 per worker (transactions of different shard groups run on their own workers), at most half of --max-conns")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.BoolVar(&c.cookieSecure, "cookie-secure", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); it is Secure anyway over TLS")
@@ -113,8 +113,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --log-format must be json or text")
 	case c.citusBatch != "shard" && c.citusBatch != "seller":
 		return usageErrorf("serve: --citus-batch must be shard or seller")
-	case c.inFlight < 0 || c.inFlight > 8:
-		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to 8")
+	case c.inFlight < 0 || c.inFlight > maxBatchesInFlight:
+		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to %d", maxBatchesInFlight)
+	case c.inFlight > c.maxConns:
+		return usageErrorf("serve: --batches-in-flight %d exceeds --max-conns %d: every open batch holds a connection", c.inFlight, c.maxConns)
 	case c.keyCacheTTL < 0:
 		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
 	case c.verifyEvery < 0:
@@ -180,21 +182,18 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	maxConnections := c.limits.connectionLimit(c.maxConns)
 	ln = limitListener(ln, maxConnections)
 
-	inFlight := c.inFlight
-	if inFlight == 0 {
-		rtt := databaseRoundTrip(ctx, pool)
-		inFlight = 1
-		if rtt > time.Millisecond {
-			inFlight = 2
-		}
-		logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", inFlight)
-	}
 	citus, err := db.IsCitus(ctx, pool)
 	if err != nil {
 		return err
 	}
 	if citus {
 		logger.Info("group commit", "citus", "one "+c.citusBatch+" per transaction")
+	}
+	inFlight := c.inFlight
+	if inFlight == 0 {
+		if inFlight, err = autoBatchesInFlight(ctx, pool, citus, c.maxConns, logger); err != nil {
+			return err
+		}
 	}
 	m := metrics.New()
 	m.WatchPool(pool)
@@ -415,6 +414,44 @@ func keyCacheTTL(flag time.Duration) time.Duration {
 		return -1
 	}
 	return flag
+}
+
+// maxBatchesInFlight bounds --batches-in-flight.
+const maxBatchesInFlight = 64
+
+// citusBatchesPerWorker is how many group-commit transactions the automatic
+// --batches-in-flight keeps open per Citus worker. A shared batch holds one
+// shard group, so batches of different groups run on their own workers at
+// once; one in flight for the whole coordinator serialises every worker's
+// sellers behind one transaction. Two per worker was the best of 1, 2, 4,
+// 8 and 16 in flight on the 2-core test machine (docs/scale-out.md).
+const citusBatchesPerWorker = 2
+
+// autoBatchesInFlight returns the --batches-in-flight that 0 stands for: on
+// PostgreSQL 2 when the database's round trip exceeds 1 ms, else 1; on a
+// Citus coordinator citusBatchesPerWorker per worker. Either is at most
+// half of maxConns (and at least 1), so that requests outside batches keep
+// connections. It fails only when a Citus coordinator cannot list its
+// workers.
+func autoBatchesInFlight(ctx context.Context, pool *pgxpool.Pool, citus bool, maxConns int, logger *slog.Logger) (int, error) {
+	capped := func(n int) int { return max(1, min(n, maxConns/2, maxBatchesInFlight)) }
+	if citus {
+		workers, err := db.CitusWorkers(ctx, pool)
+		if err != nil {
+			return 0, err
+		}
+		n := capped(citusBatchesPerWorker * max(workers, 1))
+		logger.Info("group commit", "citus_workers", workers, "batches_in_flight", n)
+		return n, nil
+	}
+	rtt := databaseRoundTrip(ctx, pool)
+	n := 1
+	if rtt > time.Millisecond {
+		n = 2
+	}
+	n = capped(n)
+	logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", n)
+	return n, nil
 }
 
 // databaseRoundTrip returns the median of a few pings of pool: with the

@@ -31,3 +31,16 @@ func ForCitus(cfg *pgx.ConnConfig) {
 	}
 	cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 }
+
+// CitusWorkers returns how many active primary worker nodes of the Citus
+// coordinator q is connected to may hold shards (the coordinator itself,
+// group 0, is not counted). It fails when the database cannot be asked or
+// is not a Citus coordinator (no pg_dist_node).
+func CitusWorkers(ctx context.Context, q Querier) (int, error) {
+	var n int
+	if err := q.QueryRow(ctx, `SELECT count(*) FROM pg_dist_node
+		WHERE groupid <> 0 AND noderole = 'primary' AND isactive AND shouldhaveshards`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("db: citus workers: %w", err)
+	}
+	return n, nil
+}

@@ -139,6 +139,9 @@ func TestCitusWorkerKill9(t *testing.T) {
 	// Without request logs, the tail of its log that the server keeps holds
 	// its warnings, which say why it answered 503.
 	srv := startServer(t, dbURL, "127.0.0.1:0", "--log-requests=false")
+	// The automatic --batches-in-flight on Citus: two group-commit
+	// transactions per worker (serve.go, autoBatchesInFlight).
+	waitLog(t, srv, "citus_workers=2 batches_in_flight=4")
 	defer logInternalErrors(t, srv)
 	base := "http://" + srv.Addr
 	h := &History{}
