@@ -93,7 +93,8 @@ func TestSellerOwnedTablesAreListed(t *testing.T) {
 	// without one, and Citus refuses to move such a shard group.
 	rows, err = pool.Query(ctx, `SELECT c.relname FROM pg_class c
 		WHERE c.relname = ANY($1) AND c.relnamespace = 'public'::regnamespace
-		AND NOT (c.relreplident = 'i' OR c.relreplident = 'f'
+		AND NOT (c.relreplident = 'f'
+			OR (c.relreplident = 'i' AND EXISTS (SELECT FROM pg_index i WHERE i.indrelid = c.oid AND i.indisreplident))
 			OR (c.relreplident = 'd' AND EXISTS (SELECT FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')))`,
 		append(slices.Clone(migrations.DistributedTables), migrations.ReferenceTables...))
 	if err != nil {
