@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,9 +23,13 @@ import (
 // reference tables. A migration that adds a seller-owned table adds it
 // here in the same commit (TestSellerOwnedTablesAreListed, package
 // migrations, fails otherwise).
+// series_leases comes right after series: series_counters' lease guard
+// reads it on the worker, so a migration that stopped after distributing
+// the counters but before the leases would leave every counter insert
+// failing.
 var distributedTables = []string{
-	"series", "series_counters", "invoices", "chain_records", "idempotency_keys",
-	"series_openings", "series_leases", "period_locks", "period_lock_events",
+	"series", "series_leases", "series_counters", "invoices", "chain_records", "idempotency_keys",
+	"series_openings", "period_locks", "period_lock_events",
 	"events", "webhooks", "webhook_deliveries",
 }
 
@@ -105,17 +111,6 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("migrations: citus: %w", err)
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`) }()
-	// A table that already holds rows (an existing database moving to
-	// Citus, docs/scale-out.md) is copied into its shards; with a foreign
-	// key to a reference table Citus refuses to copy it over several
-	// connections per worker ("cannot execute parallel DDL … after DDL
-	// command on reference table"), so the copy goes over one.
-	if _, err := conn.Exec(ctx, `SET citus.multi_shard_modify_mode = 'sequential'`); err != nil {
-		return fmt.Errorf("migrations: citus: %w", err)
-	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.multi_shard_modify_mode`)
-	}()
 	for _, t := range referenceTables {
 		ok, err := managed(t, "n", "t")
 		if err == nil && !ok {
@@ -164,6 +159,14 @@ var guardsOff = map[string][]string{"series_counters": {"series_counters_lease_g
 // triggers on. It returns the first failure.
 func distributeTable(ctx context.Context, conn *pgx.Conn, table, with string) error {
 	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// A table that already holds rows (an existing database moving to
+		// Citus, docs/scale-out.md) is copied into its shards; Citus
+		// refused to do that in parallel for series_counters ("cannot
+		// execute parallel DDL … after DDL command on reference table
+		// sellers"), so the transaction uses one connection per worker.
+		if _, err := tx.Exec(ctx, `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`); err != nil {
+			return err
+		}
 		for _, g := range guardsOff[table] {
 			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s DISABLE TRIGGER %s`, pgx.Identifier{table}.Sanitize(), pgx.Identifier{g}.Sanitize())); err != nil {
 				return err
@@ -181,6 +184,29 @@ func distributeTable(ctx context.Context, conn *pgx.Conn, table, with string) er
 	})
 }
 
+// citusPending returns the tables of the lists above that Citus does not
+// manage yet although the citus extension exists (none when it does not):
+// a database whose move to Citus is not finished (docs/scale-out.md), which
+// invoiced must not serve in either mode. It fails when the database
+// cannot be asked.
+func citusPending(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
+	citus, err := Citus(ctx, pool)
+	if err != nil || !citus {
+		return nil, err
+	}
+	rows, err := pool.Query(ctx, `SELECT t FROM unnest($1::text[]) t
+		WHERE NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = t::regclass)`,
+		append(slices.Clone(distributedTables), referenceTables...))
+	if err != nil {
+		return nil, fmt.Errorf("migrations: citus: %w", err)
+	}
+	pending, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("migrations: citus: %w", err)
+	}
+	return pending, nil
+}
+
 // detail returns the detail and hint of a server error (Citus explains its
 // refusals there), prefixed for appending to the message, or "".
 func detail(err error) string {
@@ -196,4 +222,18 @@ func detail(err error) string {
 		out += " (hint: " + pe.Hint + ")"
 	}
 	return out
+}
+
+// checkDistributed returns an error that says to run migrate when the
+// database has the citus extension but tables Citus does not manage yet
+// (see citusPending), and the failure to ask.
+func checkDistributed(ctx context.Context, pool *pgxpool.Pool) error {
+	pending, err := citusPending(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("the database has the citus extension but tables Citus does not manage yet (%s): run `invoiced migrate` to distribute them (docs/scale-out.md, moving an existing database)", strings.Join(pending, ", "))
+	}
+	return nil
 }

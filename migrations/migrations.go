@@ -141,10 +141,12 @@ func Versions(ctx context.Context, pool *pgxpool.Pool) (current, target int64, e
 // CheckServable returns nil when this binary may serve the database
 // behind pool: its schema is at the newest version the binary carries, or
 // newer with every newer migration declaring (in schema_compat, see
-// 00007) that binaries of this version still work with it. It returns
-// an error saying what to do when the schema is older (run migrate) or
-// newer without that declaration (deploy the newer binary), and when the
-// versions cannot be read.
+// 00007) that binaries of this version still work with it; and, when the
+// citus extension exists, every table is distributed (or a reference
+// table). It returns an error saying what to do when the schema is older
+// (run migrate), newer without that declaration (deploy the newer
+// binary) or half-distributed (run migrate), and when the database cannot
+// be read.
 func CheckServable(ctx context.Context, pool *pgxpool.Pool) error {
 	current, target, err := Versions(ctx, pool)
 	switch {
@@ -152,7 +154,11 @@ func CheckServable(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	case current < target:
 		return fmt.Errorf("the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
-	case current == target:
+	}
+	if err := checkDistributed(ctx, pool); err != nil {
+		return err
+	}
+	if current == target {
 		return nil
 	}
 	var undeclared int64
