@@ -77,7 +77,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
 	fs.BoolVar(&c.predict, "predict", true, "let a group-commit transaction predict its counter rows from the state this process left them in, so it needs one database round trip instead of three (checked by the database; a wrong prediction costs a retry); false always reads them first, for comparison")
 	fs.StringVar(&c.citusBatch, "citus-batch", "shard", "on a Citus coordinator, what one group-commit transaction may hold: shard (the sellers whose rows share a shard) or seller (one seller); both stay on one worker (docs/scale-out.md)")
-	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once (at most --max-conns); 2 overlaps their round trips when the database is far away; 0 picks: on PostgreSQL by the measured round trip (2 above 1ms, else 1), on a Citus coordinator 2 per worker (transactions of different shard groups run on their own workers), at most half of --max-conns")
+	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once (at most --max-conns); 2 overlaps their round trips when the database is far away; 0 picks: on PostgreSQL by the measured round trip (2 above 1ms, else 1), on a Citus coordinator 2 per worker (transactions of different shard groups run on their own workers), capped at half of --max-conns; a value equal to --max-conns leaves no connection for requests outside batches")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
 	fs.DurationVar(&c.keyCacheTTL, "key-cache-ttl", api.DefaultKeyCacheTTL, "how long a looked-up API key is trusted before asking the database again (a revoked key works at most this long); 0 asks every request")
 	fs.BoolVar(&c.cookieSecure, "cookie-secure", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); it is Secure anyway over TLS")
@@ -423,15 +423,17 @@ const maxBatchesInFlight = 64
 // --batches-in-flight keeps open per Citus worker. A shared batch holds one
 // shard group, so batches of different groups run on their own workers at
 // once; one in flight for the whole coordinator serialises every worker's
-// sellers behind one transaction. Two per worker was the best of 1, 2, 4,
-// 8 and 16 in flight on the 2-core test machine (docs/scale-out.md).
+// sellers behind one transaction. On the 2-core test machine 2 and 4 in
+// flight (one and two per worker) tied as the best of 1, 2, 4, 8 and 16,
+// eight and more losing to CPU contention (docs/scale-out.md); two per
+// worker leaves room for workers with cores of their own.
 const citusBatchesPerWorker = 2
 
 // autoBatchesInFlight returns the --batches-in-flight that 0 stands for: on
 // PostgreSQL 2 when the database's round trip exceeds 1 ms, else 1; on a
-// Citus coordinator citusBatchesPerWorker per worker. Either is at most
-// half of maxConns (and at least 1), so that requests outside batches keep
-// connections. It fails only when a Citus coordinator cannot list its
+// Citus coordinator citusBatchesPerWorker per worker. Either is capped at
+// half of maxConns, so that requests outside batches keep connections,
+// but is at least 1. It fails only when a Citus coordinator cannot list its
 // workers.
 func autoBatchesInFlight(ctx context.Context, pool *pgxpool.Pool, citus bool, maxConns int, logger *slog.Logger) (int, error) {
 	capped := func(n int) int { return max(1, min(n, maxConns/2, maxBatchesInFlight)) }
