@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -70,15 +69,8 @@ func TestCitusMovesASingleNodeDatabase(t *testing.T) {
 	codes, keys := make([]string, sellers), make([]string, sellers)
 	gstins := make([]string, sellers)
 	for i := range sellers {
-		first14 := fmt.Sprintf("29AAPFM%04dK1Z", i+1)
-		check, err := series.CheckChar(first14)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gstins[i], codes[i] = first14+string(check), fmt.Sprintf("M%02d", i+1)
-		cli(t, dbURL, "sellers", "add", "--gstin", gstins[i], "--name", "Move "+codes[i])
-		cli(t, dbURL, "series", "add", "--gstin", gstins[i], "--code", codes[i], "--format", codes[i]+"/{FY}/{SEQ:6}")
-		keys[i] = strings.TrimSpace(cli(t, dbURL, "keys", "add", "--gstin", gstins[i], "--scopes", "issue,read"))
+		codes[i] = fmt.Sprintf("M%02d", i+1)
+		gstins[i], keys[i] = addSeller(t, dbURL, fmt.Sprintf("29AAPFM%04dK1Z", i+1), codes[i], "issue,read")
 	}
 	h := &History{}
 	issueAll := func(base, phase string, each int) {
@@ -103,14 +95,7 @@ func TestCitusMovesASingleNodeDatabase(t *testing.T) {
 	// One more seller's series is leased to an offline device when the
 	// tables move: the lease guard must neither refuse the copy of its
 	// counter row nor stay off after it.
-	check, err := series.CheckChar("29AAPFM0099K1Z")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leasedGSTIN := "29AAPFM0099K1Z" + string(check)
-	cli(t, dbURL, "sellers", "add", "--gstin", leasedGSTIN, "--name", "Move leased")
-	cli(t, dbURL, "series", "add", "--gstin", leasedGSTIN, "--code", "LSD", "--format", "LSD/{FY}/{SEQ:6}")
-	leasedKey := strings.TrimSpace(cli(t, dbURL, "keys", "add", "--gstin", leasedGSTIN, "--scopes", "issue,read,manage"))
+	leasedGSTIN, leasedKey := addSeller(t, dbURL, "29AAPFM0099K1Z", "LSD", "issue,read,manage")
 	post := func(base, path, body string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, strings.NewReader(body))

@@ -38,16 +38,9 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 	cli(t, dbURL, "migrate")
 	out := make([]citusSeller, n)
 	for i := range out {
-		first14 := fmt.Sprintf("27AAPFW%04dK1Z", i+1)
-		check, err := series.CheckChar(first14)
-		if err != nil {
-			t.Fatal(err)
-		}
 		s := &out[i]
-		s.gstin, s.code = first14+string(check), fmt.Sprintf("W%02d", i+1)
-		cli(t, dbURL, "sellers", "add", "--gstin", s.gstin, "--name", "Worker Fault "+s.code)
-		cli(t, dbURL, "series", "add", "--gstin", s.gstin, "--code", s.code, "--format", s.code+"/{FY}/{SEQ:6}")
-		s.key = strings.TrimSpace(cli(t, dbURL, "keys", "add", "--gstin", s.gstin, "--scopes", "issue,read"))
+		s.code = fmt.Sprintf("W%02d", i+1)
+		s.gstin, s.key = addSeller(t, dbURL, fmt.Sprintf("27AAPFW%04dK1Z", i+1), s.code, "issue,read")
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -63,6 +56,22 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 		}
 	}
 	return out
+}
+
+// addSeller creates, through the command line, the seller whose GSTIN
+// starts with first14 (its check character added), its series code
+// (numbered code/{FY}/{SEQ:6}) and a key with scopes, and returns the GSTIN
+// and the key.
+func addSeller(t *testing.T, dbURL, first14, code, scopes string) (gstin, key string) {
+	t.Helper()
+	check, err := series.CheckChar(first14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gstin = first14 + string(check)
+	cli(t, dbURL, "sellers", "add", "--gstin", gstin, "--name", "Seller "+code)
+	cli(t, dbURL, "series", "add", "--gstin", gstin, "--code", code, "--format", code+"/{FY}/{SEQ:6}")
+	return gstin, strings.TrimSpace(cli(t, dbURL, "keys", "add", "--gstin", gstin, "--scopes", scopes))
 }
 
 // durableCommits sets synchronous_commit = on for the test's database on
