@@ -167,20 +167,22 @@ func distributeTable(ctx context.Context, conn *pgx.Conn, table, with string) er
 		if _, err := tx.Exec(ctx, `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`); err != nil {
 			return err
 		}
-		for _, g := range guardsOff[table] {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s DISABLE TRIGGER %s`, pgx.Identifier{table}.Sanitize(), pgx.Identifier{g}.Sanitize())); err != nil {
-				return err
+		guards := func(action string) error { // DISABLE or ENABLE
+			for _, g := range guardsOff[table] {
+				if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s %s TRIGGER %s`,
+					pgx.Identifier{table}.Sanitize(), action, pgx.Identifier{g}.Sanitize())); err != nil {
+					return err
+				}
 			}
+			return nil
+		}
+		if err := guards("DISABLE"); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `SELECT create_distributed_table($1, 'seller_id', colocate_with => $2)`, table, with); err != nil {
 			return err
 		}
-		for _, g := range guardsOff[table] {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`ALTER TABLE %s ENABLE TRIGGER %s`, pgx.Identifier{table}.Sanitize(), pgx.Identifier{g}.Sanitize())); err != nil {
-				return err
-			}
-		}
-		return nil
+		return guards("ENABLE")
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -239,13 +240,15 @@ func withDB(t *testing.T, rawURL, name string) string {
 }
 
 // waitLog waits up to 2 s for srv's stderr to contain s (it is copied by
-// another goroutine than the stdout line that said it listens).
+// another goroutine than the stdout line that said it listens), failing
+// the test with the log otherwise.
 func waitLog(t *testing.T, srv *server, s string) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if strings.Contains(srv.Stderr(), s) {
-			return
-		}
-	}
-	t.Fatalf("the server's log has no %q:\n%s", s, srv.Stderr())
+	testwait.Until(t, 2*time.Second, func() bool { return strings.Contains(srv.Stderr(), s) },
+		"the server's log to contain %q; it holds:\n%s", s, stderrOf{srv})
 }
+
+// stderrOf prints a server's stderr when formatted, not when made.
+type stderrOf struct{ srv *server }
+
+func (l stderrOf) String() string { return l.srv.Stderr() }
