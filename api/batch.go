@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
 )
@@ -230,7 +231,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 			case r.Replayed:
 				results[i] = s.batchReplay(r.Invoice)
 			default:
-				s.metrics.Issued(string(r.Invoice.DocType))
+				s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
 				inv := renderInvoice(r.Invoice)
 				results[i] = batchResultJSON{Status: http.StatusCreated, Invoice: &inv}
 			}

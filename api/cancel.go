@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
 )
@@ -46,7 +47,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if replayed {
 		c.Response().Header().Set(headerReplayed, "true")
 	} else {
-		s.metrics.Cancelled(string(inv.DocType))
+		s.metrics.Cancelled(string(inv.DocType), metrics.SourceOnline, 1)
 	}
 	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv))
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -73,7 +74,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	case r.Replayed:
 		return s.replay(c, r.Invoice)
 	}
-	s.metrics.Issued(string(r.Invoice.DocType))
+	s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
 	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -224,16 +225,18 @@ type continuationBody struct {
 // serial and chain head, or 422 naming the first bad invoice and field,
 // and nothing stored.
 func (s *Server) uploadOffline(c echo.Context) error {
-	return deviceUpload(s, c, decodeOffline, invoice.UploadOffline)
+	return deviceUpload(s, c, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
 }
 
 // deviceUpload serves an upload by the holder of a series' lease (scope
 // issue, header Lease-Id): decode reads the body into items, store stores
-// them as an exact continuation of the series or not at all, and the
-// answer is writeUpload's. It returns errNoLeaseID without the header,
+// them as an exact continuation of the series or not at all, count records
+// what was stored (source device) in the metrics, and the answer is
+// writeUpload's. It returns errNoLeaseID without the header,
 // and the errors of authorisation, the body, decode and store.
 func deviceUpload[T any](s *Server, c echo.Context, decode func([]byte) (T, error),
-	store func(context.Context, db.Beginner, series.Seller, series.Series, string, T, time.Time) (invoice.UploadResult, error)) error {
+	store func(context.Context, db.Beginner, series.Seller, series.Series, string, T, time.Time) (invoice.UploadResult, error),
+	count func(docType, source string, n int)) error {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
 		return err
@@ -256,6 +259,9 @@ func deviceUpload[T any](s *Server, c echo.Context, decode func([]byte) (T, erro
 		return err
 	}
 	res, err := store(ctx, s.pool, p.Seller, sr, leaseID, items, s.now())
+	if err == nil && res.Stored > 0 {
+		count(string(sr.DocType), metrics.SourceDevice, res.Stored)
+	}
 	return writeUpload(c, res, err)
 }
 

@@ -2,15 +2,23 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/series"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -251,4 +259,116 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// seriesCount returns how many series the families in fams hold.
+func seriesCount(fams map[string]*dto.MetricFamily) int {
+	n := 0
+	for _, f := range fams {
+		n += len(f.GetMetric())
+	}
+	return n
+}
+
+// TestMetricsMadeUpMethodsAddNoSeries: HTTP methods are any token a
+// client likes; each made-up one must fold into one label value, so 200 of
+// them to a known route and to an unknown path add no series to the
+// scrape after the first.
+func TestMetricsMadeUpMethodsAddNoSeries(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.ExposeMetrics = true })
+	for _, path := range []string{"/v1/series", "/no/such/path"} {
+		e.do("BREW0", path, "", "")
+	}
+	e.scrape() // so that the scrape's own series are there before
+	before := seriesCount(e.scrape())
+	for i := range 100 {
+		for _, path := range []string{"/v1/series", "/no/such/path"} {
+			r := e.do(fmt.Sprintf("BREW%d", i+1), path, "", "")
+			if r.status < 400 || r.status >= 500 {
+				t.Fatalf("method BREW%d %s: status %d, want 4xx", i+1, path, r.status)
+			}
+		}
+	}
+	after := e.scrape()
+	if n := seriesCount(after); n != before {
+		t.Fatalf("the scrape holds %d series after 200 requests with made-up methods, %d before", n, before)
+	}
+	if g := value(after, "invoiced_http_requests_total", map[string]string{"method": metrics.OtherMethod}, false); g < 200 {
+		t.Fatalf("requests with method %q: %v, want at least 200", metrics.OtherMethod, g)
+	}
+}
+
+// TestMetricsDeviceUploadsCounted: every issued and cancelled counter is
+// present at 0 from the start, and invoices numbered and cancelled
+// offline count with source device when their upload stores them (not
+// again when a re-sent upload replays).
+func TestMetricsDeviceUploadsCounted(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.ExposeMetrics = true })
+	ctx := context.Background()
+	before := e.scrape()
+	for _, name := range []string{"invoiced_invoices_issued_total", "invoiced_invoices_cancelled_total"} {
+		for _, d := range series.DocTypes() {
+			for _, src := range []string{metrics.SourceOnline, metrics.SourceDevice} {
+				if !hasSeries(before, name, map[string]string{"doc_type": string(d), "source": src}) {
+					t.Errorf("%s{doc_type=%q,source=%q} is not present at the start", name, d, src)
+				}
+			}
+		}
+	}
+	cl := client.New(e.url, e.all)
+	l, err := cl.Lease(ctx, "CH1", "till-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := testNow.Add(-time.Hour)
+	term, err := offline.Create(filepath.Join(t.TempDir(), "till.journal"), l, func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer term.Close()
+	for range 3 {
+		if _, err := term.Issue(client.IssueRequest{Items: []client.ItemInput{{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}}); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	if _, err := term.Cancel("2", "wrong buyer"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second sync uploads nothing new
+		if _, err := term.Sync(ctx, cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := e.scrape()
+	for _, c := range []struct {
+		name, source string
+		want         float64
+	}{
+		{"invoiced_invoices_issued_total", metrics.SourceDevice, 3},
+		{"invoiced_invoices_cancelled_total", metrics.SourceDevice, 1},
+		{"invoiced_invoices_issued_total", metrics.SourceOnline, 0},
+	} {
+		labels := map[string]string{"doc_type": "invoice", "source": c.source}
+		if g := value(after, c.name, labels, false) - value(before, c.name, labels, false); g != c.want {
+			t.Errorf("%s%v grew by %v, want %v", c.name, labels, g, c.want)
+		}
+	}
+}
+
+// hasSeries reports whether family name in fams has a series with exactly
+// the labels want.
+func hasSeries(fams map[string]*dto.MetricFamily, name string, want map[string]string) bool {
+	for _, m := range fams[name].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, want) {
+			return true
+		}
+	}
+	return false
 }

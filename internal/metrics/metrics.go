@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -64,12 +65,18 @@ func New() *Metrics {
 	}, []string{"route", "method"})
 	m.issued = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_invoices_issued_total",
-		Help: "Invoices issued (committed and answered 201; replays not counted), by document type.",
-	}, []string{"doc_type"})
+		Help: "Invoices issued (committed and answered 201; replays not counted), by document type and source: online (issued by the server) or device (numbered offline and uploaded).",
+	}, []string{"doc_type", "source"})
 	m.cancelled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_invoices_cancelled_total",
-		Help: "Invoices cancelled, by document type.",
-	}, []string{"doc_type"})
+		Help: "Invoices cancelled, by document type and source: online (cancelled through the server) or device (cancelled offline and uploaded).",
+	}, []string{"doc_type", "source"})
+	for _, d := range series.DocTypes() { // present at 0 from the start
+		for _, src := range []string{SourceOnline, SourceDevice} {
+			m.issued.WithLabelValues(string(d), src)
+			m.cancelled.WithLabelValues(string(d), src)
+		}
+	}
 	m.replays = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "invoiced_idempotent_replays_total",
 		Help: "Requests answered with the invoice an earlier request with the same Idempotency-Key issued.",
@@ -179,19 +186,55 @@ func (m *Metrics) Gather() (map[string]float64, error) {
 	return out, nil
 }
 
+// OtherMethod is the method label of every request whose method is not
+// one of RFC 9110's (a client may send any token as a method; each would
+// otherwise be a series of its own, kept for the life of the process).
+const OtherMethod = "other"
+
+// knownMethods are the method label values besides OtherMethod.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true,
+	http.MethodDelete: true, http.MethodOptions: true, http.MethodConnect: true, http.MethodTrace: true,
+}
+
+// MethodLabel returns the method label of a request with method: method
+// itself for the nine methods of RFC 9110, OtherMethod for any other.
+func MethodLabel(method string) string {
+	if knownMethods[method] {
+		return method
+	}
+	return OtherMethod
+}
+
 // Request records an answered HTTP request: route is the route template
 // (e.g. /v1/series/:code/invoices; the caller maps unknown paths to one
-// value), code the status sent.
+// value), code the status sent. The method is folded by MethodLabel, so
+// that no label takes a value the client chose.
 func (m *Metrics) Request(route, method string, code int, took time.Duration) {
+	method = MethodLabel(method)
 	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.requestDuration.WithLabelValues(route, method).Observe(took.Seconds())
 }
 
-// Issued records an invoice issued, of document type docType.
-func (m *Metrics) Issued(docType string) { m.issued.WithLabelValues(docType).Inc() }
+// Sources of an issued or cancelled invoice (the source label): issued or
+// cancelled by a request to the server, or by an offline device and
+// uploaded.
+const (
+	SourceOnline = "online"
+	SourceDevice = "device"
+)
 
-// Cancelled records an invoice cancelled, of document type docType.
-func (m *Metrics) Cancelled(docType string) { m.cancelled.WithLabelValues(docType).Inc() }
+// Issued records n invoices issued, of document type docType, from source
+// (SourceOnline or SourceDevice).
+func (m *Metrics) Issued(docType, source string, n int) {
+	m.issued.WithLabelValues(docType, source).Add(float64(n))
+}
+
+// Cancelled records n invoices cancelled, of document type docType, from
+// source (SourceOnline or SourceDevice).
+func (m *Metrics) Cancelled(docType, source string, n int) {
+	m.cancelled.WithLabelValues(docType, source).Add(float64(n))
+}
 
 // Replayed records a request answered with an earlier invoice.
 func (m *Metrics) Replayed() { m.replays.Inc() }
