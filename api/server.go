@@ -110,7 +110,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.base)
+	e.Use(s.observe, s.base, guardText)
 	s.routes(e)
 	s.e = e
 	return s
