@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/hex"
-	"errors"
 	"strings"
 	"time"
 
@@ -33,14 +32,16 @@ type offlineCancelBody struct {
 	ChainHash   string `json:"chain_hash"`
 }
 
-// decodeOfflineCancels decodes a cancel upload strictly; it fails with
-// invoice.ErrInvalid naming the cancellation and field.
+// cancelLimits bounds the arrays of an upload of cancellations while it
+// is read.
+var cancelLimits = arrayLimits{byKey: map[string]int{"cancels": invoice.MaxOfflineBatch}}
+
+// decodeOfflineCancels decodes a cancel upload that readScanned read with
+// cancelLimits strictly; it fails with invoice.ErrInvalid naming the
+// cancellation and field.
 func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 	var b offlineCancelsBody
-	if err := decodeStrict(body, &b, invoice.ErrInvalid, invoice.MaxOfflineBatch); err != nil {
-		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(invoice.ErrInvalid, "cancels holds more than %d cancellations", invoice.MaxOfflineBatch)
-		}
+	if err := decodeScanned(body, &b, invoice.ErrInvalid); err != nil {
 		return nil, err
 	}
 	if len(b.Cancels) == 0 || len(b.Cancels) > invoice.MaxOfflineBatch {
@@ -75,5 +76,5 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 // series stands, or 422 naming the first bad cancellation and field, and
 // nothing stored.
 func (s *Server) uploadOfflineCancels(c echo.Context) error {
-	return deviceUpload(s, c, decodeOfflineCancels, invoice.UploadOfflineCancels, s.metrics.Cancelled)
+	return deviceUpload(s, c, cancelLimits, decodeOfflineCancels, invoice.UploadOfflineCancels, s.metrics.Cancelled)
 }

@@ -147,14 +147,16 @@ type totalsBody struct {
 	Total   string `json:"total"`
 }
 
-// decodeOffline decodes an upload strictly; it fails like
-// decodeIssueRequest, naming the invoice.
+// offlineLimits bounds the arrays of an upload of invoices while it is
+// read.
+var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": invoice.MaxItems}}
+
+// decodeOffline decodes an upload that readScanned read with
+// offlineLimits strictly; it fails like decodeIssueRequest, naming the
+// invoice.
 func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	var b offlineBody
-	if err := decodeStrict(body, &b, invoice.ErrInvalid, invoice.MaxOfflineBatch); err != nil {
-		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(invoice.ErrInvalid, "invoices holds more than %d invoices (or an invoice more than %d items)", invoice.MaxOfflineBatch, invoice.MaxItems)
-		}
+	if err := decodeScanned(body, &b, invoice.ErrInvalid); err != nil {
 		return nil, err
 	}
 	if len(b.Invoices) == 0 || len(b.Invoices) > invoice.MaxOfflineBatch {
@@ -225,16 +227,22 @@ type continuationBody struct {
 // serial and chain head, or 422 naming the first bad invoice and field,
 // and nothing stored.
 func (s *Server) uploadOffline(c echo.Context) error {
-	return deviceUpload(s, c, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
+	return deviceUpload(s, c, offlineLimits, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
 }
 
 // deviceUpload serves an upload by the holder of a series' lease (scope
-// issue, header Lease-Id): decode reads the body into items, store stores
-// them as an exact continuation of the series or not at all, count records
-// what was stored (source device) in the metrics, and the answer is
-// writeUpload's. It returns errNoLeaseID without the header,
-// and the errors of authorisation, the body, decode and store.
-func deviceUpload[T any](s *Server, c echo.Context, decode func([]byte) (T, error),
+// issue, header Lease-Id). Before the body is read it checks the key, its
+// series restriction and that the lease holds the series, so that no
+// other key can make the server read (or hold) an upload's body; the body
+// is read with readScanned under limits (each array refused at its first
+// element past the limit, while it arrives), then decode decodes it into
+// items, store stores them as an exact continuation of the series or not
+// at all, count records what was stored (source device) in the metrics,
+// and the answer is writeUpload's. It returns errNoLeaseID without the
+// header, the errors of authorisation, series.CheckLease, the body,
+// decode and store, and invoice.ErrInvalid naming the array past its
+// limit.
+func deviceUpload[T any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) (T, error),
 	store func(context.Context, db.Beginner, series.Seller, series.Series, string, T, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, err := s.authorize(c, apikey.CanIssue)
@@ -245,16 +253,23 @@ func deviceUpload[T any](s *Server, c echo.Context, decode func([]byte) (T, erro
 	if leaseID == "" {
 		return errNoLeaseID
 	}
-	body, err := readJSON(c.Response(), c.Request(), s.bodyLimit(batchBodyMax))
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	if err := series.CheckLease(ctx, s.pool, sr, leaseID); err != nil {
+		return err
+	}
+	body, err := readScanned(c.Response(), c.Request(), s.bodyLimit(batchBodyMax), limits)
+	var long *arrayTooLong
+	if errors.As(err, &long) {
+		return apperr.Errorf(invoice.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
+	}
 	if err != nil {
 		return err
 	}
 	items, err := decode(body)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
 		return err
 	}
