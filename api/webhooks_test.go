@@ -274,13 +274,24 @@ func TestWebhookRegistration(t *testing.T) {
 		"ipv6 loop":  `{"url":"http://[::1]/h","events":["invoice.issued"]}`,
 		"localhost":  `{"url":"http://localhost/h","events":["invoice.issued"]}`,
 		"mapped v4":  `{"url":"http://[::ffff:127.0.0.1]/h","events":["invoice.issued"]}`,
+		"compat v4":  `{"url":"http://[::127.0.0.1]/h","events":["invoice.issued"]}`,
+		"nat64":      `{"url":"http://[64:ff9b::7f00:1]/h","events":["invoice.issued"]}`,
+		"6to4":       `{"url":"http://[2002:7f00:1::1]/h","events":["invoice.issued"]}`,
+		"this net":   `{"url":"http://0.1.2.3/h","events":["invoice.issued"]}`,
+		"broadcast":  `{"url":"http://255.255.255.255/h","events":["invoice.issued"]}`,
 	} {
 		r := e.do("POST", "/v1/webhooks", e.all, body)
 		if r.status != http.StatusUnprocessableEntity {
 			t.Errorf("%s: status %d, want 422; %s", name, r.status, r.body)
 		}
 	}
-	e.wantError(e.do("POST", "/v1/webhooks", e.all, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`), http.StatusUnprocessableEntity, "webhook_url_forbidden")
+	r := e.do("POST", "/v1/webhooks", e.all, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`)
+	e.wantError(r, http.StatusUnprocessableEntity, "webhook_url_forbidden")
+	for _, hint := range []string{"--webhook-allow-private", "INVOICED_WEBHOOK_ALLOW_PRIVATE"} {
+		if !strings.Contains(string(r.body), hint) {
+			t.Errorf("the refusal of a loopback URL does not name %s: %s", hint, r.body)
+		}
+	}
 	e.wantError(e.do("POST", "/v1/webhooks", e.issue, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`), http.StatusForbidden, "forbidden")
 
 	p := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
@@ -288,7 +299,7 @@ func TestWebhookRegistration(t *testing.T) {
 	if strings.Join(w.Events, ",") != "invoice.cancelled,invoice.issued" || !strings.HasPrefix(w.Secret, "whsec_") {
 		t.Fatalf("webhook %+v", w)
 	}
-	r := p.do("GET", "/v1/webhooks", p.all, "")
+	r = p.do("GET", "/v1/webhooks", p.all, "")
 	p.wantStatus(r, http.StatusOK)
 	if strings.Contains(string(r.body), "whsec_") || !strings.Contains(string(r.body), w.ID) {
 		t.Fatalf("listing %s shows a secret or misses the webhook", r.body)
