@@ -50,15 +50,22 @@ type DelivererConfig struct {
 	// it is marked failed; 0 means 72h.
 	GiveUpAfter time.Duration
 	// Timeout bounds one attempt (connect to answer); 0 means 10s. A
-	// claimed delivery is leased for Timeout plus 30s: if its worker dies,
-	// another takes it after that.
+	// worker claims one delivery at a time, right before it sends it, for
+	// Timeout plus 30s: the claim covers the attempt, and if its worker
+	// dies another takes the delivery after that.
 	Timeout time.Duration
+	// PerSeller is the most deliveries of one seller in flight at once in
+	// this process, so that one seller's slow receivers hold at most its
+	// share of the workers; 0 means half the workers, at least 1.
+	PerSeller int
 }
 
 // Defaults of DelivererConfig.
 const (
 	DefaultWebhookWorkers = 4
-	claimBatch            = 8
+	// sellersPerRound is how many sellers with due deliveries a worker
+	// reads at once and then serves one delivery each, in turn.
+	sellersPerRound = 64
 )
 
 // Deliverer sends webhook events: its workers claim due deliveries (FOR
@@ -68,10 +75,44 @@ const (
 // when its lease ends, so nothing is lost and each event is delivered at
 // least once. It also purges events older than 30 days, hourly.
 type Deliverer struct {
-	cfg     DelivererConfig
-	log     *slog.Logger
-	metrics *metrics.Metrics
-	client  *http.Client
+	cfg      DelivererConfig
+	log      *slog.Logger
+	metrics  *metrics.Metrics
+	client   *http.Client
+	inFlight *sellerSlots
+}
+
+// sellerSlots counts the deliveries of each seller in flight in one
+// process and holds each seller to max of them.
+type sellerSlots struct {
+	mu  sync.Mutex
+	max int
+	n   map[int64]int // seller → deliveries in flight, never 0 (deleted)
+}
+
+// take takes one of seller's slots and reports whether one was free.
+func (s *sellerSlots) take(seller int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[seller] >= s.max {
+		return false
+	}
+	s.n[seller]++
+	return true
+}
+
+// release gives back a slot of seller that take gave.
+func (s *sellerSlots) release(seller int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch n := s.n[seller]; {
+	case n <= 0:
+		panic("api: webhook slot released that was not taken")
+	case n == 1:
+		delete(s.n, seller)
+	default:
+		s.n[seller] = n - 1
+	}
 }
 
 // NewDeliverer returns a Deliverer for cfg with its defaults filled in.
@@ -94,7 +135,10 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
 	}
-	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics}
+	if cfg.PerSeller <= 0 {
+		cfg.PerSeller = max(1, cfg.Workers/2)
+	}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -147,24 +191,54 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	return nil
 }
 
-// work claims and delivers until ctx ends.
+// work claims and delivers, round after round, until ctx ends.
 func (d *Deliverer) work(ctx context.Context) {
-	lease := d.cfg.Timeout + 30*time.Second
 	for ctx.Err() == nil {
-		ds, err := claimDeliveries(ctx, d.cfg.Pool, claimBatch, lease)
+		sent, err := d.round(ctx)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("webhooks: claiming deliveries failed", "err", err)
 		}
-		for _, dl := range ds {
-			d.attempt(ctx, dl)
-		}
-		if len(ds) == 0 || err != nil {
+		if sent == 0 || err != nil {
 			select {
 			case <-ctx.Done():
 			case <-time.After(d.cfg.Poll):
 			}
 		}
 	}
+}
+
+// round reads the sellers with due deliveries, longest due first, and
+// for each in turn whose PerSeller slots are not all taken claims one
+// delivery and sends it, so every seller with due deliveries is served
+// once a round whatever another's backlog or its receivers' slowness.
+// Each claim's lease (Timeout + 30s) covers the one attempt that follows
+// it. It returns how many deliveries it sent, and the first failure to
+// claim.
+func (d *Deliverer) round(ctx context.Context) (int, error) {
+	lease := d.cfg.Timeout + 30*time.Second
+	sellers, err := dueSellers(ctx, d.cfg.Pool, sellersPerRound)
+	if err != nil {
+		return 0, err
+	}
+	sent := 0
+	for _, s := range sellers {
+		if ctx.Err() != nil {
+			break
+		}
+		if !d.inFlight.take(s) {
+			continue
+		}
+		ds, err := claimSellerDeliveries(ctx, d.cfg.Pool, s, 1, lease)
+		for _, dl := range ds {
+			d.attempt(ctx, dl)
+			sent++
+		}
+		d.inFlight.release(s)
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
 }
 
 // attempt sends one delivery and records its outcome.

@@ -2,10 +2,17 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/series"
 )
 
 // deliveryState returns the state and attempts of the env's only delivery.
@@ -160,5 +167,56 @@ func TestPublicAddr(t *testing.T) {
 		if got := publicAddr(netip.MustParseAddr(c.addr)); got != c.public {
 			t.Errorf("publicAddr(%s) = %v, want %v", c.addr, got, c.public)
 		}
+	}
+}
+
+// TestSlowSellerDelaysNoOther: one seller's receiver that hangs holds at
+// most that seller's share of the workers; another seller's delivery,
+// due after 40 of the slow seller's, arrives while they still hang.
+func TestSlowSellerDelaysNoOther(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+	release := make(chan struct{})
+	var slowCalls atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowCalls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the slow handlers return, then the server closes
+	fast := make(chan struct{}, 16)
+	quick := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fast <- struct{}{} }))
+	t.Cleanup(quick.Close)
+
+	e.registerWebhook(slow.URL+"/hook", "invoice.issued")
+	for i := range 40 {
+		e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON(""), "Idempotency-Key", fmt.Sprint(i)), http.StatusCreated)
+	}
+	first14 := "29AABCR1718E1Z"
+	check, err := series.CheckChar(first14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: first14 + string(check)})
+	testfactory.Series(t, e.pool, other, nil)
+	key := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeManage)
+	e.wantStatus(e.do("POST", "/v1/webhooks", key, `{"url":"`+quick.URL+`/hook","events":["invoice.issued"]}`), http.StatusCreated)
+	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", key, issueJSON("")), http.StatusCreated)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	d := NewDeliverer(DelivererConfig{Pool: e.pool, AllowPrivate: true, Workers: 4, Poll: 20 * time.Millisecond, Timeout: time.Minute})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-fast:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the other seller's delivery did not arrive in 20 s while the slow seller's receiver hung (%d calls to it)", slowCalls.Load())
+	}
+	if n := slowCalls.Load(); n == 0 || n > 2 {
+		t.Fatalf("%d of the slow seller's deliveries in flight at once with 4 workers, want 1 or 2 (its share)", n)
 	}
 }

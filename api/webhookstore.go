@@ -168,77 +168,89 @@ type delivery struct {
 	sellerID           int64
 }
 
-// claimDeliveries claims up to n due deliveries for lease: their next_at
-// moves lease ahead and their attempts count up, so another worker (of
-// this or another process) skips them meanwhile (FOR UPDATE SKIP LOCKED
-// while claiming, next_at after), and a worker that dies leaves them due
-// again when the lease ends. It returns them with their events.
+// claimDeliveries claims up to n due deliveries for lease, at most one
+// per seller in each pass over the sellers with due deliveries (so one
+// seller's backlog does not fill a claim): their next_at moves lease ahead
+// and their attempts count up, so another worker (of this or another
+// process) skips them meanwhile (FOR UPDATE SKIP LOCKED while claiming,
+// next_at after), and a worker that dies leaves them due again when the
+// lease ends. It returns them with their events. A worker that sends one
+// after another needs a lease covering all of them: the Deliverer claims
+// one delivery at a time (dueSellers, claimSellerDeliveries) instead.
 //
 // It claims seller by seller (claimSellerDeliveries), because Citus runs
-// FOR UPDATE only in a statement that goes to one shard: first it reads,
-// without locks, the earliest due deliveries of all sellers (at most
-// candidatesPerClaim times n; on Citus one read of every shard), then it
-// claims among them for each of their sellers in turn, earliest first,
-// until it has n. Workers that read the same candidates at once share
-// them: each skips the rows another has locked, and rows another has
-// claimed are no longer due.
+// FOR UPDATE only in a statement that goes to one shard. Workers that
+// read the same sellers at once share them: each skips the rows another
+// has locked, and rows another has claimed are no longer due.
 func claimDeliveries(ctx context.Context, q series.DB, n int, lease time.Duration) ([]delivery, error) {
-	rows, err := q.Query(ctx, `
-		SELECT seller_id, event_id FROM webhook_deliveries
-		WHERE state = 'pending' AND next_at <= now()
-		ORDER BY next_at LIMIT $1`, n*candidatesPerClaim)
+	sellers, err := dueSellers(ctx, q, n*candidatesPerClaim)
 	if err != nil {
-		return nil, fmt.Errorf("api: claim deliveries: %w", err)
-	}
-	var sellers []int64
-	events := map[int64][]int64{}
-	var seller, event int64
-	if _, err := pgx.ForEachRow(rows, []any{&seller, &event}, func() error {
-		if _, ok := events[seller]; !ok {
-			sellers = append(sellers, seller)
-		}
-		events[seller] = append(events[seller], event)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("api: claim deliveries: %w", err)
+		return nil, err
 	}
 	var out []delivery
-	for _, s := range sellers {
-		if len(out) == n {
-			break
+	for len(out) < n && len(sellers) > 0 {
+		left := sellers[:0]
+		for _, s := range sellers {
+			if len(out) == n {
+				break
+			}
+			ds, err := claimSellerDeliveries(ctx, q, s, 1, lease)
+			if err != nil {
+				return out, err
+			}
+			if len(ds) > 0 {
+				out = append(out, ds...)
+				left = append(left, s)
+			}
 		}
-		ds, err := claimSellerDeliveries(ctx, q, s, events[s], n-len(out), lease)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, ds...)
+		sellers = left
 	}
 	return out, nil
 }
 
-// candidatesPerClaim is how many due deliveries claimDeliveries reads per
+// dueSellers returns up to limit sellers with due deliveries to live
+// webhooks, the one whose delivery is due longest first.
+func dueSellers(ctx context.Context, q series.DB, limit int) ([]int64, error) {
+	rows, err := q.Query(ctx, `
+		SELECT d.seller_id FROM webhook_deliveries d
+		JOIN webhooks w ON w.seller_id = d.seller_id AND w.id = d.webhook_id AND w.deleted_at IS NULL
+		WHERE d.state = 'pending' AND d.next_at <= now()
+		GROUP BY d.seller_id ORDER BY min(d.next_at) LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("api: claim deliveries: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("api: claim deliveries: %w", err)
+	}
+	return out, nil
+}
+
+// candidatesPerClaim is how many sellers claimDeliveries reads per
 // delivery it claims: enough that a process's workers polling at once
 // each find unclaimed ones.
 const candidatesPerClaim = 4
 
-// claimSellerDeliveries claims up to n of the seller's due deliveries of
-// the events eventIDs for lease (see claimDeliveries), in one statement
-// every table of which is filtered by the seller: on Citus it runs on the
-// seller's shard alone. It returns them with their events.
-func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, eventIDs []int64, n int, lease time.Duration) ([]delivery, error) {
+// claimSellerDeliveries claims up to n of the seller's due deliveries to
+// live webhooks (a deleted webhook's are never sent), earliest first, for
+// lease (see claimDeliveries), in one statement every table of which is
+// filtered by the seller: on Citus it runs on the seller's shard alone.
+// It returns them with their events.
+func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, n int, lease time.Duration) ([]delivery, error) {
 	rows, err := q.Query(ctx, `
 		WITH due AS (
-			SELECT event_id, webhook_id FROM webhook_deliveries
-			WHERE seller_id = $1 AND event_id = ANY ($2::bigint[]) AND state = 'pending' AND next_at <= now()
-			ORDER BY next_at LIMIT $3
-			FOR UPDATE SKIP LOCKED
+			SELECT d.event_id, d.webhook_id FROM webhook_deliveries d
+			JOIN webhooks w ON w.seller_id = $1 AND w.id = d.webhook_id AND w.deleted_at IS NULL
+			WHERE d.seller_id = $1 AND d.state = 'pending' AND d.next_at <= now()
+			ORDER BY d.next_at LIMIT $2
+			FOR UPDATE OF d SKIP LOCKED
 		)
-		UPDATE webhook_deliveries d SET next_at = now() + make_interval(secs => $4), attempts = d.attempts + 1
+		UPDATE webhook_deliveries d SET next_at = now() + make_interval(secs => $3), attempts = d.attempts + 1
 		FROM due, webhooks w, events e
 		WHERE d.seller_id = $1 AND d.event_id = due.event_id AND d.webhook_id = due.webhook_id
 			AND w.seller_id = $1 AND w.id = d.webhook_id AND e.seller_id = $1 AND e.id = d.event_id
 		RETURNING d.event_id, d.webhook_id, d.attempts, w.url, w.secret, e.type, e.created_at, e.invoice_id`,
-		sellerID, eventIDs, n, lease.Seconds())
+		sellerID, n, lease.Seconds())
 	if err != nil {
 		return nil, fmt.Errorf("api: claim deliveries: %w", err)
 	}
@@ -265,8 +277,12 @@ func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, eve
 	return out, nil
 }
 
-// finishDelivery records the end of an attempt: delivered, failed for
-// good, or due again at next.
+// finishDelivery records the end of the attempt d claimed: delivered,
+// failed for good, or due again at next. It changes nothing when the
+// delivery is no longer pending with d's attempt count: its claim ran out
+// and another worker claimed it again (that attempt is the one to
+// record), or its webhook was deleted meanwhile (deleteWebhookRow failed
+// it for good).
 func finishDelivery(ctx context.Context, db series.DB, d delivery, state string, status int, lastErr string, next time.Time) error {
 	var st *int
 	if status != 0 {
@@ -281,7 +297,8 @@ func finishDelivery(ctx context.Context, db series.DB, d delivery, state string,
 	_, err := db.Exec(ctx, `
 		UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = nullif($5, ''),
 			next_at = $6, delivered_at = `+deliveredAt+`
-		WHERE event_id = $1 AND webhook_id = $2 AND seller_id = $7`, d.eventID, d.webhookID, state, st, lastErr, next, d.sellerID)
+		WHERE event_id = $1 AND webhook_id = $2 AND seller_id = $7 AND state = 'pending' AND attempts = $8`,
+		d.eventID, d.webhookID, state, st, lastErr, next, d.sellerID, d.attempts)
 	if err != nil {
 		return fmt.Errorf("api: record delivery: %w", err)
 	}
