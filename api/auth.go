@@ -48,6 +48,32 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 	return p, nil
 }
 
+// chargeInvoices spends the rate-limit tokens (serve --rate-limit) of
+// p's key for a request that carries n invoices (a batch, a device
+// upload), beyond the one authorize spent on the request itself, so that
+// the limit counts invoices however they are sent. Without a limit it
+// does nothing. It fails with errKeyRateLimited (429, Retry-After set,
+// nothing spent) when the key has fewer tokens left, and when n is more
+// than the key's bucket holds (the limit per second, at least 1): such a
+// request could never pass, and the message says the most one may carry.
+func (s *Server) chargeInvoices(c echo.Context, p apikey.Principal, n int) error {
+	if s.keyRate == nil || n <= 1 {
+		return nil
+	}
+	rate := strconv.FormatFloat(s.keyRate.rate, 'f', -1, 64)
+	if float64(n) > s.keyRate.burst {
+		return apperr.Errorf(errKeyRateLimited, "this request carries %d invoices; with serve --rate-limit %s one request may carry at most %d invoices: send smaller batches",
+			n, rate, int(s.keyRate.burst))
+	}
+	ok, wait := s.keyRate.takeN(p.Prefix, s.now(), float64(n-1))
+	if !ok {
+		secs := max(1, int(math.Ceil(wait.Seconds())))
+		c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
+		return apperr.Errorf(errKeyRateLimited, "this API key may issue %s invoices a second (serve --rate-limit) and this request carries %d; retry in %d s", rate, n, secs)
+	}
+	return nil
+}
+
 // authenticate returns the principal of the bearer key in header (the
 // Authorization header's value) for request r; the errors and the cost of
 // a failure are authorize's.

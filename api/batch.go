@@ -189,6 +189,9 @@ func (s *Server) issueBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.chargeInvoices(c, p, len(items)); err != nil {
+		return err
+	}
 	sr, err := s.seriesOf(ctx, p, c.Param("code"))
 	if err != nil {
 		return err

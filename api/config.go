@@ -90,8 +90,11 @@ type Config struct {
 	FailureBurst int
 
 	// KeyRate, when positive, is how many requests per second one API key
-	// may make (a second's worth at once); past it the request gets 429
-	// rate_limited with Retry-After. 0 means no limit.
+	// may make (a second's worth at once), a request carrying several
+	// invoices (a batch, a device upload) counting one per invoice; past
+	// it the request gets 429 rate_limited with Retry-After, and so does a
+	// request carrying more invoices than a second's worth (it could never
+	// pass; its message says the most allowed). 0 means no limit.
 	KeyRate float64
 	// WebhookAllowPrivate lets webhooks be registered for URLs that
 	// resolve to loopback, private or link-local addresses (tests,

@@ -97,13 +97,20 @@ func (l *failureLimiter) charge(peer string, now time.Time) {
 // take spends one of peer's tokens and reports true, or, when none is
 // left, reports false and how long until one is.
 func (l *failureLimiter) take(peer string, now time.Time) (bool, time.Duration) {
+	return l.takeN(peer, now, 1)
+}
+
+// takeN spends n of peer's tokens and reports true, or, when fewer are
+// left, spends none and reports false and how long until n are (n must
+// be at most the burst).
+func (l *failureLimiter) takeN(peer string, now time.Time, n float64) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.level(peer, now)
-	if b.tokens < 1 {
-		return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	if b.tokens < n {
+		return false, time.Duration((n - b.tokens) / l.rate * float64(time.Second))
 	}
-	b.tokens--
+	b.tokens -= n
 	if _, ok := l.peers[peer]; !ok && len(l.peers) >= maxPeers {
 		l.forgetFull(now)
 	}

@@ -238,12 +238,13 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // element past the limit, while it arrives), then decode decodes it into
 // items, store stores them as an exact continuation of the series or not
 // at all, count records what was stored (source device) in the metrics,
-// and the answer is writeUpload's. It returns errNoLeaseID without the
+// and the answer is writeUpload's. Each item costs a token of the key's
+// rate limit (chargeInvoices). It returns errNoLeaseID without the
 // header, the errors of authorisation, series.CheckLease, the body,
-// decode and store, and invoice.ErrInvalid naming the array past its
-// limit.
-func deviceUpload[T any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) (T, error),
-	store func(context.Context, db.Beginner, series.Seller, series.Series, string, T, time.Time) (invoice.UploadResult, error),
+// decode, chargeInvoices and store, and invoice.ErrInvalid naming the
+// array past its limit.
+func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
+	store func(context.Context, db.Beginner, series.Seller, series.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
@@ -271,6 +272,9 @@ func deviceUpload[T any](s *Server, c echo.Context, limits arrayLimits, decode f
 	}
 	items, err := decode(body)
 	if err != nil {
+		return err
+	}
+	if err := s.chargeInvoices(c, p, len(items)); err != nil {
 		return err
 	}
 	res, err := store(ctx, s.pool, p.Seller, sr, leaseID, items, s.now())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"strconv"
 	"strings"
@@ -146,5 +147,38 @@ func TestKeyRateLimit(t *testing.T) {
 	d := setup(t)
 	for range 20 {
 		d.wantStatus(d.do("GET", "/v1/series", d.read, ""), 200)
+	}
+}
+
+// TestKeyRateCountsInvoices: --rate-limit counts invoices where a request
+// carries many: a batch of 8 spends 8 of a key's 10 tokens, so a batch of
+// 3 right after is refused whole (429, nothing numbered), and a batch
+// larger than the bucket is refused with a message saying the most one
+// request may carry.
+func TestKeyRateCountsInvoices(t *testing.T) {
+	t.Parallel()
+	var shift atomic.Int64 // nanoseconds after testNow
+	e := setup(t, func(c *Config) {
+		c.KeyRate = 10
+		c.Now = func() time.Time { return testNow.Add(time.Duration(shift.Load())) }
+	})
+	batch := func(tag string, n int) resp {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = batchItemJSON(fmt.Sprintf("%s-%d", tag, i), "")
+		}
+		return e.do("POST", "/v1/series/CH1/invoices/batch", e.issue, batchJSON(items))
+	}
+	e.wantStatus(batch("a", 8), 200)
+	e.wantError(batch("b", 3), 429, "rate_limited")
+	shift.Store(int64(10 * time.Second))
+	r := batch("c", 11)
+	e.wantError(r, 429, "rate_limited")
+	if !strings.Contains(string(r.body), "at most 10 invoices") {
+		t.Fatalf("the refusal of a batch larger than the bucket does not say the most allowed: %s", r.body)
+	}
+	var n int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM invoices`).Scan(&n); err != nil || n != 8 {
+		t.Fatalf("%d invoices numbered (%v), want the first batch's 8 alone", n, err)
 	}
 }

@@ -38,7 +38,7 @@ func addLimitFlags(fs *flag.FlagSet, l *limits) {
 	fs.IntVar(&l.maxExports, "max-exports", 0, "audit exports in progress at once over all sellers, 429 too_many_exports past it (0: 4, or a quarter of --max-conns when that is less, at least 1)")
 	fs.IntVar(&l.maxExportsPerSeller, "max-exports-per-seller", api.DefaultMaxExportsPerSeller, "audit exports in progress at once for one seller (at most --max-exports)")
 	fs.DurationVar(&l.exportStall, "export-stall-timeout", api.DefaultExportStallTimeout, "how long a client may stop reading an export before it is cut off")
-	fs.Float64Var(&l.rateLimit, "rate-limit", 0, "requests per second one API key may make (a second's worth at once), 429 rate_limited with Retry-After past it; 0 = no limit")
+	fs.Float64Var(&l.rateLimit, "rate-limit", 0, "requests per second one API key may make (a second's worth at once), each invoice of a batch or device upload counting as one; 429 rate_limited with Retry-After past it, and for a request carrying more invoices than a second's worth; 0 = no limit")
 	fs.Float64Var(&l.failureRate, "failure-rate", api.DefaultFailureRate, "authentication failures and unknown receipt ids one client address may cause per second (ten seconds' worth at once) before its uncached lookups get 429; 0 = no limit (behind a proxy every client shares its address)")
 }
 
