@@ -54,7 +54,8 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 // the limit counts invoices however they are sent. Without a limit it
 // does nothing. It fails with errKeyRateLimited (429, Retry-After set,
 // nothing spent) when the key has fewer tokens left, and when n is more
-// than the key's bucket holds (the limit per second, at least 1): such a
+// than the key's bucket holds (the limit per second, at least 1) with
+// errOverRateLimit (429 over_rate_limit, not to be retried): such a
 // request could never pass, and the message says the most one may carry.
 func (s *Server) chargeInvoices(c echo.Context, p apikey.Principal, n int) error {
 	if s.keyRate == nil || n <= 1 {
@@ -62,7 +63,7 @@ func (s *Server) chargeInvoices(c echo.Context, p apikey.Principal, n int) error
 	}
 	rate := strconv.FormatFloat(s.keyRate.rate, 'f', -1, 64)
 	if float64(n) > s.keyRate.burst {
-		return apperr.Errorf(errKeyRateLimited, "this request carries %d invoices; with serve --rate-limit %s one request may carry at most %d invoices: send smaller batches",
+		return apperr.Errorf(errOverRateLimit, "this request carries %d invoices; with serve --rate-limit %s one request may carry at most %d invoices: send smaller batches",
 			n, rate, int(s.keyRate.burst))
 	}
 	ok, wait := s.keyRate.takeN(p.Prefix, s.now(), float64(n-1))

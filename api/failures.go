@@ -28,6 +28,7 @@ const maxPeers = 10000
 var (
 	errRateLimited    = apperr.New(apperr.TooMany, "rate_limited", "too many failed requests from this address; retry in a few seconds")
 	errKeyRateLimited = apperr.New(apperr.TooMany, "rate_limited", "this API key made more requests a second than the server allows (serve --rate-limit)")
+	errOverRateLimit  = apperr.New(apperr.TooMany, "over_rate_limit", "this request carries more invoices than the key's rate limit allows at once (serve --rate-limit)")
 )
 
 // failureLimiter is a token bucket per client address.

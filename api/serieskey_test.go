@@ -173,7 +173,7 @@ func TestKeyRateCountsInvoices(t *testing.T) {
 	e.wantError(batch("b", 3), 429, "rate_limited")
 	shift.Store(int64(10 * time.Second))
 	r := batch("c", 11)
-	e.wantError(r, 429, "rate_limited")
+	e.wantError(r, 429, "over_rate_limit")
 	if !strings.Contains(string(r.body), "at most 10 invoices") {
 		t.Fatalf("the refusal of a batch larger than the bucket does not say the most allowed: %s", r.body)
 	}

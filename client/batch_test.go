@@ -3,9 +3,18 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/invoiced/invoiced/api"
+	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 )
 
 // batch returns n sales as batch items without keys.
@@ -152,5 +161,35 @@ func TestIssueBatchEnvelopeRefused(t *testing.T) {
 	}
 	if s := serials(t, c, "CH1"); len(s) != 0 {
 		t.Fatalf("series holds %v, want none", s)
+	}
+}
+
+// TestBatchOverRateLimitNotRetried: a batch carrying more invoices than
+// the key's --rate-limit allows at once can never pass; the client
+// returns over_rate_limit after one request instead of retrying it.
+func TestBatchOverRateLimitNotRetried(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Rate Test Stall"})
+	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
+	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	h := api.New(api.Config{Pool: pool, FailureRate: -1, KeyRate: 2}).Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	_, err = fastClient(ts.URL, key).IssueBatch(ctx, "CH1", []BatchItem{{Items: sale().Items}, {Items: sale().Items}, {Items: sale().Items}})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusTooManyRequests || ce.Code != CodeOverRateLimit {
+		t.Fatalf("a batch of 3 under --rate-limit 2: %v, want 429 %s", err, CodeOverRateLimit)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the client sent the batch %d times, want once", n)
 	}
 }

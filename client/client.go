@@ -148,7 +148,7 @@ func retryable(e *Error) bool {
 	case e.Status == http.StatusConflict && e.Code == CodeIdempotencyKeyInProgress:
 		return true
 	case e.Status == http.StatusTooManyRequests:
-		return true
+		return e.Code != CodeOverRateLimit // never passes however long one waits
 	case e.Status >= 500:
 		return true
 	}
