@@ -56,9 +56,17 @@ func TestVersionNamesTheRevision(t *testing.T) {
 // returns the command (started) and its stdout.
 func runDemo(t *testing.T, bin, url, addr string) (*exec.Cmd, io.Reader) {
 	t.Helper()
+	return runDemoWith(t, bin, url, filepath.Join(t.TempDir(), "demo-key"), "ADDR="+addr)
+}
+
+// runDemoWith starts scripts/run-demo on the database url keeping its key
+// in keyfile, with the extra environment variables env (NAME=value), and
+// returns the command (started) and its stdout.
+func runDemoWith(t *testing.T, bin, url, keyfile string, env ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
 	cmd := exec.Command("./run-demo")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "ADDR="+addr, "INVOICED="+bin,
-		"DEMO_KEYFILE="+filepath.Join(t.TempDir(), "demo-key"))
+	cmd.Env = append(envWithout("ADDR", "INVOICED_ADDR"), "DATABASE_URL="+url, "INVOICED="+bin, "DEMO_KEYFILE="+keyfile)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -265,4 +273,142 @@ func envWithout(names ...string) []string {
 		}
 	}
 	return out
+}
+
+// activeKeys returns the prefixes of the demo seller's active API keys in
+// the database at url.
+func activeKeys(t *testing.T, url string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT k.prefix FROM api_keys k JOIN sellers s ON s.id = k.seller_id
+		WHERE s.gstin = '27AAPFU0939F1ZV' AND k.revoked_at IS NULL ORDER BY k.prefix`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prefixes
+}
+
+// serveDemo runs run-demo with env until its banner names the URL it
+// listens on, then stops it with SIGTERM and returns that URL.
+func serveDemo(t *testing.T, bin, url, keyfile string, env ...string) string {
+	t.Helper()
+	cmd, stdout := runDemoWith(t, bin, url, keyfile, env...)
+	lines := bufio.NewScanner(stdout)
+	urlLine := regexp.MustCompile(`^  URL +(http://\S+) `)
+	var base string
+	for lines.Scan() {
+		if m := urlLine.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		cmd.Wait()
+		t.Fatal("run-demo printed no banner")
+	}
+	go io.Copy(io.Discard, stdout)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run-demo after SIGTERM: %v", err)
+	}
+	return base
+}
+
+// TestRunDemoKeepsOneDemoKey: running the demo again and again, with
+// failed runs (a taken port) among them, leaves at most one active demo
+// key, the one in the key file; a failed run on a fresh database makes
+// none.
+func TestRunDemoKeepsOneDemoKey(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	url := dbtest.NewEmptyURL(t)
+	keyfile := filepath.Join(t.TempDir(), "demo-key")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	failed := func() {
+		t.Helper()
+		cmd, stdout := runDemoWith(t, bin, url, keyfile, "ADDR="+taken.Addr().String())
+		io.Copy(io.Discard, stdout)
+		if err := cmd.Wait(); err == nil {
+			t.Fatal("run-demo on a taken port exited 0")
+		}
+	}
+	check := func(step string, want int) {
+		t.Helper()
+		got := activeKeys(t, url)
+		if len(got) != want {
+			t.Fatalf("after %s the demo seller has active keys %v, want %d", step, got, want)
+		}
+		if want == 1 {
+			if key, err := os.ReadFile(keyfile); err != nil || !strings.HasPrefix(string(key), "ik_"+got[0]+"_") {
+				t.Fatalf("after %s the key file holds %.12q… (%v), not the active key %s", step, key, err, got[0])
+			}
+		}
+	}
+	failed()
+	check("a failed first run", 0)
+	serveDemo(t, bin, url, keyfile, "ADDR=127.0.0.1:0")
+	check("one run", 1)
+	failed()
+	check("a failed second run", 1)
+	serveDemo(t, bin, url, keyfile, "ADDR=127.0.0.1:0")
+	check("a third run", 1)
+}
+
+// TestRunDemoHonoursInvoicedAddr: INVOICED_ADDR (serve's own variable)
+// chooses the address when ADDR is not set.
+func TestRunDemoHonoursInvoicedAddr(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	url := dbtest.NewEmptyURL(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	base := serveDemo(t, bin, url, filepath.Join(t.TempDir(), "demo-key"), "INVOICED_ADDR="+addr)
+	if base != "http://"+addr {
+		t.Fatalf("with INVOICED_ADDR=%s the demo listened on %s", addr, base)
+	}
+}
+
+// TestBenchHelpStartsNothing: scripts/bench --help prints its usage and
+// exits 0 without building, initialising or starting a cluster (it runs
+// in a copy of the script with no scripts/pg beside it and no Go on PATH).
+func TestBenchHelpStartsNothing(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "scripts", "bench"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"--help", "-h"} {
+		cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(repo, "scripts", "bench"), arg)
+		cmd.Env = append(envWithout("PATH", "DATABASE_URL"), "PATH=/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "--quick") {
+			t.Fatalf("scripts/bench %s: %v\n%s", arg, err, out)
+		}
+		if entries, _ := os.ReadDir(repo); len(entries) != 1 {
+			t.Fatalf("scripts/bench %s created %v beside scripts/", arg, entries)
+		}
+	}
 }
