@@ -124,7 +124,9 @@ func invoiceKey(inv invoice.Invoice) string {
 	return inv.SeriesCode + "-" + strconv.Itoa(int(inv.FY)) + "-" + strconv.FormatInt(inv.Serial, 10)
 }
 
-func renderInvoice(inv invoice.Invoice) invoiceJSON {
+// renderInvoice returns inv as the API shows it; its receipt_url is
+// absolute under publicURL, or a path when publicURL is "".
+func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
 	out := invoiceJSON{
 		ID:            invoiceKey(inv),
 		Number:        inv.Number,
@@ -136,7 +138,7 @@ func renderInvoice(inv invoice.Invoice) invoiceJSON {
 		IssuedAt:      invoice.Timestamp(inv.IssuedAt),
 		Status:        inv.Status,
 		PublicID:      inv.PublicID,
-		ReceiptURL:    "/r/" + inv.PublicID,
+		ReceiptURL:    publicURL + "/r/" + inv.PublicID,
 		PlaceOfSupply: inv.PlaceOfSupply,
 		Totals: totalsJSON{
 			Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST), SGST: invoice.Money(inv.Totals.SGST),

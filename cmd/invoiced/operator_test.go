@@ -311,7 +311,8 @@ func TestChainCheckReportsABreak(t *testing.T) {
 }
 
 // TestREADMEListsEveryServeVariable: the README's table names the
-// environment variable of every serve flag.
+// environment variable of every serve flag, and its flag paragraphs name
+// every flag.
 func TestREADMEListsEveryServeVariable(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
@@ -327,6 +328,12 @@ func TestREADMEListsEveryServeVariable(t *testing.T) {
 	for _, n := range names {
 		if !strings.Contains(string(readme), "`"+n[1]+"`") {
 			t.Errorf("README does not list %s", n[1])
+		}
+	}
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr.String(), -1)
+	for _, f := range flags {
+		if !strings.Contains(string(readme), "`--"+f[1]) {
+			t.Errorf("README's serve flags do not name --%s", f[1])
 		}
 	}
 }
