@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -41,5 +42,22 @@ func TestServePublicURL(t *testing.T) {
 		if got, err := parsePublicURL(in); err != nil || got != want {
 			t.Errorf("parsePublicURL(%q) = %q, %v; want %q", in, got, err, want)
 		}
+	}
+}
+
+// TestBoolEnvNamesItsValues: a serve switch set by its environment
+// variable to something that is not a boolean names the values it takes,
+// not Go's "parse error".
+func TestBoolEnvNamesItsValues(t *testing.T) {
+	t.Parallel()
+	getenv := func(k string) string {
+		if k == "INVOICED_BATCHING" {
+			return "yes"
+		}
+		return ""
+	}
+	err := run(t.Context(), []string{"serve"}, getenv, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `INVOICED_BATCHING="yes"`) || !strings.Contains(err.Error(), "true or false") {
+		t.Fatalf("serve with INVOICED_BATCHING=yes: %v, want the variable and the values it takes", err)
 	}
 }

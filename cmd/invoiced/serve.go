@@ -286,11 +286,12 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
+	// The addresses go in the log line (JSON by default), not as plain
+	// lines among the logs; stdout keeps the one line scripts wait for.
+	logger.Info("listening", "addr", addr, "metrics", "http://"+cmp.Or(metricsAt, addr)+"/metrics",
+		"console", "http://"+addr+"/console/", "backdate_days", c.backdateDays,
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
-	fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", cmp.Or(metricsAt, addr))
-	fmt.Fprintf(e.stdout, "console on http://%s/console/\n", addr)
 
 	select {
 	case err := <-serveErr:
