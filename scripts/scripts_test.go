@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -410,5 +411,130 @@ func TestBenchHelpStartsNothing(t *testing.T) {
 		if entries, _ := os.ReadDir(repo); len(entries) != 1 {
 			t.Fatalf("scripts/bench %s created %v beside scripts/", arg, entries)
 		}
+	}
+}
+
+// copyScript copies scripts/name into a fresh checkout-like folder and
+// returns that folder.
+func copyScript(t *testing.T, names ...string) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(repo, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "scripts", name), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
+}
+
+// TestPgStartStartsTheClusterAlone: scripts/pg start starts the project's
+// persistent cluster and runs nothing else; its URL answers, and pg url
+// names the same cluster.
+func TestPgStartStartsTheClusterAlone(t *testing.T) {
+	t.Parallel()
+	repo := copyScript(t, "pg")
+	pg := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repo, "scripts", "pg")}, args...)...)
+		cmd.Env = envWithout("DATABASE_URL", "TEST_DATABASE_URL")
+		cmd.Stderr = &testWriter{t: t}
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	link := filepath.Join(repo, ".data", "pg")
+	t.Cleanup(func() {
+		pg("stop")
+		if dir, err := os.Readlink(link); err == nil {
+			stopPostmaster(dir)
+			os.RemoveAll(dir)
+		}
+	})
+	started, err := pg("start")
+	if err != nil {
+		t.Fatalf("scripts/pg start: %v", err)
+	}
+	conn, err := pgx.Connect(t.Context(), started)
+	if err != nil {
+		t.Fatalf("scripts/pg start printed %q, which does not answer: %v", started, err)
+	}
+	conn.Close(context.Background())
+	if url, err := pg("url"); err != nil || url != started {
+		t.Fatalf("scripts/pg url after start: %q, %v; want %q", url, err, started)
+	}
+}
+
+// TestPgNamesTheFixForAnUpgradedServer: the error a cluster gives when
+// the PostgreSQL package was upgraded under it (a plpgsql.so of the new
+// minor release, a postmaster of the old) makes scripts/pg say what
+// happened and how to fix it; other errors are left alone.
+func TestPgNamesTheFixForAnUpgradedServer(t *testing.T) {
+	t.Parallel()
+	explain := func(msg string) string {
+		out, _ := exec.CommandContext(t.Context(), "bash", "-c", `source ./pg && explain_pg_error "$1"`, "bash", msg).CombinedOutput()
+		return string(out)
+	}
+	upgraded := explain(`psql: error: connection to server at "127.0.0.1", port 5433 failed: FATAL:  could not load library "/usr/lib/postgresql/15/lib/plpgsql.so": /usr/lib/postgresql/15/lib/plpgsql.so: undefined symbol: AllocSetContextCreateInternal`)
+	for _, want := range []string{"upgraded", "restart", "scripts/pg stop", "make db-start"} {
+		if !strings.Contains(upgraded, want) {
+			t.Fatalf("explain_pg_error on the undefined-symbol error printed %q, want it to name %q", upgraded, want)
+		}
+	}
+	if other := explain(`FATAL:  password authentication failed for user "x"`); other != "" {
+		t.Fatalf("explain_pg_error on another error printed %q, want nothing", other)
+	}
+}
+
+// TestCitusBuildPinsServerHeaders: scripts/citus build asks apt for the
+// server headers of exactly the installed server's version, so that
+// installing them cannot upgrade the server under running clusters. It
+// is checked with a dpkg-query that reports a server older than the
+// archive's newest, without building anything.
+func TestCitusBuildPinsServerHeaders(t *testing.T) {
+	t.Parallel()
+	repo := copyScript(t, "pg", "citus")
+	fake := t.TempDir()
+	dpkgQuery := `#!/bin/sh
+# fake dpkg-query -W -f=FORMAT PACKAGE: postgresql-15 15.18 installed, the
+# headers 15.20, nothing else.
+for last; do :; done
+case $last in
+postgresql-15) printf '15.18-0+deb12u1 install ok installed' ;;
+postgresql-server-dev-15) printf '15.20-0+deb12u1 install ok installed' ;;
+*) exit 1 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(fake, "dpkg-query"), []byte(dpkgQuery), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-c", `source scripts/citus && build_dep_specs`)
+	cmd.Dir = repo
+	cmd.Env = append(envWithout("PATH"), "PATH="+fake+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build_dep_specs: %v\n%s", err, out)
+	}
+	specs := strings.Fields(string(out))
+	if !slices.Contains(specs, "postgresql-server-dev-15=15.18-0+deb12u1") || slices.Contains(specs, "postgresql-server-dev-15") {
+		t.Fatalf("build_dep_specs = %q, want postgresql-server-dev-15 pinned to the server's 15.18-0+deb12u1", specs)
+	}
+	if !slices.Contains(specs, "libcurl4-openssl-dev") {
+		t.Fatalf("build_dep_specs = %q, want the other dependencies unpinned", specs)
+	}
+	// Installed headers of another version than the server's count as
+	// missing, and are asked for at the server's version.
+	cmd = exec.CommandContext(t.Context(), "bash", "-c", `source scripts/citus && missing_build_deps`)
+	cmd.Dir = repo
+	cmd.Env = append(envWithout("PATH"), "PATH="+fake+":"+os.Getenv("PATH"))
+	out, err = cmd.CombinedOutput()
+	if missing := strings.Fields(string(out)); err != nil || !slices.Contains(missing, "postgresql-server-dev-15=15.18-0+deb12u1") {
+		t.Fatalf("missing_build_deps = %q, %v; want the headers at the server's version", missing, err)
 	}
 }
