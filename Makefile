@@ -30,7 +30,7 @@ CITUS_ALONE := ./internal/faults/
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI         := .cache/golangci-lint/$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-stop clean chromium console-screenshots
+.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-start db-stop clean chromium console-screenshots
 
 help: ## Show this help
 	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
@@ -88,6 +88,9 @@ $(GOLANGCI):
 
 migrate: build ## Apply database migrations to the persistent local DB
 	$(PG) run -- $(BIN) migrate
+
+db-start: ## Start the persistent local PostgreSQL cluster alone (no server) and print its URL
+	$(PG) start
 
 db-stop: ## Stop the persistent local PostgreSQL cluster
 	$(PG) stop

@@ -235,7 +235,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 				results[i] = s.batchReplay(r.Invoice)
 			default:
 				s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
-				inv := renderInvoice(r.Invoice)
+				inv := renderInvoice(r.Invoice, s.publicURL)
 				results[i] = batchResultJSON{Status: http.StatusCreated, Invoice: &inv}
 			}
 		}
@@ -248,7 +248,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 // batchReplay is the result of an item issued earlier with its key.
 func (s *Server) batchReplay(inv invoice.Invoice) batchResultJSON {
 	s.metrics.Replayed()
-	r := renderInvoice(asIssued(inv))
+	r := renderInvoice(asIssued(inv), s.publicURL)
 	return batchResultJSON{Status: http.StatusCreated, Replayed: true, Invoice: &r}
 }
 

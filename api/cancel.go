@@ -49,15 +49,15 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	} else {
 		s.metrics.Cancelled(string(inv.DocType), metrics.SourceOnline, 1)
 	}
-	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv))
+	return writeJSON(c, http.StatusOK, cancelAnswer(p, inv, s.publicURL))
 }
 
 // cancelAnswer is the body of a cancel's answer: the whole invoice for a
 // key that may read it, otherwise only what confirms the cancellation
 // (id, number, status, cancelled_at), so that an issue-only key cannot
 // read invoices by cancelling them.
-func cancelAnswer(p apikey.Principal, inv invoice.Invoice) any {
-	full := renderInvoice(inv)
+func cancelAnswer(p apikey.Principal, inv invoice.Invoice, publicURL string) any {
+	full := renderInvoice(inv, publicURL)
 	if p.Scopes.Has(apikey.CanRead) {
 		return full
 	}

@@ -101,6 +101,12 @@ type Config struct {
 	// on-premises receivers); otherwise they are refused (SSRF). The
 	// Deliverer has its own switch for the addresses it connects to.
 	WebhookAllowPrivate bool
+	// PublicURL is the base URL clients reach the server at (scheme, host
+	// and any path prefix, no trailing slash), e.g.
+	// "https://bills.example.in": receipt_url is then absolute under it.
+	// "" leaves receipt_url a path ("/r/…"), as the server cannot know its
+	// own public address behind a proxy.
+	PublicURL string
 }
 
 // Defaults of Config.

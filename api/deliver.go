@@ -36,6 +36,9 @@ type DelivererConfig struct {
 	// checked when it is dialled (a name that resolved to a public address
 	// at registration and to a private one now is refused).
 	AllowPrivate bool
+	// PublicURL makes the receipt_url of the events absolute, as
+	// Config.PublicURL does for answers.
+	PublicURL string
 	// Workers is how many deliveries run at once in this process; 0 means
 	// DefaultWebhookWorkers.
 	Workers int
@@ -288,7 +291,7 @@ func (d *Deliverer) backoff(attempts int) time.Duration {
 
 // send POSTs dl's event to its webhook and returns the answer's status.
 func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
-	body, err := json.Marshal(renderEvent(dl.ev))
+	body, err := json.Marshal(renderEvent(dl.ev, d.cfg.PublicURL))
 	if err != nil {
 		return 0, err
 	}

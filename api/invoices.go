@@ -73,7 +73,7 @@ func (s *Server) listInvoices(c echo.Context) error {
 			out.NextCursor = &next
 			break
 		}
-		out.Invoices = append(out.Invoices, renderInvoice(inv))
+		out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -102,7 +102,7 @@ func (s *Server) findInvoices(c echo.Context) error {
 		if err := p.CheckSeries(inv.SeriesCode); err != nil {
 			return err
 		}
-		out.Invoices = append(out.Invoices, renderInvoice(inv))
+		out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -168,5 +168,5 @@ func (s *Server) getInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, renderInvoice(inv))
+	return writeJSON(c, http.StatusOK, renderInvoice(inv, s.publicURL))
 }

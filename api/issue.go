@@ -75,7 +75,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 		return s.replay(c, r.Invoice)
 	}
 	s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
-	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice))
+	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice, s.publicURL))
 }
 
 // prepare validates req for series sr of seller and computes it (see
@@ -98,7 +98,7 @@ func (s *Server) prepare(ctx context.Context, seller series.Seller, sr series.Se
 func (s *Server) replay(c echo.Context, inv invoice.Invoice) error {
 	s.metrics.Replayed()
 	c.Response().Header().Set(headerReplayed, "true")
-	return writeJSON(c, http.StatusCreated, renderInvoice(asIssued(inv)))
+	return writeJSON(c, http.StatusCreated, renderInvoice(asIssued(inv), s.publicURL))
 }
 
 // lookupReplay returns the invoice a stored idempotency key answered for,

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
+	"github.com/shopspring/decimal"
 )
 
 const mimeHTML = "text/html; charset=utf-8"
@@ -42,6 +43,8 @@ td.n,th.n{text-align:right;white-space:nowrap}
 .totals{width:auto;margin-left:auto;min-width:18em}
 .tot td{font-weight:bold;border-top:2px solid #333;border-bottom:none}
 .words{font-style:italic}
+.signatory{margin:1.5em 0 0 auto;width:16em;text-align:center}
+.signatory .sign{display:block;height:3em;border-bottom:1px solid #333;margin-bottom:.2em}
 .cancelled{border:4px double #b00;color:#b00;font-weight:bold;padding:.5em;text-align:center;font-size:1.6em;letter-spacing:.1em;margin:.5em 0}
 .cancelled small{display:block;font-size:.55em;letter-spacing:0;font-weight:normal}
 .meta{width:auto}.meta td{border:none;padding:.1em 1.5em .1em 0}
@@ -68,6 +71,7 @@ h1{font-size:1.2em;text-align:center}
 .sub{display:inline}
 th,td{padding:.15em .2em}
 .totals{width:100%;min-width:0}
+.signatory{width:auto}
 {{end}}
 </style>
 </head>
@@ -82,12 +86,13 @@ th,td{padding:.15em .2em}
 <tr><td>Number</td><td><strong>{{.Inv.Number}}</strong></td></tr>
 <tr><td>Date</td><td>{{.InvoiceDate}}</td></tr>
 <tr><td>Place of supply</td><td>{{.PlaceOfSupply}}</td></tr>
+<tr><td>Tax payable on reverse charge</td><td>{{if .ReverseCharge}}Yes{{else}}No{{end}}</td></tr>
 {{with .Inv.Original}}<tr><td>Against</td><td>{{.Number}} dated {{.InvoiceDate}}{{if .External}} (issued outside invoiced: <bdi>{{.Reason}}</bdi>){{end}}</td></tr>{{end}}
 </table>
 <table>
-<thead><tr><th>Item</th><th class="hsn">HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n rate">GST %</th><th class="n">Taxable</th>{{if .InterState}}<th class="n">IGST</th>{{else}}<th class="n">CGST</th><th class="n">SGST</th>{{end}}<th class="n">Total</th></tr></thead>
+<thead><tr><th>Item</th><th class="hsn">HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n">Taxable</th>{{if .InterState}}<th class="n rate">IGST %</th><th class="n">IGST ₹</th>{{else}}<th class="n rate">CGST %</th><th class="n">CGST ₹</th><th class="n rate">SGST %</th><th class="n">SGST ₹</th>{{end}}<th class="n">Total</th></tr></thead>
 <tbody>
-{{range .Inv.Items}}<tr><td><bdi>{{.Description}}</bdi><span class="sub"><br>HSN {{.HSN}} · GST {{.GSTRate}}%</span></td><td class="hsn">{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n rate">{{.GSTRate}}</td><td class="n">{{.Taxable}}</td>{{if $.InterState}}<td class="n">{{.IGST}}</td>{{else}}<td class="n">{{.CGST}}</td><td class="n">{{.SGST}}</td>{{end}}<td class="n">{{.Total}}</td></tr>
+{{range .Lines}}<tr><td><bdi>{{.Description}}</bdi><span class="sub"><br>HSN {{.HSN}} · {{if $.InterState}}IGST {{.IGSTRate}}%{{else}}CGST {{.CGSTRate}}% · SGST {{.SGSTRate}}%{{end}}</span></td><td class="hsn">{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.Taxable}}</td>{{if $.InterState}}<td class="n rate">{{.IGSTRate}}</td><td class="n">{{.IGST}}</td>{{else}}<td class="n rate">{{.CGSTRate}}</td><td class="n">{{.CGST}}</td><td class="n rate">{{.SGSTRate}}</td><td class="n">{{.SGST}}</td>{{end}}<td class="n">{{.Total}}</td></tr>
 {{end}}</tbody>
 </table>
 <table class="totals">
@@ -97,6 +102,7 @@ th,td{padding:.15em .2em}
 <tr class="tot"><td>Total</td><td class="n">₹ {{.Inv.Totals.Total}}</td></tr>
 </table>
 <p class="words">{{.InWords}}</p>
+<div class="signatory">For <bdi>{{.Seller.Name}}</bdi><span class="sign"></span>Authorised signatory</div>
 <footer>Issued {{.IssuedAt}}</footer>
 <nav class="paper">Print on: <a href="?paper=a4">A4</a> · <a href="?paper=80mm">80 mm roll</a></nav>
 </body>
@@ -113,6 +119,8 @@ type receiptView struct {
 	Seller        series.Seller
 	SellerState   string // "27-Maharashtra"
 	Inv           invoiceJSON
+	Lines         []receiptLine
+	ReverseCharge bool   // Rule 46(p); invoiced issues no reverse-charge invoices, so always false
 	InvoiceDate   string // "29 Nov 2026"
 	IssuedAt      string // "29 Nov 2026, 10:00 IST"
 	PlaceOfSupply string // "29-Karnataka"
@@ -121,6 +129,31 @@ type receiptView struct {
 	Cancelled     bool
 	CancelledAt   string // IST, as IssuedAt; "" unless cancelled
 	Thermal       bool   // laid out for 80 mm roll paper
+}
+
+// receiptLine is one item as the receipt prints it: each tax head with
+// its own rate and amount (Rule 46(k)/(l)). Within a state the GST rate is
+// split evenly between CGST and SGST (5 % is 2.5 % + 2.5 %).
+type receiptLine struct {
+	itemJSON
+	CGSTRate, SGSTRate, IGSTRate string
+}
+
+// receiptLines returns inv's items as receipt lines, the rates split for an
+// intra-state supply and whole for an inter-state one.
+func receiptLines(items []itemJSON, inv invoice.Invoice, interState bool) []receiptLine {
+	out := make([]receiptLine, len(items))
+	for i, it := range items {
+		out[i].itemJSON = it
+		rate := inv.Items[i].GSTRate
+		if interState {
+			out[i].IGSTRate = rate.String()
+		} else {
+			half := rate.Div(decimal.NewFromInt(2)).String()
+			out[i].CGSTRate, out[i].SGSTRate = half, half
+		}
+	}
+	return out
 }
 
 // istTime returns t as a receipt writes an instant: "29 Nov 2026, 10:00 IST".
@@ -173,11 +206,12 @@ func (s *Server) receipt(c echo.Context) error {
 		title = inv.DocType.Nature()
 	}
 	var buf bytes.Buffer
-	v := receiptView{Title: title, Seller: seller, SellerState: series.StateLabel(seller.StateCode), Inv: renderInvoice(inv),
+	v := receiptView{Title: title, Seller: seller, SellerState: series.StateLabel(seller.StateCode), Inv: renderInvoice(inv, ""),
 		InvoiceDate: inv.InvoiceDate.Format("2 Jan 2006"), IssuedAt: istTime(inv.IssuedAt),
 		PlaceOfSupply: series.StateLabel(inv.PlaceOfSupply), InterState: inv.PlaceOfSupply != seller.StateCode,
 		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == invoice.StatusCancelled,
 		Thermal: c.QueryParam("paper") == "80mm"}
+	v.Lines = receiptLines(v.Inv.Items, inv, v.InterState)
 	if inv.CancelledAt != nil {
 		v.CancelledAt = istTime(*inv.CancelledAt)
 	}

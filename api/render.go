@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,10 +120,12 @@ func date(t time.Time) string { return t.Format(time.DateOnly) }
 // sellers (the database's own ids are global, so they told each seller
 // how many invoices everyone else had issued in between).
 func invoiceKey(inv invoice.Invoice) string {
-	return inv.SeriesCode + "-" + strconv.Itoa(int(inv.FY)) + "-" + strconv.FormatInt(inv.Serial, 10)
+	return invoice.APIID(inv.SeriesCode, inv.FY, inv.Serial)
 }
 
-func renderInvoice(inv invoice.Invoice) invoiceJSON {
+// renderInvoice returns inv as the API shows it; its receipt_url is
+// absolute under publicURL, or a path when publicURL is "".
+func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
 	out := invoiceJSON{
 		ID:            invoiceKey(inv),
 		Number:        inv.Number,
@@ -136,7 +137,7 @@ func renderInvoice(inv invoice.Invoice) invoiceJSON {
 		IssuedAt:      invoice.Timestamp(inv.IssuedAt),
 		Status:        inv.Status,
 		PublicID:      inv.PublicID,
-		ReceiptURL:    "/r/" + inv.PublicID,
+		ReceiptURL:    publicURL + "/r/" + inv.PublicID,
 		PlaceOfSupply: inv.PlaceOfSupply,
 		Totals: totalsJSON{
 			Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST), SGST: invoice.Money(inv.Totals.SGST),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/metrics"
@@ -41,6 +42,7 @@ type Server struct {
 	series      seriesCache
 
 	webhookAllowPrivate bool
+	publicURL           string // Config.PublicURL
 }
 
 //go:embed openapi.yaml
@@ -93,6 +95,7 @@ func New(cfg Config) *Server {
 	}
 	s.exposeStats = cfg.ExposeStats
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
+	s.publicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	if cfg.KeyRate > 0 {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}

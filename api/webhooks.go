@@ -188,7 +188,7 @@ func (s *Server) listEvents(c echo.Context) error {
 	}
 	out := eventListJSON{Events: make([]eventJSON, len(evs))}
 	for i, ev := range evs {
-		out.Events[i] = renderEvent(ev)
+		out.Events[i] = renderEvent(ev, s.publicURL)
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -227,13 +227,13 @@ func parseEventID(v string) (key, typ string, ok bool) {
 // renderEvent renders ev. An invoice.issued event shows the invoice as
 // issued (its answer then), even if it was cancelled since; an
 // invoice.cancelled one shows it cancelled.
-func renderEvent(ev eventRow) eventJSON {
+func renderEvent(ev eventRow, publicURL string) eventJSON {
 	inv := ev.invoice
 	if ev.typ == invoice.EventIssued {
 		inv = asIssued(inv)
 	}
 	return eventJSON{ID: eventID(ev.typ, ev.invoice), Type: ev.typ, CreatedAt: invoice.Timestamp(ev.createdAt),
-		Data: eventDataJSON{Invoice: renderInvoice(inv)}}
+		Data: eventDataJSON{Invoice: renderInvoice(inv, publicURL)}}
 }
 
 // checkEvents returns the event types asked for, sorted and without

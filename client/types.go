@@ -138,7 +138,7 @@ type Invoice struct {
 	IssuedAt      time.Time  `json:"issued_at"`
 	Status        string     `json:"status"` // issued or cancelled
 	PublicID      string     `json:"public_id"`
-	ReceiptURL    string     `json:"receipt_url"`
+	ReceiptURL    string     `json:"receipt_url"` // absolute under the server's --public-url, else the path /r/{public_id}
 	Buyer         *Buyer     `json:"buyer,omitempty"`
 	PlaceOfSupply string     `json:"place_of_supply"`
 	Original      *Original  `json:"original,omitempty"`

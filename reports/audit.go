@@ -108,10 +108,15 @@ type Row struct {
 	IssuePosition  int64  `json:"issue_position"`
 	CancelPosition int64  `json:"cancel_position"`
 	CancelHash     string `json:"cancel_hash"`
+	// ID is the invoice's id in the API ("CH1-2026-7", invoice.APIID),
+	// PublicID its receipt link's id (/r/{public_id}). Added after the
+	// columns above, so that their order stays.
+	ID       string `json:"id"`
+	PublicID string `json:"public_id"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
-	// InvoiceID is the invoice's id in the API (not exported: it is not
-	// part of the record).
+	// InvoiceID is the invoice row's database id (not exported: it is not
+	// part of the record, and not the API's id).
 	InvoiceID int64 `json:"-"`
 
 	issuedAt    time.Time // for XLSX
@@ -196,7 +201,7 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	if err := aw.beginRows(); err != nil {
 		return err
 	}
-	err = walkInvoices(ctx, tx, s, fy, func(r *invoiceRow) error { return aw.row(rowOf(r)) })
+	err = walkInvoices(ctx, tx, s, fy, func(r *invoiceRow) error { return aw.row(rowOf(r, s.Code, fy)) })
 	if err != nil {
 		return err
 	}
@@ -296,8 +301,10 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-func rowOf(r *invoiceRow) *Row {
+// rowOf returns r, an invoice of series code in year fy, as an audit row.
+func rowOf(r *invoiceRow, code string, fy series.FY) *Row {
 	row := &Row{
+		ID: invoice.APIID(code, fy, r.Serial), PublicID: r.PublicID,
 		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
 		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,

@@ -45,11 +45,15 @@ func (cw *csvWriter) beginRows() error {
 
 func (cw *csvWriter) row(r *Row) error {
 	rec := cw.rec
-	rec[0], rec[1], rec[2], rec[3], rec[4] = strconv.FormatInt(r.Serial, 10), r.Number, r.InvoiceDate, r.IssuedAt, r.Status
+	rec[0], rec[1], rec[2], rec[3], rec[4] = strconv.FormatInt(r.Serial, 10), r.Number, r.InvoiceDate, istStamp(r.issuedAt), r.Status
 	rec[5], rec[6], rec[7], rec[8], rec[9] = defuse(r.CancelReason), r.BuyerGSTIN, r.Taxable, r.CGST, r.SGST
 	rec[10], rec[11], rec[12] = r.IGST, r.Total, r.Hash
-	rec[13], rec[14], rec[15], rec[16], rec[17] = defuse(r.BuyerName), r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, r.CancelledAt
+	rec[13], rec[14], rec[15], rec[16], rec[17] = defuse(r.BuyerName), r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, ""
+	if r.cancelledAt != nil {
+		rec[17] = istStamp(*r.cancelledAt)
+	}
 	rec[18], rec[19], rec[20] = position(r.IssuePosition), position(r.CancelPosition), r.CancelHash
+	rec[21], rec[22] = r.ID, r.PublicID
 	return cw.c.Write(rec)
 }
 

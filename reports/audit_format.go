@@ -3,6 +3,9 @@ package reports
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds what the export formats share: the writer each implements
@@ -17,11 +20,21 @@ type auditWriter interface {
 	abort()       // releases resources; harmless after close
 }
 
-// rowHeader is the header of the rows, shared by CSV and XLSX.
-var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (UTC)", "Status", "Cancel reason", "Buyer GSTIN",
+// rowHeader is the header of the rows, shared by CSV and XLSX. Both write
+// instants in IST with the offset (CSV as text, XLSX as date-time cells
+// shown that way); new columns go at the end, so a consumer that reads
+// columns by position keeps working.
+var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (IST)", "Status", "Cancel reason", "Buyer GSTIN",
 	"Taxable", "CGST", "SGST", "IGST", "Total", "Hash",
-	"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (UTC)",
-	"Issue position", "Cancel position", "Cancel hash"}
+	"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (IST)",
+	"Issue position", "Cancel position", "Cancel hash", "ID", "Public ID"}
+
+// istStamp returns t in IST with microseconds and the offset written,
+// "2026-12-01T09:35:00.000000+05:30": the same instant as the chain's UTC
+// stamp, to the microsecond, in the time zone the invoice date is in.
+func istStamp(t time.Time) string {
+	return t.In(series.IST).Format("2006-01-02T15:04:05.000000-07:00")
+}
 
 // summaryField is one line of the summary block (CSV, XLSX).
 type summaryField struct {

@@ -40,7 +40,7 @@ func TestAuditCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Cancel hash" {
+	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Public ID" {
 		t.Fatalf("%d records, header %q; want the header and 6 rows", len(recs), recs[0])
 	}
 	for i, rec := range recs[1:] {
@@ -55,7 +55,7 @@ func TestAuditCSV(t *testing.T) {
 	row2 := recs[2]
 	if row2[col["Number"]] != "CH1/26-27/00002" || row2[col["Status"]] != "cancelled" || row2[col["Cancel reason"]] != `Wrong buyer, "duplicate" entry` ||
 		len(row2[col["Hash"]]) != 64 || len(row2[col["Cancel hash"]]) != 64 || row2[col["Issue position"]] != "2" || row2[col["Cancel position"]] != "4" ||
-		row2[col["Cancelled at (UTC)"]] != "2026-12-01T04:05:00.000000Z" {
+		row2[col["Cancelled at (IST)"]] != "2026-12-01T09:35:00.000000+05:30" {
 		t.Errorf("row of serial 2 = %q", row2)
 	}
 	row1 := recs[1]
@@ -193,7 +193,7 @@ func TestAuditXLSX(t *testing.T) {
 		t.Fatalf("rows = %q", rows)
 	}
 	// Dates are dates and amounts numbers with two decimals, as displayed.
-	if rows[1][2] != "2026-10-30" || rows[1][3] != "2026-12-01 09:32:00" || rows[1][11] != "1,553.73" || rows[1][10] != "98.75" {
+	if rows[1][2] != "2026-10-30" || rows[1][3] != "2026-12-01T09:32:00+05:30" || rows[1][11] != "1,553.73" || rows[1][10] != "98.75" {
 		t.Errorf("row 1 = %q", rows[1])
 	}
 	raw, _ := x.GetCellValue("Rows", "L2", excelize.Options{RawCellValue: true})

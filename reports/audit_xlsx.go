@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/series"
@@ -43,7 +42,11 @@ func (xw *xlsxWriter) styles() error {
 		{&xw.left, &excelize.Style{Alignment: &excelize.Alignment{Horizontal: "left"}}},
 		{&xw.amount, &excelize.Style{CustomNumFmt: ptr("#,##0.00")}},
 		{&xw.date, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")}},
-		{&xw.datetime, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd hh:mm:ss")}},
+		// An IST date-time shown as the CSV writes it (without the
+		// microseconds): a cell holds no time zone, the format names it.
+		// The offset's characters are escaped one by one: in quotes,
+		// excelize's renderer reads the 05 as minutes.
+		{&xw.datetime, &excelize.Style{CustomNumFmt: ptr(`yyyy-mm-dd\Thh:mm:ss\+\0\5\:\3\0`)}},
 	}
 	for _, s := range styles {
 		if *s.id, err = xw.f.NewStyle(s.st); err != nil {
@@ -121,7 +124,7 @@ func (xw *xlsxWriter) newRowsSheet() error {
 	if err != nil {
 		return err
 	}
-	widths := []float64{9, 18, 12, 20, 10, 30, 17, 14, 12, 12, 12, 14, 66, 30, 8, 18, 12, 20, 9, 9, 66}
+	widths := []float64{9, 18, 12, 26, 10, 30, 17, 14, 12, 12, 12, 14, 66, 30, 8, 18, 12, 26, 9, 9, 66, 16, 32}
 	for i, wd := range widths {
 		if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
 			return err
@@ -132,7 +135,6 @@ func (xw *xlsxWriter) newRowsSheet() error {
 	}
 	head := make([]any, len(rowHeader))
 	for i, h := range rowHeader {
-		h = strings.Replace(h, "(UTC)", "(IST)", 1)
 		head[i] = excelize.Cell{StyleID: xw.bold, Value: h}
 	}
 	if err := sw.SetRow("A1", head); err != nil {
@@ -175,6 +177,7 @@ func (xw *xlsxWriter) row(r *Row) error {
 		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(series.IST)}
 	}
 	c[18], c[19], c[20] = r.IssuePosition, nilIfZero(r.CancelPosition), nilIfEmpty(r.CancelHash)
+	c[21], c[22] = r.ID, r.PublicID
 	cell, _ := excelize.CoordinatesToCellName(1, xw.n+1)
 	return xw.sw.SetRow(cell, c)
 }

@@ -40,7 +40,7 @@ func AuditRows(ctx context.Context, b db.OptionsBeginner, s series.Series, fy se
 	var out []Row
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		return walkInvoicePage(ctx, tx, s, fy, q, func(r *invoiceRow) error {
-			out = append(out, *rowOf(r))
+			out = append(out, *rowOf(r, s.Code, fy))
 			return nil
 		})
 	})

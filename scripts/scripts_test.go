@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -56,9 +57,17 @@ func TestVersionNamesTheRevision(t *testing.T) {
 // returns the command (started) and its stdout.
 func runDemo(t *testing.T, bin, url, addr string) (*exec.Cmd, io.Reader) {
 	t.Helper()
+	return runDemoWith(t, bin, url, filepath.Join(t.TempDir(), "demo-key"), "ADDR="+addr)
+}
+
+// runDemoWith starts scripts/run-demo on the database url keeping its key
+// in keyfile, with the extra environment variables env (NAME=value), and
+// returns the command (started) and its stdout.
+func runDemoWith(t *testing.T, bin, url, keyfile string, env ...string) (*exec.Cmd, io.Reader) {
+	t.Helper()
 	cmd := exec.Command("./run-demo")
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "ADDR="+addr, "INVOICED="+bin,
-		"DEMO_KEYFILE="+filepath.Join(t.TempDir(), "demo-key"))
+	cmd.Env = append(envWithout("ADDR", "INVOICED_ADDR"), "DATABASE_URL="+url, "INVOICED="+bin, "DEMO_KEYFILE="+keyfile)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -265,4 +274,267 @@ func envWithout(names ...string) []string {
 		}
 	}
 	return out
+}
+
+// activeKeys returns the prefixes of the demo seller's active API keys in
+// the database at url.
+func activeKeys(t *testing.T, url string) []string {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(t.Context(), `SELECT k.prefix FROM api_keys k JOIN sellers s ON s.id = k.seller_id
+		WHERE s.gstin = '27AAPFU0939F1ZV' AND k.revoked_at IS NULL ORDER BY k.prefix`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prefixes
+}
+
+// serveDemo runs run-demo with env until its banner names the URL it
+// listens on, then stops it with SIGTERM and returns that URL.
+func serveDemo(t *testing.T, bin, url, keyfile string, env ...string) string {
+	t.Helper()
+	cmd, stdout := runDemoWith(t, bin, url, keyfile, env...)
+	lines := bufio.NewScanner(stdout)
+	urlLine := regexp.MustCompile(`^  URL +(http://\S+) `)
+	var base string
+	for lines.Scan() {
+		if m := urlLine.FindStringSubmatch(lines.Text()); m != nil {
+			base = m[1]
+			break
+		}
+	}
+	if base == "" {
+		cmd.Wait()
+		t.Fatal("run-demo printed no banner")
+	}
+	go io.Copy(io.Discard, stdout)
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run-demo after SIGTERM: %v", err)
+	}
+	return base
+}
+
+// TestRunDemoKeepsOneDemoKey: running the demo again and again, with
+// failed runs (a taken port) among them, leaves at most one active demo
+// key, the one in the key file; a failed run on a fresh database makes
+// none.
+func TestRunDemoKeepsOneDemoKey(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	url := dbtest.NewEmptyURL(t)
+	keyfile := filepath.Join(t.TempDir(), "demo-key")
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	failed := func() {
+		t.Helper()
+		cmd, stdout := runDemoWith(t, bin, url, keyfile, "ADDR="+taken.Addr().String())
+		io.Copy(io.Discard, stdout)
+		if err := cmd.Wait(); err == nil {
+			t.Fatal("run-demo on a taken port exited 0")
+		}
+	}
+	check := func(step string, want int) {
+		t.Helper()
+		got := activeKeys(t, url)
+		if len(got) != want {
+			t.Fatalf("after %s the demo seller has active keys %v, want %d", step, got, want)
+		}
+		if want == 1 {
+			if key, err := os.ReadFile(keyfile); err != nil || !strings.HasPrefix(string(key), "ik_"+got[0]+"_") {
+				t.Fatalf("after %s the key file holds %.12q… (%v), not the active key %s", step, key, err, got[0])
+			}
+		}
+	}
+	failed()
+	check("a failed first run", 0)
+	serveDemo(t, bin, url, keyfile, "ADDR=127.0.0.1:0")
+	check("one run", 1)
+	failed()
+	check("a failed second run", 1)
+	serveDemo(t, bin, url, keyfile, "ADDR=127.0.0.1:0")
+	check("a third run", 1)
+}
+
+// TestRunDemoHonoursInvoicedAddr: INVOICED_ADDR (serve's own variable)
+// chooses the address when ADDR is not set.
+func TestRunDemoHonoursInvoicedAddr(t *testing.T) {
+	t.Parallel()
+	bin := build(t)
+	url := dbtest.NewEmptyURL(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	base := serveDemo(t, bin, url, filepath.Join(t.TempDir(), "demo-key"), "INVOICED_ADDR="+addr)
+	if base != "http://"+addr {
+		t.Fatalf("with INVOICED_ADDR=%s the demo listened on %s", addr, base)
+	}
+}
+
+// TestBenchHelpStartsNothing: scripts/bench --help prints its usage and
+// exits 0 without building, initialising or starting a cluster (it runs
+// in a copy of the script with no scripts/pg beside it and no Go on PATH).
+func TestBenchHelpStartsNothing(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "scripts", "bench"), src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"--help", "-h"} {
+		cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(repo, "scripts", "bench"), arg)
+		cmd.Env = append(envWithout("PATH", "DATABASE_URL"), "PATH=/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage:") || !strings.Contains(string(out), "--quick") {
+			t.Fatalf("scripts/bench %s: %v\n%s", arg, err, out)
+		}
+		if entries, _ := os.ReadDir(repo); len(entries) != 1 {
+			t.Fatalf("scripts/bench %s created %v beside scripts/", arg, entries)
+		}
+	}
+}
+
+// copyScript copies scripts/name into a fresh checkout-like folder and
+// returns that folder.
+func copyScript(t *testing.T, names ...string) string {
+	t.Helper()
+	repo := filepath.Join(t.TempDir(), "checkout")
+	if err := os.MkdirAll(filepath.Join(repo, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "scripts", name), src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
+}
+
+// TestPgStartStartsTheClusterAlone: scripts/pg start starts the project's
+// persistent cluster and runs nothing else; its URL answers, and pg url
+// names the same cluster.
+func TestPgStartStartsTheClusterAlone(t *testing.T) {
+	t.Parallel()
+	repo := copyScript(t, "pg")
+	pg := func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(repo, "scripts", "pg")}, args...)...)
+		cmd.Env = envWithout("DATABASE_URL", "TEST_DATABASE_URL")
+		cmd.Stderr = &testWriter{t: t}
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	link := filepath.Join(repo, ".data", "pg")
+	t.Cleanup(func() {
+		pg("stop")
+		if dir, err := os.Readlink(link); err == nil {
+			stopPostmaster(dir)
+			os.RemoveAll(dir)
+		}
+	})
+	started, err := pg("start")
+	if err != nil {
+		t.Fatalf("scripts/pg start: %v", err)
+	}
+	conn, err := pgx.Connect(t.Context(), started)
+	if err != nil {
+		t.Fatalf("scripts/pg start printed %q, which does not answer: %v", started, err)
+	}
+	conn.Close(context.Background())
+	if url, err := pg("url"); err != nil || url != started {
+		t.Fatalf("scripts/pg url after start: %q, %v; want %q", url, err, started)
+	}
+}
+
+// TestPgNamesTheFixForAnUpgradedServer: the error a cluster gives when
+// the PostgreSQL package was upgraded under it (a plpgsql.so of the new
+// minor release, a postmaster of the old) makes scripts/pg say what
+// happened and how to fix it; other errors are left alone.
+func TestPgNamesTheFixForAnUpgradedServer(t *testing.T) {
+	t.Parallel()
+	explain := func(msg string) string {
+		out, _ := exec.CommandContext(t.Context(), "bash", "-c", `source ./pg && explain_pg_error "$1"`, "bash", msg).CombinedOutput()
+		return string(out)
+	}
+	upgraded := explain(`psql: error: connection to server at "127.0.0.1", port 5433 failed: FATAL:  could not load library "/usr/lib/postgresql/15/lib/plpgsql.so": /usr/lib/postgresql/15/lib/plpgsql.so: undefined symbol: AllocSetContextCreateInternal`)
+	for _, want := range []string{"upgraded", "restart", "scripts/pg stop", "make db-start"} {
+		if !strings.Contains(upgraded, want) {
+			t.Fatalf("explain_pg_error on the undefined-symbol error printed %q, want it to name %q", upgraded, want)
+		}
+	}
+	if other := explain(`FATAL:  password authentication failed for user "x"`); other != "" {
+		t.Fatalf("explain_pg_error on another error printed %q, want nothing", other)
+	}
+}
+
+// TestCitusBuildPinsServerHeaders: scripts/citus build asks apt for the
+// server headers of exactly the installed server's version, so that
+// installing them cannot upgrade the server under running clusters. It
+// is checked with a dpkg-query that reports a server older than the
+// archive's newest, without building anything.
+func TestCitusBuildPinsServerHeaders(t *testing.T) {
+	t.Parallel()
+	repo := copyScript(t, "pg", "citus")
+	fake := t.TempDir()
+	dpkgQuery := `#!/bin/sh
+# fake dpkg-query -W -f=FORMAT PACKAGE: postgresql-15 15.18 installed, the
+# headers 15.20, nothing else.
+for last; do :; done
+case $last in
+postgresql-15) printf '15.18-0+deb12u1 install ok installed' ;;
+postgresql-server-dev-15) printf '15.20-0+deb12u1 install ok installed' ;;
+*) exit 1 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(fake, "dpkg-query"), []byte(dpkgQuery), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-c", `source scripts/citus && build_dep_specs`)
+	cmd.Dir = repo
+	cmd.Env = append(envWithout("PATH"), "PATH="+fake+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("build_dep_specs: %v\n%s", err, out)
+	}
+	specs := strings.Fields(string(out))
+	if !slices.Contains(specs, "postgresql-server-dev-15=15.18-0+deb12u1") || slices.Contains(specs, "postgresql-server-dev-15") {
+		t.Fatalf("build_dep_specs = %q, want postgresql-server-dev-15 pinned to the server's 15.18-0+deb12u1", specs)
+	}
+	if !slices.Contains(specs, "libcurl4-openssl-dev") {
+		t.Fatalf("build_dep_specs = %q, want the other dependencies unpinned", specs)
+	}
+	// Installed headers of another version than the server's count as
+	// missing, and are asked for at the server's version.
+	cmd = exec.CommandContext(t.Context(), "bash", "-c", `source scripts/citus && missing_build_deps`)
+	cmd.Dir = repo
+	cmd.Env = append(envWithout("PATH"), "PATH="+fake+":"+os.Getenv("PATH"))
+	out, err = cmd.CombinedOutput()
+	if missing := strings.Fields(string(out)); err != nil || !slices.Contains(missing, "postgresql-server-dev-15=15.18-0+deb12u1") {
+		t.Fatalf("missing_build_deps = %q, %v; want the headers at the server's version", missing, err)
+	}
 }

@@ -74,7 +74,7 @@ func documentEnv(fs *flag.FlagSet) {
 // applyEnv sets every flag of fs not given on the command line from its
 // environment variable (envName), when that is set and not empty: a flag
 // always wins over the environment. It fails with a *usageError naming the
-// variable when a value is invalid.
+// variable when a value is invalid (for a switch, the values it takes).
 func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -93,6 +93,10 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 			val = unitDuration{val}
 		}
 		if e := val.Set(v); e != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				err = usageErrorf("%s: %s=%q: want true or false (or 1, 0, t, f)", strings.TrimPrefix(fs.Name(), "invoiced "), name, v)
+				return
+			}
 			err = usageErrorf("%s: %s=%q: %v", strings.TrimPrefix(fs.Name(), "invoiced "), name, v, e)
 		}
 	})

@@ -211,6 +211,12 @@ func TestEndToEnd(t *testing.T) {
 	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN); err != nil || !regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+issue,read\s+CH1\s`).MatchString(out) || !regexp.MustCompile(`(?m)^[0-9a-f]{8}\s+issue,read,manage\s+\*\s`).MatchString(out) {
 		t.Fatalf("keys list = %q, %v (want the CH1 key with its series and the first with *)", out, err)
 	}
+	// For scripts: one object per key per line, status by name.
+	if out, _, err := cli(ctx, f.url, "keys", "list", "--gstin", demoGSTIN, "--format", "json"); err != nil ||
+		!regexp.MustCompile(`(?m)^\{"prefix":"[0-9a-f]{8}","scopes":\["issue","read"\],"series":\["CH1"\],"created_at":"[^"]+","status":"active","revoked_at":null\}$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\{"prefix":"[0-9a-f]{8}","scopes":\["issue","read","manage"\],"series":null,.*"status":"active"`).MatchString(out) {
+		t.Fatalf("keys list --format json = %q, %v", out, err)
+	}
 
 	// Serve on a free port until cancel.
 	srvCtx, cancel := context.WithCancel(ctx)

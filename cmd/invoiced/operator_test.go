@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -193,11 +194,22 @@ func TestServeMetricsAddrAndEnv(t *testing.T) {
 		runErr = run(ctx, []string{"serve", "--metrics-addr", "127.0.0.1:0"}, getenv, &out, &errOut)
 	}()
 	base := waitListening(t, &out, &errOut, done, 15*time.Second)
-	re := regexp.MustCompile(`(?m)^metrics on (http://\S+)$`)
-	m := re.FindStringSubmatch(out.String())
-	if m == nil || strings.HasPrefix(m[1], base) {
-		t.Fatalf("serve --metrics-addr printed %q", out.String())
+	// Stdout holds the one line scripts wait for; the addresses of the
+	// metrics and the console are in the JSON "listening" log line, not
+	// plain lines among the JSON logs.
+	if out.String() != "listening on "+base+"\n" {
+		t.Fatalf("serve printed on stdout %q, want the listening line alone", out.String())
 	}
+	var listening struct{ Msg, Metrics, Console string }
+	for _, line := range strings.Split(errOut.String(), "\n") {
+		if json.Unmarshal([]byte(line), &listening) == nil && listening.Msg == "listening" {
+			break
+		}
+	}
+	if listening.Metrics == "" || strings.HasPrefix(listening.Metrics, base) || listening.Console != base+"/console/" {
+		t.Fatalf("serve --metrics-addr logged %+v:\n%s", listening, errOut.String())
+	}
+	m := []string{"", listening.Metrics}
 	c := &http.Client{Timeout: 10 * time.Second}
 	if status, body, err := issue(ctx, c, base, f.key, "metrics-1"); err != nil || status != http.StatusCreated {
 		t.Fatalf("issue: %d %s %v", status, body, err)
@@ -311,7 +323,8 @@ func TestChainCheckReportsABreak(t *testing.T) {
 }
 
 // TestREADMEListsEveryServeVariable: the README's table names the
-// environment variable of every serve flag.
+// environment variable of every serve flag, and its flag paragraphs name
+// every flag.
 func TestREADMEListsEveryServeVariable(t *testing.T) {
 	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
@@ -327,6 +340,12 @@ func TestREADMEListsEveryServeVariable(t *testing.T) {
 	for _, n := range names {
 		if !strings.Contains(string(readme), "`"+n[1]+"`") {
 			t.Errorf("README does not list %s", n[1])
+		}
+	}
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr.String(), -1)
+	for _, f := range flags {
+		if !strings.Contains(string(readme), "`--"+f[1]) {
+			t.Errorf("README's serve flags do not name --%s", f[1])
 		}
 	}
 }

@@ -20,7 +20,8 @@ func runSellers(ctx context.Context, e env, args []string) error {
 	})
 }
 
-// runSellersAdd registers a seller and prints it as one sellers-list row. It
+// runSellersAdd registers a seller and prints it as one sellers-list row,
+// with a warning on stderr when it has no address (Rule 46(a)). It
 // fails with the validation sentence for an invalid GSTIN, name or contact,
 // and when the GSTIN is already registered.
 func runSellersAdd(ctx context.Context, e env, args []string) error {
@@ -52,6 +53,9 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 		return explain("sellers add", err)
 	}
 	writeSellers(e, []series.Seller{s})
+	if c.Address == "" {
+		fmt.Fprintf(e.stderr, "warning: seller %s has no address: its receipts lack the supplier's address that Rule 46(a) requires; add it with: invoiced sellers update --gstin %s --address '…'\n", s.GSTIN, s.GSTIN)
+	}
 	return nil
 }
 

@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +60,9 @@ type serveConfig struct {
 	// Webhooks: registration of private addresses, delivery workers.
 	webhookAllowPrivate bool
 	webhookWorkers      int
+	// publicURL is the base URL clients reach the server at ("" unknown):
+	// receipt_url is absolute under it.
+	publicURL string
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -89,6 +94,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", api.DefaultWebhookWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
+	fs.StringVar(&c.publicURL, "public-url", "", "the base URL clients reach this server at (e.g. https://bills.example.in); receipt_url in answers and webhooks is then absolute under it; empty: receipt_url is a path (/r/…)")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -125,6 +131,10 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --idempotency-retention must be at least %s (7 days): a client retrying a lost answer must find its invoice", minKeyRetention)
 	}
 	if err := c.limits.resolve(c.maxConns); err != nil {
+		return err
+	}
+	var err error
+	if c.publicURL, err = parsePublicURL(c.publicURL); err != nil {
 		return err
 	}
 	return serve(ctx, e, c)
@@ -199,6 +209,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	m.WatchPool(pool)
 	apiConfig := api.Config{
 		Pool:            pool,
+		PublicURL:       c.publicURL,
 		Logger:          logger,
 		LockTimeout:     c.lockTimeout,
 		BackdateDays:    c.backdateDays,
@@ -241,7 +252,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	background.Go(func() { purge.loop(bgCtx, keyPurgeInterval) })
 	if c.webhookWorkers > 0 {
 		d := api.NewDeliverer(api.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
-			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers})
+			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, PublicURL: c.publicURL})
 		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
 	}
 	if c.verifyEvery > 0 {
@@ -275,11 +286,12 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	addr := ln.Addr().String()
-	logger.Info("listening", "addr", addr, "backdate_days", c.backdateDays,
+	// The addresses go in the log line (JSON by default), not as plain
+	// lines among the logs; stdout keeps the one line scripts wait for.
+	logger.Info("listening", "addr", addr, "metrics", "http://"+cmp.Or(metricsAt, addr)+"/metrics",
+		"console", "http://"+addr+"/console/", "backdate_days", c.backdateDays,
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
-	fmt.Fprintf(e.stdout, "metrics on http://%s/metrics\n", cmp.Or(metricsAt, addr))
-	fmt.Fprintf(e.stdout, "console on http://%s/console/\n", addr)
 
 	select {
 	case err := <-serveErr:
@@ -470,4 +482,19 @@ func databaseRoundTrip(ctx context.Context, pool *pgxpool.Pool) time.Duration {
 	}
 	slices.Sort(rtts)
 	return rtts[len(rtts)/2]
+}
+
+// parsePublicURL returns the base URL under which clients reach the server
+// (--public-url), without a trailing slash, or "" for "". It fails with a
+// *usageError unless s is an absolute http or https URL with a host and no
+// query or fragment.
+func parsePublicURL(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery || u.User != nil {
+		return "", usageErrorf("serve: --public-url %q must be an absolute http or https URL without user, query or fragment (e.g. https://bills.example.in)", s)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }

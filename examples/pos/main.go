@@ -4,14 +4,17 @@
 //
 //	go run ./examples/pos --url http://127.0.0.1:8080 --key "$(cat .data/demo-key)" --sales 100 --terminals 4
 //
-// Each sale prints one line (one JSON object with --json). It exits 1
-// when any sale did not learn its number within --sale-timeout.
+// Each sale prints one line of plain text (one JSON object with --json).
+// It exits 1 when any sale did not learn its number within --sale-timeout.
 //
 // With --offline it is one terminal that numbers a leased series itself
 // on a durable journal (client/offline, docs/offline.md), so it sells
-// while the server is down; --cancel-every N cancels every sale whose
-// serial is a multiple of N, offline too; --upload sends what it numbered
-// and cancelled, --end ends the lease:
+// while the server is down. The series (--series, default T01) is created
+// when the seller has none of that code (a key with manage), else pos
+// names the command that creates it; --sales N makes N new sales;
+// --cancel-every N cancels every sale whose serial is a multiple of N,
+// offline too; --upload sends what it numbered and cancelled, reporting
+// each attempt while the server does not answer; --end ends the lease:
 //
 //	go run ./examples/pos --offline --journal t07.journal --series T07 --device till-7 --sales 100 --cancel-every 7 --upload
 package main
@@ -75,6 +78,7 @@ type config struct {
 	device      string
 	upload, end bool
 	cancelEvery int
+	untilTotal  int
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -90,20 +94,21 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 	}
 	fs.StringVar(&c.url, "url", def("INVOICED_URL", "http://127.0.0.1:8080"), "server base URL (INVOICED_URL)")
 	fs.StringVar(&c.key, "key", getenv("INVOICED_KEY"), "API key with the issue scope (INVOICED_KEY)")
-	fs.IntVar(&c.sales, "sales", 100, "sales to make in all")
+	fs.IntVar(&c.sales, "sales", 100, "sales to make in this run (with --offline too: new sales, added to what the journal holds)")
 	fs.IntVar(&c.terms, "terminals", 4, "terminals selling at once; sale i goes to terminal i mod M")
-	fs.StringVar(&series, "series", "CH1", "comma-separated series; terminal t issues in series[t mod len]")
+	fs.StringVar(&series, "series", "", "comma-separated series; terminal t issues in series[t mod len] (default CH1; with --offline the one series leased to this till, default T01, created when missing)")
 	fs.DurationVar(&c.think, "think", 0, "pause between two sales of a terminal")
 	fs.DurationVar(&c.saleTimeout, "sale-timeout", 2*time.Minute, "how long a sale may retry before it gives up (outcome unknown)")
 	fs.DurationVar(&c.maxBackoff, "max-backoff", 2*time.Second, "longest wait between two attempts of a sale")
 	fs.StringVar(&c.runID, "run-id", "", "prefix of the sales' Idempotency-Keys; the same id and sale resume a run (default random)")
-	fs.BoolVar(&c.json, "json", false, "print each sale as a JSON object")
+	fs.BoolVar(&c.json, "json", false, "print each sale as a JSON object (default: a line of plain text)")
 	fs.BoolVar(&c.offline, "offline", false, "one terminal numbering a leased series itself on --journal (sells while the server is down)")
 	fs.StringVar(&c.journal, "journal", "pos.journal", "with --offline: the journal file")
 	fs.StringVar(&c.device, "device", "till-1", "with --offline: the device id a new journal leases the series to")
 	fs.BoolVar(&c.upload, "upload", false, "with --offline: upload what is pending after selling")
 	fs.BoolVar(&c.end, "end", false, "with --offline: upload, then end the lease")
 	fs.IntVar(&c.cancelEvery, "cancel-every", 0, "with --offline: cancel every sale whose serial is a multiple of N (0: none)")
+	fs.IntVar(&c.untilTotal, "until-total", 0, "with --offline: instead of --sales new sales, sell until the journal holds N invoices (a killed run continues where it stopped)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -114,10 +119,20 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (config,
 		return c, errors.New("--key (or INVOICED_KEY) is required")
 	case c.offline && c.sales < 0:
 		return c, errors.New("--sales must not be negative")
+	case c.untilTotal < 0 || (c.untilTotal > 0 && !c.offline):
+		return c, errors.New("--until-total takes a positive N, with --offline")
 	case c.cancelEvery < 0 || (c.cancelEvery > 0 && !c.offline):
 		return c, errors.New("--cancel-every takes a positive N, with --offline")
 	case !c.offline && (c.sales < 1 || c.terms < 1):
 		return c, errors.New("--sales and --terminals must be at least 1")
+	}
+	if series == "" {
+		// Online terminals share CH1; a till numbering offline needs a
+		// series of its own (while leased, nobody else numbers in it).
+		series = "CH1"
+		if c.offline {
+			series = "T01"
+		}
 	}
 	for s := range strings.SplitSeq(series, ",") {
 		if s = strings.TrimSpace(s); s != "" {

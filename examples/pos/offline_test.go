@@ -59,7 +59,7 @@ func TestOfflineSurvivesKills(t *testing.T) {
 	srv := bin.Start(t, dbURL, "127.0.0.1:0")
 	url := "http://" + srv.Addr
 	journal := filepath.Join(t.TempDir(), "t07.journal")
-	common := []string{"--offline", "--url", url, "--key", key, "--journal", journal, "--series", "T07", "--device", "till-7",
+	common := []string{"--offline", "--json", "--url", url, "--key", key, "--journal", journal, "--series", "T07", "--device", "till-7",
 		"--max-backoff", "200ms", "--sale-timeout", "60s", "--cancel-every", fmt.Sprint(cancelEvery)}
 
 	// Online once: the lease.
@@ -76,7 +76,7 @@ func TestOfflineSurvivesKills(t *testing.T) {
 		if run > 2000 {
 			t.Fatalf("2000 sales not done after %d runs (%d printed)", run, len(printed))
 		}
-		cmd, out, errOut := pos(t, append(common, "--sales", fmt.Sprint(sales))...)
+		cmd, out, errOut := pos(t, append(common, "--until-total", fmt.Sprint(sales))...)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		// Kill once this run has sold something (so every run makes
@@ -151,13 +151,13 @@ func TestOfflineSurvivesKills(t *testing.T) {
 
 	// The server is back: upload and end the lease.
 	srv = srv.Restart(t)
-	common[2] = "http://" + srv.Addr
-	cmd, _, errOut = pos(t, append(common, "--sales", fmt.Sprint(sales), "--end")...)
+	common[3] = "http://" + srv.Addr
+	cmd, _, errOut = pos(t, append(common, "--until-total", fmt.Sprint(sales), "--end")...)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("sync: %v\n%s", err, errOut)
 	}
 	var stored, cancelled []int64
-	for page, err := range client.New(common[2], key).ListInvoices(context.Background(), "T07", client.ListOptions{Limit: 1000}) {
+	for page, err := range client.New(common[3], key).ListInvoices(context.Background(), "T07", client.ListOptions{Limit: 1000}) {
 		if err != nil {
 			t.Fatal(err)
 		}
