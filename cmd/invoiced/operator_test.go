@@ -227,7 +227,7 @@ func TestServeMetricsAddrAndEnv(t *testing.T) {
 		t.Errorf("GET /metrics on the API address with --metrics-addr: %d, want 404", status)
 	}
 	status, text := get(m[1])
-	for _, want := range []string{"invoiced_db_pool_max_conns 4", `invoiced_invoices_issued_total{doc_type="invoice"} 1`, "invoiced_chain_verify_runs_total"} {
+	for _, want := range []string{"invoiced_db_pool_max_conns 4", `invoiced_invoices_issued_total{doc_type="invoice",source="online"} 1`, "invoiced_chain_verify_runs_total"} {
 		if status != http.StatusOK || !strings.Contains(text, want) {
 			t.Errorf("metrics address (%d) lacks %q", status, want)
 		}
