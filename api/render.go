@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"time"
 
@@ -121,7 +120,7 @@ func date(t time.Time) string { return t.Format(time.DateOnly) }
 // sellers (the database's own ids are global, so they told each seller
 // how many invoices everyone else had issued in between).
 func invoiceKey(inv invoice.Invoice) string {
-	return inv.SeriesCode + "-" + strconv.Itoa(int(inv.FY)) + "-" + strconv.FormatInt(inv.Serial, 10)
+	return invoice.KeyOf(inv)
 }
 
 func renderInvoice(inv invoice.Invoice) invoiceJSON {

@@ -177,8 +177,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	// A POST without the CSRF token is refused and changes nothing.
 	other := f.invs[2]
 	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(
-		`fetch("/console/invoices/%d/cancel", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "reason=forged"}).then(r => r.status)`,
-		other.ID), chromedp.EvalAwaitPromise))
+		`fetch("/console/invoices/%s/cancel", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "reason=forged"}).then(r => r.status)`,
+		invoice.KeyOf(other)), chromedp.EvalAwaitPromise))
 	if err != nil || status != http.StatusForbidden {
 		t.Fatalf("POST without csrf_token: %d, %v; want 403", status, err)
 	}

@@ -26,6 +26,10 @@ var funcs = template.FuncMap{
 	"date":    func(t time.Time) string { return t.Format("2 Jan 2006") },
 	"fyPath":  func(fy series.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
+	// key is the API's id of the invoice with serial in series code and
+	// year fy (invoice.Key): the console's links use it, never the
+	// database's id.
+	"key": invoice.Key,
 	"ts":      invoice.Timestamp,
 	"state":   series.StateLabel,
 	"istTime": func(s string) string {
@@ -244,19 +248,51 @@ func (l *lazyWriter) Write(b []byte) (int, error) {
 
 type cancelView struct {
 	Invoice invoice.Invoice
+	Key     string // the invoice's id in the API and the console, CH1-2026-7
+	// Details is whether the key may read the invoice (scope read): only
+	// then does the confirmation show its date, total and buyer.
+	Details bool
 	Total   string
 	Reason  string
 	Error   string
 	Back    string
 }
 
-// invoiceOf reads the {id} of the path and returns the seller's invoice.
+// cancelViewOf returns the confirmation of inv for session s.
+func cancelViewOf(s *session, inv invoice.Invoice) cancelView {
+	v := cancelView{Invoice: inv, Key: invoice.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
+	if v.Details {
+		v.Total, v.Back = invoice.Money(inv.Totals.Total), backTo(inv)
+	} else {
+		v.Invoice = invoice.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
+		v.Back = "/console/"
+	}
+	return v
+}
+
+// invoiceOf reads the {id} of the path, the API's invoice id
+// ("CH1-2026-7", invoice.ParseKey), and returns the seller's invoice. The
+// database's numeric ids are not accepted: they are global, so they
+// counted every seller's invoices. Anything but the key of an invoice of
+// the seller is invoice.ErrNotFound.
 func (c *Console) invoiceOf(r *http.Request, s *session) (invoice.Invoice, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
+	code, fy, serial, ok := invoice.ParseKey(r.PathValue("id"))
+	if !ok {
 		return invoice.Invoice{}, invoice.ErrNotFound
 	}
-	return invoice.Get(r.Context(), c.pool, s.principal.Seller.ID, id)
+	ctx := r.Context()
+	sr, err := series.Get(ctx, c.pool, s.principal.Seller.ID, code)
+	if errors.Is(err, series.ErrNotFound) {
+		return invoice.Invoice{}, invoice.ErrNotFound
+	}
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	id, err := invoice.IDBySerial(ctx, c.pool, s.principal.Seller.ID, sr.ID, fy, serial)
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	return invoice.Get(ctx, c.pool, s.principal.Seller.ID, id)
 }
 
 func backTo(inv invoice.Invoice) string {
@@ -285,7 +321,7 @@ func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, apperr.Errorf(invoice.ErrAlreadyCancelled, "%s is already cancelled", inv.Number))
 		return
 	}
-	c.page(w, r, http.StatusOK, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Back: backTo(inv)})
+	c.page(w, r, http.StatusOK, "cancel", s, "Cancel "+inv.Number, cancelViewOf(s, inv))
 }
 
 // cancel serves POST /console/invoices/{id}/cancel (fields reason and
@@ -306,7 +342,14 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, s, err)
 			return
 		}
-		c.page(w, r, status, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Reason: reason, Error: msg, Back: backTo(inv)})
+		v := cancelViewOf(s, inv)
+		v.Reason, v.Error = reason, msg
+		c.page(w, r, status, "cancel", s, "Cancel "+inv.Number, v)
+		return
+	}
+	if !s.principal.Has(apikey.ScopeRead) {
+		// The series-year page needs read: say it here instead.
+		c.page(w, r, http.StatusOK, "error", s, "Cancelled", errorView{Message: done.Number + " is cancelled. Its number stays used and is reported as cancelled."})
 		return
 	}
 	http.Redirect(w, r, backTo(done)+"&cancelled="+url.QueryEscape(done.Number), http.StatusSeeOther)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +53,21 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) page {
 // signIn signs c in with key and returns the session's CSRF token.
 func signIn(t *testing.T, f *fixture, c *http.Client, key string) string {
 	t.Helper()
-	p := post(t, c, f.url+"/console/login", url.Values{"key": {key}})
-	if p.status != http.StatusSeeOther || p.location != "/console/" {
-		t.Fatalf("sign in: %d to %q: %s", p.status, p.location, p.body)
-	}
+	startSession(t, f, c, key)
 	return csrfOf(t, get(t, c, f.url+"/console/"))
+}
+
+var loginTokenRE = regexp.MustCompile(`name="login_token" value="([^"]+)"`)
+
+// loginToken opens the sign-in form with c (which keeps the form's cookie)
+// and returns the form's login_token ("" when it has none).
+func loginToken(t *testing.T, f *fixture, c *http.Client) string {
+	t.Helper()
+	p := get(t, c, f.url+"/console/login")
+	if m := loginTokenRE.FindStringSubmatch(p.body); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
@@ -154,7 +163,7 @@ func TestCSRFAndScopes(t *testing.T) {
 	c := client(t)
 	token := signIn(t, f, c, f.all)
 	inv := f.invs[0]
-	cancelURL := f.url + "/console/invoices/" + strconv.FormatInt(inv.ID, 10) + "/cancel"
+	cancelURL := f.url + "/console/invoices/" + invoice.KeyOf(inv) + "/cancel"
 	for _, form := range []url.Values{
 		{"reason": {"forged"}},
 		{"reason": {"forged"}, "csrf_token": {""}},
@@ -189,11 +198,11 @@ func TestCSRFAndScopes(t *testing.T) {
 		t.Fatalf("read-only series page: %d, cancel links shown: %v", p.status, strings.Contains(p.body, "Cancel…"))
 	}
 	other := f.invs[1]
-	if p := post(t, r, f.url+"/console/invoices/"+strconv.FormatInt(other.ID, 10)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
+	if p := post(t, r, f.url+"/console/invoices/"+invoice.KeyOf(other)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
 		t.Fatalf("read-only cancel: %d", p.status)
 	}
 	// Unknown pages and other sellers' things are not found.
-	for _, u := range []string{"/console/nope", "/console/series/NOPE/2026-27", "/console/series/CH1/2025-26", "/console/invoices/999999/cancel"} {
+	for _, u := range []string{"/console/nope", "/console/series/NOPE/2026-27", "/console/series/CH1/2025-26", "/console/invoices/999999/cancel", "/console/invoices/CH1-2026-999/cancel", "/console/invoices/CH9-2026-1/cancel"} {
 		if p := get(t, c, f.url+u); p.status != http.StatusNotFound {
 			t.Fatalf("%s: %d", u, p.status)
 		}

@@ -113,6 +113,9 @@ type Row struct {
 	// InvoiceID is the invoice's id in the API (not exported: it is not
 	// part of the record).
 	InvoiceID int64 `json:"-"`
+	// PublicID is the id of the invoice's public receipt (/r/{id}; not
+	// exported either).
+	PublicID string `json:"-"`
 
 	issuedAt    time.Time // for XLSX
 	invoiceDate time.Time
@@ -298,7 +301,7 @@ func nonNil[T any](s []T) []T {
 
 func rowOf(r *invoiceRow) *Row {
 	row := &Row{
-		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
+		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID, PublicID: r.PublicID,
 		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
 		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,

@@ -188,7 +188,8 @@ func walkRecords(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, 
 // it: how many issue and cancel records name its serial, and the stored
 // hash of its (first) issue record.
 type invoiceRow struct {
-	ID int64 // the invoice row's id
+	ID       int64  // the invoice row's id
+	PublicID string // its receipt's id ("" when it has none)
 	invoiceFields
 	Issues, Cancels               int64
 	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
@@ -219,7 +220,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
 			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
 			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
-			c.issue_hash, c.cancel_hash
+			c.issue_hash, c.cancel_hash, coalesce(i.public_id, '')
 		FROM invoices i
 		LEFT JOIN LATERAL (
 			SELECT
@@ -245,7 +246,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.
 		if err := rows.Scan(&r.ID, &r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
 			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
-			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash); err != nil {
+			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash, &r.PublicID); err != nil {
 			return translate(err, "read invoices")
 		}
 		if err := fn(&r); err != nil {
