@@ -29,9 +29,9 @@ var funcs = template.FuncMap{
 	// key is the API's id of the invoice with serial in series code and
 	// year fy (invoice.Key): the console's links use it, never the
 	// database's id.
-	"key": invoice.Key,
-	"ts":      invoice.Timestamp,
-	"state":   series.StateLabel,
+	"key":   invoice.Key,
+	"ts":    invoice.Timestamp,
+	"state": series.StateLabel,
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
 		if err != nil {
