@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -37,6 +38,13 @@ const maxFormBytes = 8 << 10
 
 // CookieName is the session cookie.
 const CookieName = "invoiced_session"
+
+// loginCookie holds the sign-in form's token (double submit): a POST to
+// /console/login must carry the same value in its login_token field. A
+// cross-site page can neither read the cookie nor (SameSite=Strict) make
+// the browser send it, so it cannot sign a victim in as the attacker's
+// seller (login CSRF).
+const loginCookie = "invoiced_login"
 
 // Keys checks API keys; *api.Server satisfies it.
 type Keys interface {
@@ -222,29 +230,60 @@ func (c *Console) lookup(r *http.Request) (*session, error) {
 	return &session{idHash: hash[:], csrf: row.CSRF, principal: p}, nil
 }
 
-// loginForm serves GET /console/login.
+// loginForm serves GET /console/login: the form, with a fresh token in
+// the form and in its cookie.
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 	if s, err := c.lookup(r); err == nil && s != nil {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
-	c.page(w, r, http.StatusOK, "login", nil, "Sign in", loginView{})
+	c.loginPage(w, r, http.StatusOK, "")
 }
 
-// login serves POST /console/login (field key): a valid key starts a
-// session and redirects to the overview; a wrong one shows the form again
-// with 401.
+// loginPage renders the sign-in form with status and message msg, and
+// sets a fresh form token.
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	token := base64.RawURLEncoding.EncodeToString(random(32))
+	http.SetCookie(w, &http.Cookie{
+		Name: loginCookie, Value: token, Path: "/console/login",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cookieSecure || r.TLS != nil,
+		MaxAge: int(AbsoluteTimeout / time.Second),
+	})
+	c.page(w, r, status, "login", nil, "Sign in", loginView{Error: msg, Token: token})
+}
+
+// sameOrigin reports whether r's Origin header, when it has one, names
+// the host r was sent to. Browsers send Origin on every cross-site POST.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// login serves POST /console/login (fields key and login_token): a valid
+// key starts a session and redirects to the overview; a wrong one shows
+// the form again with 401. A POST without the form's token, or from
+// another origin, is 403 and starts nothing.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	ck, err := r.Cookie(loginCookie)
+	if !sameOrigin(r) || err != nil || ck.Value == "" ||
+		subtle.ConstantTimeCompare([]byte(r.PostFormValue("login_token")), []byte(ck.Value)) != 1 {
+		c.loginPage(w, r, http.StatusForbidden, "The sign-in form was stale or sent from another site. Sign in again here.")
+		return
+	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	p, err := c.keys.Authenticate(r, key)
 	if err == nil && p.Series != nil {
 		// The console shows every series of the seller; a key restricted
 		// to some (a terminal's) may not see the others.
-		c.page(w, r, http.StatusForbidden, "login", nil, "Sign in", loginView{Error: "That API key is restricted to series " + strings.Join(p.Series, ", ") + "; the console needs a key for every series of the seller."})
+		c.loginPage(w, r, http.StatusForbidden, "That API key is restricted to series "+strings.Join(p.Series, ", ")+"; the console needs a key for every series of the seller.")
 		return
 	}
 	if errors.Is(err, apikey.ErrUnauthorized) {
-		c.page(w, r, http.StatusUnauthorized, "login", nil, "Sign in", loginView{Error: "That API key is not valid (unknown, revoked or mistyped)."})
+		c.loginPage(w, r, http.StatusUnauthorized, "That API key is not valid (unknown, revoked or mistyped).")
 		return
 	}
 	if err != nil {
@@ -302,7 +341,7 @@ type view struct {
 
 type errorView struct{ Message string }
 
-type loginView struct{ Error string }
+type loginView struct{ Error, Token string }
 
 // page renders template name with data inside the layout, with status and
 // title. s is the session (nil on the sign-in and some error pages).

@@ -159,3 +159,53 @@ func TestConsoleInvoiceIDsAreTheAPIs(t *testing.T) {
 		}
 	}
 }
+
+// Login CSRF: a cross-site form that posts the attacker's key must not
+// sign the victim's browser in. The sign-in form carries a token bound to
+// a cookie of the form, and a POST from another origin is refused.
+func TestSignInNeedsTheFormsToken(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	sessions := func() int {
+		var n int
+		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM console_sessions`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A victim who never opened the form: the attacker's page posts the key.
+	v := client(t)
+	if p := post(t, v, f.url+"/console/login", url.Values{"key": {f.all}}); p.status != http.StatusForbidden {
+		t.Errorf("sign-in without the form's token: %d, want 403", p.status)
+	}
+	// The victim opened the form once (has its cookie), the attacker cannot
+	// read the token, and guesses.
+	loginToken(t, f, v)
+	if p := post(t, v, f.url+"/console/login", url.Values{"key": {f.all}, "login_token": {"guess"}}); p.status != http.StatusForbidden {
+		t.Errorf("sign-in with a wrong token: %d, want 403", p.status)
+	}
+	// Another origin is refused even with the right token.
+	tok := loginToken(t, f, v)
+	req, err := http.NewRequest(http.MethodPost, f.url+"/console/login", strings.NewReader(url.Values{"key": {f.all}, "login_token": {tok}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://attacker.example")
+	res, err := v.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-in from another origin: %d, want 403", res.StatusCode)
+	}
+	if n := sessions(); n != 0 {
+		t.Fatalf("%d sessions were started by cross-site posts", n)
+	}
+	// The form itself signs in.
+	startSession(t, f, v, f.all)
+	if n := sessions(); n != 1 {
+		t.Fatalf("%d sessions after signing in through the form", n)
+	}
+}
