@@ -1,8 +1,8 @@
 package api
 
 import (
-	"net/http"
 	"io"
+	"net/http"
 	"strings"
 	"time"
 
@@ -95,4 +95,3 @@ func (s *Server) docIssue(c echo.Context) error {
 	}
 	return writeJSON(c, http.StatusOK, rep)
 }
-
