@@ -9,11 +9,14 @@ import (
 	"embed"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,9 +35,6 @@ const (
 	// page view writes at most once a minute.
 	touchEvery = time.Minute
 )
-
-// maxFormBytes bounds a console request's body.
-const maxFormBytes = 8 << 10
 
 // CookieName is the session cookie.
 const CookieName = "invoiced_session"
@@ -56,6 +56,21 @@ type Keys interface {
 	KeyPrincipal(ctx context.Context, prefix string) (apikey.Principal, error)
 	// Options returns the options invoices are cancelled with.
 	Options() series.Options
+
+	// The guard chain the console shares with the API (api/guards.go).
+
+	// DeadlineOf returns the deadline of a route class.
+	DeadlineOf(class api.RouteClass) time.Duration
+	// TakeKeyRate spends one request of the key with prefix (serve
+	// --rate-limit); a rate_limited error (429) when none is left.
+	TakeKeyRate(w http.ResponseWriter, prefix string) error
+	// ExpensiveRead takes one of the seller's expensive-read slots (the
+	// API's export slots); a too_many_exports error (429) when none is free.
+	ExpensiveRead(seller int64) (release func(), err error)
+	// SendExport spools what write writes (its transaction ends before the
+	// first byte is sent) and sends it as attachment name, within the
+	// stall timeout.
+	SendExport(w http.ResponseWriter, r *http.Request, name, ctype string, write func(io.Writer) error) error
 }
 
 // Config configures a Console.
@@ -79,7 +94,8 @@ type Console struct {
 	now          func() time.Time
 	cookieSecure bool
 	pages        map[string]*template.Template
-	mux          *http.ServeMux
+	mux          *http.ServeMux // reached only through handle, which records routes
+	routes       []api.RouteInfo
 }
 
 //go:embed templates/*.html
@@ -99,7 +115,7 @@ func New(cfg Config) *Console {
 	}
 	c.pages = parsePages()
 	c.mux = http.NewServeMux()
-	c.routes()
+	c.register()
 	return c
 }
 
@@ -121,23 +137,114 @@ func parsePages() map[string]*template.Template {
 	return pages
 }
 
-func (c *Console) routes() {
+// register registers every console route through handle.
+func (c *Console) register() {
 	static, _ := fs.Sub(staticFS, "static")
-	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
-	c.mux.HandleFunc("GET /console/login", c.loginForm)
-	c.mux.HandleFunc("POST /console/login", c.login)
-	c.mux.HandleFunc("POST /console/logout", c.signedIn(c.logout))
-	c.mux.HandleFunc("GET /console/{$}", c.signedIn(c.overview))
-	c.mux.HandleFunc("GET /console/series/{code}/{fy}", c.signedIn(c.seriesYear))
-	c.mux.HandleFunc("GET /console/series/{code}/{fy}/audit", c.signedIn(c.auditDownload))
-	c.mux.HandleFunc("GET /console/invoices/{id}/cancel", c.signedIn(c.cancelForm))
-	c.mux.HandleFunc("POST /console/invoices/{id}/cancel", c.signedIn(c.cancel))
-	c.mux.HandleFunc("GET /console/gstr1", c.signedIn(c.gstr1))
-	c.mux.HandleFunc("GET /console/gstr1.json", c.signedIn(c.gstr1JSON))
-	c.mux.HandleFunc("GET /console/verify", c.signedIn(c.verify))
-	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
+	c.handle("GET /console/static/", api.ClassConsoleLogin, "", http.StripPrefix("/console/static/", http.FileServerFS(static)).ServeHTTP)
+	c.handle("GET /console/login", api.ClassConsoleLogin, "", c.loginForm)
+	c.handle("POST /console/login", api.ClassConsoleLogin, "", c.login)
+	c.handle("POST /console/logout", api.ClassConsolePage, "", c.logout)
+	c.handle("GET /console/{$}", api.ClassConsolePage, apikey.ScopeRead, c.overview)
+	c.handle("GET /console/series/{code}/{fy}", api.ClassConsolePage, apikey.ScopeRead, c.seriesYear)
+	c.handle("GET /console/series/{code}/{fy}/audit", api.ClassConsoleDownload, apikey.ScopeRead, c.auditDownload)
+	c.handle("GET /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancelForm)
+	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)
+	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.ScopeRead, c.gstr1)
+	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.ScopeRead, c.gstr1JSON)
+	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
+	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
 	})
+}
+
+// handle registers h for pattern ("METHOD /path" or "/path") in route
+// class, wrapped in the class's guards (api.Limits) in the chain's order;
+// scope is what GuardScope requires ("" for none). It panics on a guard
+// the console has no middleware for, so a guard added to the class table
+// cannot be skipped here.
+func (c *Console) handle(pattern string, class api.RouteClass, scope string, h http.HandlerFunc) {
+	l := api.Limits(class)
+	var applied []api.Guard
+	for i := len(api.Guards) - 1; i >= 0; i-- {
+		g := api.Guards[i]
+		if !slices.Contains(l.Guards, g) {
+			continue
+		}
+		h = c.guard(g, class, scope)(h)
+		applied = append([]api.Guard{g}, applied...)
+	}
+	c.mux.HandleFunc(pattern, h)
+	method, path, found := strings.Cut(pattern, " ")
+	if !found {
+		method, path = "*", pattern
+	}
+	c.routes = append(c.routes, api.RouteInfo{Method: method, Path: path, Class: class, Guards: applied})
+}
+
+// Routes returns the console's routes with the guards each is wrapped in.
+func (c *Console) Routes() []api.RouteInfo { return slices.Clone(c.routes) }
+
+// guard returns the console's middleware of guard g for a route of class
+// needing scope.
+func (c *Console) guard(g api.Guard, class api.RouteClass, scope string) func(http.HandlerFunc) http.HandlerFunc {
+	switch g {
+	case api.GuardDeadline:
+		d := c.keys.DeadlineOf(class)
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				ctx, cancel := context.WithTimeout(r.Context(), d)
+				defer cancel()
+				next(w, r.WithContext(ctx))
+			}
+		}
+	case api.GuardBodyCap:
+		max := api.Limits(class).MaxBody
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				r.Body = http.MaxBytesReader(w, r.Body, max)
+				next(w, r)
+			}
+		}
+	case api.GuardAuth:
+		return c.signedIn
+	case api.GuardKeyRate:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				s := sessionOf(r)
+				if err := c.keys.TakeKeyRate(w, s.principal.Prefix); err != nil {
+					c.fail(w, r, s, err)
+					return
+				}
+				next(w, r)
+			}
+		}
+	case api.GuardScope:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if scope != "" {
+					if err := require(sessionOf(r), scope); err != nil {
+						c.fail(w, r, sessionOf(r), err)
+						return
+					}
+				}
+				next(w, r)
+			}
+		}
+	case api.GuardBudget:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				s := sessionOf(r)
+				release, err := c.keys.ExpensiveRead(s.principal.Seller.ID)
+				if err != nil {
+					c.fail(w, r, s, err)
+					return
+				}
+				defer release()
+				next(w, r)
+			}
+		}
+	}
+	panic(fmt.Sprintf("console: no middleware for guard %q", g))
 }
 
 // ServeHTTP serves the console's pages (paths under /console/).
@@ -150,9 +257,6 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
 		h.Set("Cache-Control", "no-store")
 	}
-	// The console's forms carry a key, a token and a reason: a few KiB at
-	// most. A larger body is cut here instead of being parsed in memory.
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	c.mux.ServeHTTP(w, r)
 }
 

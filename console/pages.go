@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -214,34 +215,15 @@ func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
 		write, suffix = reports.WriteAuditSummary, "-summary"
 	}
 	name := strings.ReplaceAll(sr.Code+"-"+fy.String()+"-audit"+suffix+"."+format, "/", "-")
-	lw := &lazyWriter{w: w, start: func() {
-		w.Header().Set("Content-Type", ctype)
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	}}
-	err = write(r.Context(), c.pool, s.principal.Seller, sr, fy, format, lw)
-	if err != nil && lw.started {
-		c.log.ErrorContext(r.Context(), "console: export failed mid-stream", "err", err)
-		panic(http.ErrAbortHandler) // never a truncated file that looks complete
-	}
+	// The route's guard chain holds an expensive-read slot; the export is
+	// spooled in its own transaction and sent after it has ended, as the
+	// API's is, so a browser that does not read holds no connection.
+	err = c.keys.SendExport(w, r, name, ctype, func(out io.Writer) error {
+		return write(r.Context(), c.pool, s.principal.Seller, sr, fy, format, out)
+	})
 	if err != nil {
 		c.fail(w, r, s, err)
 	}
-}
-
-// lazyWriter calls start before the first byte, so that an error found
-// before any output still gets an error page.
-type lazyWriter struct {
-	w       http.ResponseWriter
-	start   func()
-	started bool
-}
-
-func (l *lazyWriter) Write(b []byte) (int, error) {
-	if !l.started {
-		l.started = true
-		l.start()
-	}
-	return l.w.Write(b)
 }
 
 // ---- cancel
