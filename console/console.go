@@ -146,6 +146,7 @@ func (c *Console) register() {
 	c.handle("POST /console/logout", api.ClassConsolePage, "", c.logout)
 	c.handle("GET /console/{$}", api.ClassConsolePage, apikey.ScopeRead, c.overview)
 	c.handle("GET /console/series/{code}/{fy}", api.ClassConsolePage, apikey.ScopeRead, c.seriesYear)
+	c.handle("GET /console/series/{code}/{fy}/check", api.ClassConsoleVerify, apikey.ScopeRead, c.seriesYearCheck)
 	c.handle("GET /console/series/{code}/{fy}/audit", api.ClassConsoleDownload, apikey.ScopeRead, c.auditDownload)
 	c.handle("GET /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancelForm)
 	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)

@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // Console downloads and verify take the API's expensive-read slots: with
@@ -43,13 +45,19 @@ func TestConsoleDownloadsShareTheExportSlots(t *testing.T) {
 	if p.status != http.StatusOK || p.header.Get("Content-Length") == "" {
 		t.Fatalf("download with free slots: %d, Content-Length %q (a spooled export has one)", p.status, p.header.Get("Content-Length"))
 	}
-	// The slots are back once the download is sent.
-	for range 2 {
+	// The slots are back once the download is sent (the handler returns
+	// just after the client has read the last byte).
+	var held []func()
+	testwait.Until(t, 10*time.Second, func() bool {
 		release, err := f.api.ExpensiveRead(f.seller.ID)
 		if err != nil {
-			t.Fatalf("a slot is still held after the download: %v", err)
+			return false
 		}
-		defer release()
+		held = append(held, release)
+		return len(held) == 2
+	}, "both of the seller's slots free after the download")
+	for _, r := range held {
+		r()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,8 +59,6 @@ func require(s *session, scope string) error {
 type seriesLine struct {
 	reports.Activity
 	Numbers   []yearNumber
-	Verdict   string // "intact", "NOT intact: …" or "no invoices yet"
-	Intact    bool
 	CurrentFY series.FY
 }
 
@@ -75,7 +74,8 @@ type overviewView struct {
 }
 
 // overview serves GET /console/: each series with its last numbers, today's
-// count, this year's cancellations and whether this year's chain is intact.
+// count, this year's cancellations and a link to check this year's chain
+// (checked on demand, never on every view: its cost grows with the year).
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
 	if err := require(s, apikey.ScopeRead); err != nil {
@@ -97,18 +97,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			n, _ := a.Series.Format.Render(u.FY, u.LastSerial)
 			line.Numbers = append(line.Numbers, yearNumber{FY: u.FY, Last: n, Serial: u.LastSerial})
 		}
-		rep, err := reports.Verify(ctx, c.pool, s.principal.Seller, a.Series.Code, fy)
-		switch {
-		case errors.Is(err, reports.ErrSeriesYearNotFound):
-			line.Verdict = "no invoices yet"
-		case err != nil:
-			c.fail(w, r, s, err)
-			return
-		case rep.OK():
-			line.Verdict, line.Intact = "intact", true
-		default:
-			line.Verdict = fmt.Sprintf("NOT intact: %d findings", len(rep.Findings()))
-		}
 		v.Series = append(v.Series, line)
 	}
 	c.page(w, r, http.StatusOK, "overview", s, "Overview", v)
@@ -119,6 +107,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 type seriesYearView struct {
 	Series    series.Series
 	FY        series.FY
+	Head      reports.Head
+	Checked   bool            // Summary holds the whole year's check
 	Summary   reports.Summary
 	Rows      []reports.Row
 	Number    string // the number searched for
@@ -141,9 +131,18 @@ func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, seri
 }
 
 // seriesYear serves GET /console/series/{code}/{fy}[?after=N|?number=X]:
-// the audit summary, 100 rows from after N (or the one numbered X), the
-// chart of invoices per day and the downloads.
-func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
+// the year's head (counter, chain head, first and last numbers), 100 rows
+// from after N (or the one numbered X) with a chart of their days, and the
+// downloads. Every read is an index lookup or the page's rows, so the page
+// costs what it shows whatever the year's size.
+func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) { c.seriesYearPage(w, r, false) }
+
+// seriesYearCheck serves GET /console/series/{code}/{fy}/check: the
+// series-year page with the whole year's audit summary (gaps, duplicates,
+// dates, chain), computed now under the expensive-read budget.
+func (c *Console) seriesYearCheck(w http.ResponseWriter, r *http.Request) { c.seriesYearPage(w, r, true) }
+
+func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check bool) {
 	s := sessionOf(r)
 	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
@@ -155,15 +154,20 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	sum, err := reports.AuditSummary(ctx, c.pool, s.principal.Seller, sr, fy)
-	if err != nil {
+	q := r.URL.Query()
+	v := seriesYearView{Series: sr, FY: fy, CanCancel: s.principal.Has(apikey.ScopeIssue), Checked: check,
+		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
+		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
+	if v.Head, err = reports.SeriesYearHead(ctx, c.pool, s.principal.Seller, sr, fy); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
-	q := r.URL.Query()
-	v := seriesYearView{Series: sr, FY: fy, Summary: sum, CanCancel: s.principal.Has(apikey.ScopeIssue),
-		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
-		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
+	if check {
+		if v.Summary, err = reports.AuditSummary(ctx, c.pool, s.principal.Seller, sr, fy); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+	}
 	rq := reports.RowQuery{Limit: pageRows + 1, Number: v.Number}
 	if a := q.Get("after"); a != "" && v.Number == "" {
 		if rq.After, err = strconv.ParseInt(a, 10, 64); err != nil || rq.After < 0 {
@@ -182,13 +186,32 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 		v.NextAfter = rows[len(rows)-1].Serial
 	}
 	v.Rows = rows
-	days, err := reports.DailyCounts(ctx, c.pool, sr, fy)
-	if err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	v.Chart = chartSVG(days, fy, series.DateIST(c.now()))
+	v.Chart = chartSVG(pageDays(rows), fy, series.DateIST(c.now()))
 	c.page(w, r, http.StatusOK, "series", s, sr.Code+" "+fy.String(), v)
+}
+
+// pageDays returns the invoices of rows per invoice date, in date order.
+func pageDays(rows []reports.Row) []reports.DayCount {
+	var out []reports.DayCount
+	at := map[string]int{}
+	for _, row := range rows {
+		i, ok := at[row.InvoiceDate]
+		if !ok {
+			d, err := time.Parse(time.DateOnly, row.InvoiceDate)
+			if err != nil {
+				continue
+			}
+			i = len(out)
+			at[row.InvoiceDate] = i
+			out = append(out, reports.DayCount{Date: d})
+		}
+		out[i].Issued++
+		if row.Status == invoice.StatusCancelled {
+			out[i].Cancelled++
+		}
+	}
+	slices.SortFunc(out, func(a, b reports.DayCount) int { return a.Date.Compare(b.Date) })
+	return out
 }
 
 // auditDownload serves GET /console/series/{code}/{fy}/audit?format=csv|json|xlsx[&part=summary]:
