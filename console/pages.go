@@ -108,7 +108,7 @@ type seriesYearView struct {
 	Series    series.Series
 	FY        series.FY
 	Head      reports.Head
-	Checked   bool            // Summary holds the whole year's check
+	Checked   bool // Summary holds the whole year's check
 	Summary   reports.Summary
 	Rows      []reports.Row
 	Number    string // the number searched for
@@ -140,7 +140,9 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) { c.seriesY
 // seriesYearCheck serves GET /console/series/{code}/{fy}/check: the
 // series-year page with the whole year's audit summary (gaps, duplicates,
 // dates, chain), computed now under the expensive-read budget.
-func (c *Console) seriesYearCheck(w http.ResponseWriter, r *http.Request) { c.seriesYearPage(w, r, true) }
+func (c *Console) seriesYearCheck(w http.ResponseWriter, r *http.Request) {
+	c.seriesYearPage(w, r, true)
+}
 
 func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check bool) {
 	s := sessionOf(r)
