@@ -30,17 +30,21 @@ import (
 // failures gets 429 before any lookup, whichever the kind of failure, so
 // that too takes the same time.
 func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal, error) {
+	if p, ok := c.Get(ctxPrincipal).(apikey.Principal); ok {
+		// The route's guard chain has authenticated the key and spent
+		// its rate (guards.go); the handler's own scope is checked here.
+		if !p.Scopes.Has(need) {
+			return apikey.Principal{}, apikey.ErrForbidden
+		}
+		return p, nil
+	}
 	p, err := s.authenticate(c.Request(), c.Request().Header.Get("Authorization"))
 	if err != nil {
 		return apikey.Principal{}, err
 	}
 	c.Set(ctxSeller, string(p.Seller.GSTIN))
-	if s.keyRate != nil {
-		if ok, wait := s.keyRate.take(p.Prefix, s.now()); !ok {
-			secs := max(1, int(math.Ceil(wait.Seconds())))
-			c.Response().Header().Set("Retry-After", strconv.Itoa(secs))
-			return apikey.Principal{}, apperr.Errorf(errKeyRateLimited, "this API key may make %s requests a second (serve --rate-limit); retry in %d s", strconv.FormatFloat(s.keyRate.rate, 'f', -1, 64), secs)
-		}
+	if err := s.TakeKeyRate(c.Response(), p.Prefix); err != nil {
+		return apikey.Principal{}, err
 	}
 	if !p.Scopes.Has(need) {
 		return apikey.Principal{}, apikey.ErrForbidden

@@ -130,28 +130,18 @@ func (s *Server) invoiceID(ctx context.Context, p apikey.Principal, v string) (i
 		}
 		return id, nil
 	}
-	i := strings.LastIndexByte(v, '-')
-	if i < 0 {
+	code, fy, serial, ok := invoice.ParseKey(v)
+	if !ok {
 		return 0, invoice.ErrNotFound
 	}
-	j := strings.LastIndexByte(v[:i], '-')
-	if j < 1 {
-		return 0, invoice.ErrNotFound
-	}
-	fy, ferr := strconv.Atoi(v[j+1 : i])
-	serial, serr := strconv.ParseInt(v[i+1:], 10, 64)
-	if ferr != nil || serr != nil || !series.FY(fy).Valid() || serial < 1 ||
-		strconv.Itoa(fy) != v[j+1:i] || strconv.FormatInt(serial, 10) != v[i+1:] {
-		return 0, invoice.ErrNotFound
-	}
-	sr, err := s.seriesOf(ctx, p, v[:j])
+	sr, err := s.seriesOf(ctx, p, code)
 	if errors.Is(err, series.ErrNotFound) {
 		return 0, invoice.ErrNotFound
 	}
 	if err != nil {
 		return 0, err
 	}
-	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, series.FY(fy), serial)
+	return invoice.IDBySerial(ctx, s.pool, sellerID, sr.ID, fy, serial)
 }
 
 // getInvoice serves GET /v1/invoices/{id} (scope read).

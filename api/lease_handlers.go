@@ -25,10 +25,11 @@ const headerLeaseID = "Lease-Id"
 
 // leaseRoutes registers the routes of offline terminals.
 func (s *Server) leaseRoutes(e *echo.Echo) {
-	e.POST("/v1/series/:code/lease", s.takeLease)
-	e.DELETE("/v1/series/:code/lease", s.endLease)
-	e.POST("/v1/series/:code/device-invoices", s.uploadOffline)
-	e.POST("/v1/series/:code/device-cancels", s.uploadOfflineCancels)
+	s.route(e, http.MethodPost, "/v1/series/:code/lease", ClassDevice, apikey.CanManage, s.takeLease)
+	// Scope issue with the device's Lease-Id, manage without (endLease).
+	s.route(e, http.MethodDelete, "/v1/series/:code/lease", ClassDevice, 0, s.endLease)
+	s.route(e, http.MethodPost, "/v1/series/:code/device-invoices", ClassDevice, apikey.CanIssue, s.uploadOffline)
+	s.route(e, http.MethodPost, "/v1/series/:code/device-cancels", ClassDevice, apikey.CanIssue, s.uploadOfflineCancels)
 }
 
 var errNoLeaseID = apperr.New(apperr.Malformed, "missing_lease_id", "send the lease's id in the Lease-Id header")

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -16,21 +15,13 @@ const headerRequestID = "X-Request-Id"
 
 // base runs around every request: it gives the request a fresh random id
 // (X-Request-Id; a client's own is only logged beside it), says nosniff,
-// bounds the request's database work with the request timeout, and turns
-// a panic into a logged 500.
+// and turns a panic into a logged 500. The request's deadline is its
+// route class's (guards.go).
 func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
-		r := c.Request()
 		h := c.Response().Header()
 		h.Set(headerRequestID, newRequestID())
 		h.Set("X-Content-Type-Options", "nosniff")
-		timeout := s.timeout
-		if isExport(c.Path()) {
-			timeout = exportTimeout
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
-		defer cancel()
-		c.SetRequest(r.WithContext(ctx))
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {

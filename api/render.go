@@ -120,7 +120,7 @@ func date(t time.Time) string { return t.Format(time.DateOnly) }
 // sellers (the database's own ids are global, so they told each seller
 // how many invoices everyone else had issued in between).
 func invoiceKey(inv invoice.Invoice) string {
-	return invoice.APIID(inv.SeriesCode, inv.FY, inv.Serial)
+	return invoice.Key(inv.SeriesCode, inv.FY, inv.Serial)
 }
 
 // renderInvoice returns inv as the API shows it; its receipt_url is

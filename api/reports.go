@@ -1,8 +1,8 @@
 package api
 
 import (
+	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,36 +59,11 @@ func (s *Server) audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	release, err := s.exports.acquire(p.Seller.ID)
-	if err != nil {
-		return err
-	}
-	defer release()
-	sp, err := newSpool(s.spoolDir)
-	if err != nil {
-		return err
-	}
-	defer sp.Close()
-	if err := write(ctx, s.pool, p.Seller, sr, fy, format, sp); err != nil {
-		return err
-	}
-	size, err := sp.rewind()
-	if err != nil {
-		return err
-	}
-	w := c.Response()
+	// The route's guard chain holds an expensive-read slot (ClassExport).
 	name := strings.NewReplacer("/", "-").Replace(sr.Code + "-" + fy.String() + "-audit" + suffix + "." + format)
-	w.Header().Set(echo.HeaderContentType, ctype)
-	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+name+`"`)
-	w.Header().Set(echo.HeaderContentLength, strconv.FormatInt(size, 10))
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	if err := sendStalling(ctx, w, sp.f, s.exportStall); err != nil {
-		// The client stopped reading or went away: drop the connection.
-		s.log.Info("audit export cut off", append(requestIDs(c), "err", err, "series", sr.Code, "fy", fy.String())...)
-		panic(http.ErrAbortHandler)
-	}
-	return nil
+	return s.SendExport(c.Response(), c.Request(), name, ctype, func(w io.Writer) error {
+		return write(ctx, s.pool, p.Seller, sr, fy, format, w)
+	})
 }
 
 // errInvalidPart answers an audit part other than rows and summary.
@@ -120,7 +95,3 @@ func (s *Server) docIssue(c echo.Context) error {
 	}
 	return writeJSON(c, http.StatusOK, rep)
 }
-
-// isExport reports whether the matched route streams a long export, which
-// gets exportTimeout instead of the request timeout.
-func isExport(path string) bool { return path == "/v1/series/:code/audit" }

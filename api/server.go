@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -43,6 +44,8 @@ type Server struct {
 
 	webhookAllowPrivate bool
 	publicURL           string // Config.PublicURL
+
+	inventory []RouteInfo // every route with its guards (guards.go)
 }
 
 //go:embed openapi.yaml
@@ -113,7 +116,7 @@ func New(cfg Config) *Server {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.observe, s.base, guardText)
+	e.Use(s.observe, s.base)
 	s.routes(e)
 	s.e = e
 	return s
@@ -122,31 +125,31 @@ func New(cfg Config) *Server {
 // routes registers every route. Keep api/openapi.yaml in step: a test
 // checks that both list the same (method, path) pairs.
 func (s *Server) routes(e *echo.Echo) {
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.GET("/openapi.yaml", s.openAPI)
-	e.GET("/debug/stats", s.stats)
-	e.GET("/metrics", s.serveMetrics)
+	s.route(e, http.MethodGet, "/healthz", ClassHealth, 0, s.healthz)
+	s.route(e, http.MethodGet, "/readyz", ClassHealth, 0, s.readyz)
+	s.route(e, http.MethodGet, "/openapi.yaml", ClassHealth, 0, s.openAPI)
+	s.route(e, http.MethodGet, "/debug/stats", ClassMetrics, 0, s.stats)
+	s.route(e, http.MethodGet, "/metrics", ClassMetrics, 0, s.serveMetrics)
 
-	e.POST("/v1/series", s.createSeries)
-	e.GET("/v1/series", s.listSeries)
-	e.POST("/v1/series/:code/invoices", s.issueInvoice)
-	e.POST("/v1/series/:code/invoices/batch", s.issueBatch)
-	e.GET("/v1/series/:code/invoices", s.listInvoices)
-	e.GET("/v1/invoices", s.findInvoices)
-	e.GET("/v1/invoices/:id", s.getInvoice)
-	e.POST("/v1/invoices/:id/cancel", s.cancelInvoice)
+	s.route(e, http.MethodPost, "/v1/series", ClassAPIWrite, apikey.CanManage, s.createSeries)
+	s.route(e, http.MethodGet, "/v1/series", ClassAPIRead, apikey.CanRead, s.listSeries)
+	s.route(e, http.MethodPost, "/v1/series/:code/invoices", ClassAPIWrite, apikey.CanIssue, s.issueInvoice)
+	s.route(e, http.MethodPost, "/v1/series/:code/invoices/batch", ClassAPIWrite, apikey.CanIssue, s.issueBatch)
+	s.route(e, http.MethodGet, "/v1/series/:code/invoices", ClassAPIRead, apikey.CanRead, s.listInvoices)
+	s.route(e, http.MethodGet, "/v1/invoices", ClassAPIRead, apikey.CanRead, s.findInvoices)
+	s.route(e, http.MethodGet, "/v1/invoices/:id", ClassAPIRead, apikey.CanRead, s.getInvoice)
+	s.route(e, http.MethodPost, "/v1/invoices/:id/cancel", ClassAPIWrite, apikey.CanIssue, s.cancelInvoice)
 
-	e.GET("/r/:public_id", s.receipt)
+	s.route(e, http.MethodGet, "/r/:public_id", ClassReceipt, 0, s.receipt)
 
-	e.POST("/v1/webhooks", s.createWebhook)
-	e.GET("/v1/webhooks", s.listWebhooks)
-	e.DELETE("/v1/webhooks/:id", s.deleteWebhook)
-	e.GET("/v1/events", s.listEvents)
-	e.GET("/v1/series/:code/audit", s.audit)
-	e.POST("/v1/periods/:fp/lock", s.lockPeriod)
-	e.GET("/v1/periods", s.listPeriods)
-	e.GET("/v1/reports/gstr1/doc-issue", s.docIssue)
+	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage, s.createWebhook)
+	s.route(e, http.MethodGet, "/v1/webhooks", ClassAPIRead, apikey.CanManage, s.listWebhooks)
+	s.route(e, http.MethodDelete, "/v1/webhooks/:id", ClassAPIWrite, apikey.CanManage, s.deleteWebhook)
+	s.route(e, http.MethodGet, "/v1/events", ClassAPIRead, apikey.CanRead, s.listEvents)
+	s.route(e, http.MethodGet, "/v1/series/:code/audit", ClassExport, apikey.CanRead, s.audit)
+	s.route(e, http.MethodPost, "/v1/periods/:fp/lock", ClassAPIWrite, apikey.CanManage, s.lockPeriod)
+	s.route(e, http.MethodGet, "/v1/periods", ClassAPIRead, apikey.CanRead, s.listPeriods)
+	s.route(e, http.MethodGet, "/v1/reports/gstr1/doc-issue", ClassAPIRead, apikey.CanRead, s.docIssue)
 	s.leaseRoutes(e)
 }
 

@@ -9,8 +9,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// guardText runs around every route, after routing and before any
-// handler: it refuses with CheckText's 400 a request whose query,
+// guardText is GuardText's middleware (guards.go), the outermost guard of
+// every route's chain, so it runs after routing and before any handler: it refuses with CheckText's 400 a request whose query,
 // path parameters or headers hold bytes PostgreSQL would refuse (invalid
 // UTF-8 is SQLSTATE 22021, a NUL 22P05), so that they are a client error
 // naming the parameter rather than an internal error from deep inside a

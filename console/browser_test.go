@@ -72,7 +72,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("sign in", chromedp.SetValue(chromedp.CSS("#key"), f.all), chromedp.Submit(chromedp.CSS("#key")),
 		chromedp.WaitVisible(chromedp.CSS("#series")))
 	over := text("#series")
-	for _, want := range []string{"CH1", "invoice", "2026-27: CH1/26-27/00005", "intact"} {
+	for _, want := range []string{"CH1", "invoice", "2026-27: CH1/26-27/00005", "Check now"} {
 		if !strings.Contains(over, want) {
 			t.Fatalf("overview lacks %q:\n%s", want, over)
 		}
@@ -81,6 +81,11 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// The series-year: summary, rows and chart.
 	do("open CH1 2026-27", chromedp.Click(chromedp.CSS(`a[href="/console/series/CH1/2026-27"]`)), chromedp.WaitVisible(chromedp.CSS("#rows")))
+	if s := text("#summary"); !strings.Contains(s, "CH1/26-27/00001 – CH1/26-27/00005") {
+		t.Fatalf("head:\n%s", s)
+	}
+	// The whole year is checked on request, not on every view.
+	do("check the year", chromedp.Click(chromedp.CSS("#check")), chromedp.WaitVisible(chromedp.CSS("#rows")))
 	if s := text("#summary"); !strings.Contains(s, "Intact") || !strings.Contains(s, "CH1/26-27/00001 – CH1/26-27/00005") {
 		t.Fatalf("summary:\n%s", s)
 	}
@@ -121,7 +126,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil || got.Status != invoice.StatusCancelled || got.CancelReason != "Wrong buyer on the bill" {
 		t.Fatalf("invoice after cancelling: %+v, %v", got, err)
 	}
-	do("back to the year", chromedp.Navigate(f.url+"/console/series/CH1/2026-27"), chromedp.WaitVisible(chromedp.CSS("#rows")))
+	do("check the year again", chromedp.Navigate(f.url+"/console/series/CH1/2026-27/check"), chromedp.WaitVisible(chromedp.CSS("#rows")))
 	cancelled, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`[...document.querySelectorAll("#summary dt")].find(dt => dt.textContent == "Cancelled").nextElementSibling.textContent`))
 	if err != nil || cancelled != "1" {
@@ -177,8 +182,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	// A POST without the CSRF token is refused and changes nothing.
 	other := f.invs[2]
 	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(
-		`fetch("/console/invoices/%d/cancel", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "reason=forged"}).then(r => r.status)`,
-		other.ID), chromedp.EvalAwaitPromise))
+		`fetch("/console/invoices/%s/cancel", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "reason=forged"}).then(r => r.status)`,
+		invoice.KeyOf(other)), chromedp.EvalAwaitPromise))
 	if err != nil || status != http.StatusForbidden {
 		t.Fatalf("POST without csrf_token: %d, %v; want 403", status, err)
 	}

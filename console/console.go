@@ -9,10 +9,14 @@ import (
 	"embed"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,11 +36,15 @@ const (
 	touchEvery = time.Minute
 )
 
-// maxFormBytes bounds a console request's body.
-const maxFormBytes = 8 << 10
-
 // CookieName is the session cookie.
 const CookieName = "invoiced_session"
+
+// loginCookie holds the sign-in form's token (double submit): a POST to
+// /console/login must carry the same value in its login_token field. A
+// cross-site page can neither read the cookie nor (SameSite=Strict) make
+// the browser send it, so it cannot sign a victim in as the attacker's
+// seller (login CSRF).
+const loginCookie = "invoiced_login"
 
 // Keys checks API keys; *api.Server satisfies it.
 type Keys interface {
@@ -48,6 +56,21 @@ type Keys interface {
 	KeyPrincipal(ctx context.Context, prefix string) (apikey.Principal, error)
 	// Options returns the options invoices are cancelled with.
 	Options() series.Options
+
+	// The guard chain the console shares with the API (api/guards.go).
+
+	// DeadlineOf returns the deadline of a route class.
+	DeadlineOf(class api.RouteClass) time.Duration
+	// TakeKeyRate spends one request of the key with prefix (serve
+	// --rate-limit); a rate_limited error (429) when none is left.
+	TakeKeyRate(w http.ResponseWriter, prefix string) error
+	// ExpensiveRead takes one of the seller's expensive-read slots (the
+	// API's export slots); a too_many_exports error (429) when none is free.
+	ExpensiveRead(seller int64) (release func(), err error)
+	// SendExport spools what write writes (its transaction ends before the
+	// first byte is sent) and sends it as attachment name, within the
+	// stall timeout.
+	SendExport(w http.ResponseWriter, r *http.Request, name, ctype string, write func(io.Writer) error) error
 }
 
 // Config configures a Console.
@@ -71,7 +94,8 @@ type Console struct {
 	now          func() time.Time
 	cookieSecure bool
 	pages        map[string]*template.Template
-	mux          *http.ServeMux
+	mux          *http.ServeMux // reached only through handle, which records routes
+	routes       []api.RouteInfo
 }
 
 //go:embed templates/*.html
@@ -91,7 +115,7 @@ func New(cfg Config) *Console {
 	}
 	c.pages = parsePages()
 	c.mux = http.NewServeMux()
-	c.routes()
+	c.register()
 	return c
 }
 
@@ -113,23 +137,149 @@ func parsePages() map[string]*template.Template {
 	return pages
 }
 
-func (c *Console) routes() {
+// register registers every console route through handle.
+func (c *Console) register() {
 	static, _ := fs.Sub(staticFS, "static")
-	c.mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
-	c.mux.HandleFunc("GET /console/login", c.loginForm)
-	c.mux.HandleFunc("POST /console/login", c.login)
-	c.mux.HandleFunc("POST /console/logout", c.signedIn(c.logout))
-	c.mux.HandleFunc("GET /console/{$}", c.signedIn(c.overview))
-	c.mux.HandleFunc("GET /console/series/{code}/{fy}", c.signedIn(c.seriesYear))
-	c.mux.HandleFunc("GET /console/series/{code}/{fy}/audit", c.signedIn(c.auditDownload))
-	c.mux.HandleFunc("GET /console/invoices/{id}/cancel", c.signedIn(c.cancelForm))
-	c.mux.HandleFunc("POST /console/invoices/{id}/cancel", c.signedIn(c.cancel))
-	c.mux.HandleFunc("GET /console/gstr1", c.signedIn(c.gstr1))
-	c.mux.HandleFunc("GET /console/gstr1.json", c.signedIn(c.gstr1JSON))
-	c.mux.HandleFunc("GET /console/verify", c.signedIn(c.verify))
-	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
+	c.handle("GET /console/static/", api.ClassConsoleLogin, "", http.StripPrefix("/console/static/", http.FileServerFS(static)).ServeHTTP)
+	c.handle("GET /console/login", api.ClassConsoleLogin, "", c.loginForm)
+	c.handle("POST /console/login", api.ClassConsoleLogin, "", c.login)
+	c.handle("POST /console/logout", api.ClassConsolePage, "", c.logout)
+	c.handle("GET /console/{$}", api.ClassConsolePage, apikey.ScopeRead, c.overview)
+	c.handle("GET /console/series/{code}/{fy}", api.ClassConsolePage, apikey.ScopeRead, c.seriesYear)
+	c.handle("GET /console/series/{code}/{fy}/check", api.ClassConsoleVerify, apikey.ScopeRead, c.seriesYearCheck)
+	c.handle("GET /console/series/{code}/{fy}/audit", api.ClassConsoleDownload, apikey.ScopeRead, c.auditDownload)
+	c.handle("GET /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancelForm)
+	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)
+	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.ScopeRead, c.gstr1)
+	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.ScopeRead, c.gstr1JSON)
+	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
+	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
 	})
+}
+
+// handle registers h for pattern ("METHOD /path" or "/path") in route
+// class, wrapped in the class's guards (api.Limits) in the chain's order;
+// scope is what GuardScope requires ("" for none). It panics on a guard
+// the console has no middleware for, so a guard added to the class table
+// cannot be skipped here.
+func (c *Console) handle(pattern string, class api.RouteClass, scope string, h http.HandlerFunc) {
+	l := api.Limits(class)
+	var applied []api.Guard
+	for i := len(api.Guards) - 1; i >= 0; i-- {
+		g := api.Guards[i]
+		if !slices.Contains(l.Guards, g) {
+			continue
+		}
+		h = c.guard(g, class, scope, wildcards(pattern))(h)
+		applied = append([]api.Guard{g}, applied...)
+	}
+	c.mux.HandleFunc(pattern, h)
+	method, path, found := strings.Cut(pattern, " ")
+	if !found {
+		method, path = "*", pattern
+	}
+	c.routes = append(c.routes, api.RouteInfo{Method: method, Path: path, Class: class, Guards: applied})
+}
+
+// Routes returns the console's routes with the guards each is wrapped in.
+func (c *Console) Routes() []api.RouteInfo { return slices.Clone(c.routes) }
+
+// wildcards returns the names of pattern's path wildcards ("{code}",
+// "{id...}"; not "{$}"), in order.
+func wildcards(pattern string) []string {
+	var names []string
+	for rest := pattern; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			return names
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return names
+		}
+		if name := strings.TrimSuffix(rest[i+1:i+j], "..."); name != "$" {
+			names = append(names, name)
+		}
+		rest = rest[i+j+1:]
+	}
+}
+
+// guard returns the console's middleware of guard g for a route of class
+// needing scope, whose path wildcards are named params.
+func (c *Console) guard(g api.Guard, class api.RouteClass, scope string, params []string) func(http.HandlerFunc) http.HandlerFunc {
+	switch g {
+	case api.GuardText:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				values := make([]string, len(params))
+				for i, name := range params {
+					values[i] = r.PathValue(name)
+				}
+				if err := api.CheckText(r, params, values); err != nil {
+					c.fail(w, r, nil, err)
+					return
+				}
+				next(w, r)
+			}
+		}
+	case api.GuardDeadline:
+		d := c.keys.DeadlineOf(class)
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				ctx, cancel := context.WithTimeout(r.Context(), d)
+				defer cancel()
+				next(w, r.WithContext(ctx))
+			}
+		}
+	case api.GuardBodyCap:
+		max := api.Limits(class).MaxBody
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				r.Body = http.MaxBytesReader(w, r.Body, max)
+				next(w, r)
+			}
+		}
+	case api.GuardAuth:
+		return c.signedIn
+	case api.GuardKeyRate:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				s := sessionOf(r)
+				if err := c.keys.TakeKeyRate(w, s.principal.Prefix); err != nil {
+					c.fail(w, r, s, err)
+					return
+				}
+				next(w, r)
+			}
+		}
+	case api.GuardScope:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				if scope != "" {
+					if err := require(sessionOf(r), scope); err != nil {
+						c.fail(w, r, sessionOf(r), err)
+						return
+					}
+				}
+				next(w, r)
+			}
+		}
+	case api.GuardBudget:
+		return func(next http.HandlerFunc) http.HandlerFunc {
+			return func(w http.ResponseWriter, r *http.Request) {
+				s := sessionOf(r)
+				release, err := c.keys.ExpensiveRead(s.principal.Seller.ID)
+				if err != nil {
+					c.fail(w, r, s, err)
+					return
+				}
+				defer release()
+				next(w, r)
+			}
+		}
+	}
+	panic(fmt.Sprintf("console: no middleware for guard %q", g))
 }
 
 // ServeHTTP serves the console's pages (paths under /console/).
@@ -142,9 +292,6 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
 		h.Set("Cache-Control", "no-store")
 	}
-	// The console's forms carry a key, a token and a reason: a few KiB at
-	// most. A larger body is cut here instead of being parsed in memory.
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	c.mux.ServeHTTP(w, r)
 }
 
@@ -222,29 +369,60 @@ func (c *Console) lookup(r *http.Request) (*session, error) {
 	return &session{idHash: hash[:], csrf: row.CSRF, principal: p}, nil
 }
 
-// loginForm serves GET /console/login.
+// loginForm serves GET /console/login: the form, with a fresh token in
+// the form and in its cookie.
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
 	if s, err := c.lookup(r); err == nil && s != nil {
 		http.Redirect(w, r, "/console/", http.StatusSeeOther)
 		return
 	}
-	c.page(w, r, http.StatusOK, "login", nil, "Sign in", loginView{})
+	c.loginPage(w, r, http.StatusOK, "")
 }
 
-// login serves POST /console/login (field key): a valid key starts a
-// session and redirects to the overview; a wrong one shows the form again
-// with 401.
+// loginPage renders the sign-in form with status and message msg, and
+// sets a fresh form token.
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	token := base64.RawURLEncoding.EncodeToString(random(32))
+	http.SetCookie(w, &http.Cookie{
+		Name: loginCookie, Value: token, Path: "/console/login",
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.cookieSecure || r.TLS != nil,
+		MaxAge: int(AbsoluteTimeout / time.Second),
+	})
+	c.page(w, r, status, "login", nil, "Sign in", loginView{Error: msg, Token: token})
+}
+
+// sameOrigin reports whether r's Origin header, when it has one, names
+// the host r was sent to. Browsers send Origin on every cross-site POST.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// login serves POST /console/login (fields key and login_token): a valid
+// key starts a session and redirects to the overview; a wrong one shows
+// the form again with 401. A POST without the form's token, or from
+// another origin, is 403 and starts nothing.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	ck, err := r.Cookie(loginCookie)
+	if !sameOrigin(r) || err != nil || ck.Value == "" ||
+		subtle.ConstantTimeCompare([]byte(r.PostFormValue("login_token")), []byte(ck.Value)) != 1 {
+		c.loginPage(w, r, http.StatusForbidden, "The sign-in form was stale or sent from another site. Sign in again here.")
+		return
+	}
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	p, err := c.keys.Authenticate(r, key)
 	if err == nil && p.Series != nil {
 		// The console shows every series of the seller; a key restricted
 		// to some (a terminal's) may not see the others.
-		c.page(w, r, http.StatusForbidden, "login", nil, "Sign in", loginView{Error: "That API key is restricted to series " + strings.Join(p.Series, ", ") + "; the console needs a key for every series of the seller."})
+		c.loginPage(w, r, http.StatusForbidden, "That API key is restricted to series "+strings.Join(p.Series, ", ")+"; the console needs a key for every series of the seller.")
 		return
 	}
 	if errors.Is(err, apikey.ErrUnauthorized) {
-		c.page(w, r, http.StatusUnauthorized, "login", nil, "Sign in", loginView{Error: "That API key is not valid (unknown, revoked or mistyped)."})
+		c.loginPage(w, r, http.StatusUnauthorized, "That API key is not valid (unknown, revoked or mistyped).")
 		return
 	}
 	if err != nil {
@@ -302,7 +480,7 @@ type view struct {
 
 type errorView struct{ Message string }
 
-type loginView struct{ Error string }
+type loginView struct{ Error, Token string }
 
 // page renders template name with data inside the layout, with status and
 // title. s is the session (nil on the sign-in and some error pages).

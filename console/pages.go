@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +28,12 @@ var funcs = template.FuncMap{
 	"date":    func(t time.Time) string { return t.Format("2 Jan 2006") },
 	"fyPath":  func(fy series.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
-	"ts":      invoice.Timestamp,
-	"state":   series.StateLabel,
+	// key is the API's id of the invoice with serial in series code and
+	// year fy (invoice.Key): the console's links use it, never the
+	// database's id.
+	"key":   invoice.Key,
+	"ts":    invoice.Timestamp,
+	"state": series.StateLabel,
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
 		if err != nil {
@@ -53,8 +59,6 @@ func require(s *session, scope string) error {
 type seriesLine struct {
 	reports.Activity
 	Numbers   []yearNumber
-	Verdict   string // "intact", "NOT intact: …" or "no invoices yet"
-	Intact    bool
 	CurrentFY series.FY
 }
 
@@ -70,7 +74,8 @@ type overviewView struct {
 }
 
 // overview serves GET /console/: each series with its last numbers, today's
-// count, this year's cancellations and whether this year's chain is intact.
+// count, this year's cancellations and a link to check this year's chain
+// (checked on demand, never on every view: its cost grows with the year).
 func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
 	if err := require(s, apikey.ScopeRead); err != nil {
@@ -92,18 +97,6 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 			n, _ := a.Series.Format.Render(u.FY, u.LastSerial)
 			line.Numbers = append(line.Numbers, yearNumber{FY: u.FY, Last: n, Serial: u.LastSerial})
 		}
-		rep, err := reports.Verify(ctx, c.pool, s.principal.Seller, a.Series.Code, fy)
-		switch {
-		case errors.Is(err, reports.ErrSeriesYearNotFound):
-			line.Verdict = "no invoices yet"
-		case err != nil:
-			c.fail(w, r, s, err)
-			return
-		case rep.OK():
-			line.Verdict, line.Intact = "intact", true
-		default:
-			line.Verdict = fmt.Sprintf("NOT intact: %d findings", len(rep.Findings()))
-		}
 		v.Series = append(v.Series, line)
 	}
 	c.page(w, r, http.StatusOK, "overview", s, "Overview", v)
@@ -114,6 +107,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 type seriesYearView struct {
 	Series    series.Series
 	FY        series.FY
+	Head      reports.Head
+	Checked   bool // Summary holds the whole year's check
 	Summary   reports.Summary
 	Rows      []reports.Row
 	Number    string // the number searched for
@@ -136,9 +131,20 @@ func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, seri
 }
 
 // seriesYear serves GET /console/series/{code}/{fy}[?after=N|?number=X]:
-// the audit summary, 100 rows from after N (or the one numbered X), the
-// chart of invoices per day and the downloads.
-func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
+// the year's head (counter, chain head, first and last numbers), 100 rows
+// from after N (or the one numbered X) with a chart of their days, and the
+// downloads. Every read is an index lookup or the page's rows, so the page
+// costs what it shows whatever the year's size.
+func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) { c.seriesYearPage(w, r, false) }
+
+// seriesYearCheck serves GET /console/series/{code}/{fy}/check: the
+// series-year page with the whole year's audit summary (gaps, duplicates,
+// dates, chain), computed now under the expensive-read budget.
+func (c *Console) seriesYearCheck(w http.ResponseWriter, r *http.Request) {
+	c.seriesYearPage(w, r, true)
+}
+
+func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check bool) {
 	s := sessionOf(r)
 	if err := require(s, apikey.ScopeRead); err != nil {
 		c.fail(w, r, s, err)
@@ -150,15 +156,20 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	sum, err := reports.AuditSummary(ctx, c.pool, s.principal.Seller, sr, fy)
-	if err != nil {
+	q := r.URL.Query()
+	v := seriesYearView{Series: sr, FY: fy, CanCancel: s.principal.Has(apikey.ScopeIssue), Checked: check,
+		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
+		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
+	if v.Head, err = reports.SeriesYearHead(ctx, c.pool, s.principal.Seller, sr, fy); err != nil {
 		c.fail(w, r, s, err)
 		return
 	}
-	q := r.URL.Query()
-	v := seriesYearView{Series: sr, FY: fy, Summary: sum, CanCancel: s.principal.Has(apikey.ScopeIssue),
-		Number: strings.ToUpper(strings.TrimSpace(q.Get("number"))), Cancelled: q.Get("cancelled"),
-		Base: "/console/series/" + url.PathEscape(sr.Code) + "/" + fy.String()}
+	if check {
+		if v.Summary, err = reports.AuditSummary(ctx, c.pool, s.principal.Seller, sr, fy); err != nil {
+			c.fail(w, r, s, err)
+			return
+		}
+	}
 	rq := reports.RowQuery{Limit: pageRows + 1, Number: v.Number}
 	if a := q.Get("after"); a != "" && v.Number == "" {
 		if rq.After, err = strconv.ParseInt(a, 10, 64); err != nil || rq.After < 0 {
@@ -177,13 +188,32 @@ func (c *Console) seriesYear(w http.ResponseWriter, r *http.Request) {
 		v.NextAfter = rows[len(rows)-1].Serial
 	}
 	v.Rows = rows
-	days, err := reports.DailyCounts(ctx, c.pool, sr, fy)
-	if err != nil {
-		c.fail(w, r, s, err)
-		return
-	}
-	v.Chart = chartSVG(days, fy, series.DateIST(c.now()))
+	v.Chart = chartSVG(pageDays(rows), fy, series.DateIST(c.now()))
 	c.page(w, r, http.StatusOK, "series", s, sr.Code+" "+fy.String(), v)
+}
+
+// pageDays returns the invoices of rows per invoice date, in date order.
+func pageDays(rows []reports.Row) []reports.DayCount {
+	var out []reports.DayCount
+	at := map[string]int{}
+	for _, row := range rows {
+		i, ok := at[row.InvoiceDate]
+		if !ok {
+			d, err := time.Parse(time.DateOnly, row.InvoiceDate)
+			if err != nil {
+				continue
+			}
+			i = len(out)
+			at[row.InvoiceDate] = i
+			out = append(out, reports.DayCount{Date: d})
+		}
+		out[i].Issued++
+		if row.Status == invoice.StatusCancelled {
+			out[i].Cancelled++
+		}
+	}
+	slices.SortFunc(out, func(a, b reports.DayCount) int { return a.Date.Compare(b.Date) })
+	return out
 }
 
 // auditDownload serves GET /console/series/{code}/{fy}/audit?format=csv|json|xlsx[&part=summary]:
@@ -210,53 +240,66 @@ func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
 		write, suffix = reports.WriteAuditSummary, "-summary"
 	}
 	name := strings.ReplaceAll(sr.Code+"-"+fy.String()+"-audit"+suffix+"."+format, "/", "-")
-	lw := &lazyWriter{w: w, start: func() {
-		w.Header().Set("Content-Type", ctype)
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-	}}
-	err = write(r.Context(), c.pool, s.principal.Seller, sr, fy, format, lw)
-	if err != nil && lw.started {
-		c.log.ErrorContext(r.Context(), "console: export failed mid-stream", "err", err)
-		panic(http.ErrAbortHandler) // never a truncated file that looks complete
-	}
+	// The route's guard chain holds an expensive-read slot; the export is
+	// spooled in its own transaction and sent after it has ended, as the
+	// API's is, so a browser that does not read holds no connection.
+	err = c.keys.SendExport(w, r, name, ctype, func(out io.Writer) error {
+		return write(r.Context(), c.pool, s.principal.Seller, sr, fy, format, out)
+	})
 	if err != nil {
 		c.fail(w, r, s, err)
 	}
-}
-
-// lazyWriter calls start before the first byte, so that an error found
-// before any output still gets an error page.
-type lazyWriter struct {
-	w       http.ResponseWriter
-	start   func()
-	started bool
-}
-
-func (l *lazyWriter) Write(b []byte) (int, error) {
-	if !l.started {
-		l.started = true
-		l.start()
-	}
-	return l.w.Write(b)
 }
 
 // ---- cancel
 
 type cancelView struct {
 	Invoice invoice.Invoice
+	Key     string // the invoice's id in the API and the console, CH1-2026-7
+	// Details is whether the key may read the invoice (scope read): only
+	// then does the confirmation show its date, total and buyer.
+	Details bool
 	Total   string
 	Reason  string
 	Error   string
 	Back    string
 }
 
-// invoiceOf reads the {id} of the path and returns the seller's invoice.
+// cancelViewOf returns the confirmation of inv for session s.
+func cancelViewOf(s *session, inv invoice.Invoice) cancelView {
+	v := cancelView{Invoice: inv, Key: invoice.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
+	if v.Details {
+		v.Total, v.Back = invoice.Money(inv.Totals.Total), backTo(inv)
+	} else {
+		v.Invoice = invoice.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
+		v.Back = "/console/"
+	}
+	return v
+}
+
+// invoiceOf reads the {id} of the path, the API's invoice id
+// ("CH1-2026-7", invoice.ParseKey), and returns the seller's invoice. The
+// database's numeric ids are not accepted: they are global, so they
+// counted every seller's invoices. Anything but the key of an invoice of
+// the seller is invoice.ErrNotFound.
 func (c *Console) invoiceOf(r *http.Request, s *session) (invoice.Invoice, error) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
+	code, fy, serial, ok := invoice.ParseKey(r.PathValue("id"))
+	if !ok {
 		return invoice.Invoice{}, invoice.ErrNotFound
 	}
-	return invoice.Get(r.Context(), c.pool, s.principal.Seller.ID, id)
+	ctx := r.Context()
+	sr, err := series.Get(ctx, c.pool, s.principal.Seller.ID, code)
+	if errors.Is(err, series.ErrNotFound) {
+		return invoice.Invoice{}, invoice.ErrNotFound
+	}
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	id, err := invoice.IDBySerial(ctx, c.pool, s.principal.Seller.ID, sr.ID, fy, serial)
+	if err != nil {
+		return invoice.Invoice{}, err
+	}
+	return invoice.Get(ctx, c.pool, s.principal.Seller.ID, id)
 }
 
 func backTo(inv invoice.Invoice) string {
@@ -285,7 +328,7 @@ func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, apperr.Errorf(invoice.ErrAlreadyCancelled, "%s is already cancelled", inv.Number))
 		return
 	}
-	c.page(w, r, http.StatusOK, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Back: backTo(inv)})
+	c.page(w, r, http.StatusOK, "cancel", s, "Cancel "+inv.Number, cancelViewOf(s, inv))
 }
 
 // cancel serves POST /console/invoices/{id}/cancel (fields reason and
@@ -306,7 +349,14 @@ func (c *Console) cancel(w http.ResponseWriter, r *http.Request) {
 			c.fail(w, r, s, err)
 			return
 		}
-		c.page(w, r, status, "cancel", s, "Cancel "+inv.Number, cancelView{Invoice: inv, Total: invoice.Money(inv.Totals.Total), Reason: reason, Error: msg, Back: backTo(inv)})
+		v := cancelViewOf(s, inv)
+		v.Reason, v.Error = reason, msg
+		c.page(w, r, status, "cancel", s, "Cancel "+inv.Number, v)
+		return
+	}
+	if !s.principal.Has(apikey.ScopeRead) {
+		// The series-year page needs read: say it here instead.
+		c.page(w, r, http.StatusOK, "error", s, "Cancelled", errorView{Message: done.Number + " is cancelled. Its number stays used and is reported as cancelled."})
 		return
 	}
 	http.Redirect(w, r, backTo(done)+"&cancelled="+url.QueryEscape(done.Number), http.StatusSeeOther)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,11 +53,21 @@ func post(t *testing.T, c *http.Client, u string, form url.Values) page {
 // signIn signs c in with key and returns the session's CSRF token.
 func signIn(t *testing.T, f *fixture, c *http.Client, key string) string {
 	t.Helper()
-	p := post(t, c, f.url+"/console/login", url.Values{"key": {key}})
-	if p.status != http.StatusSeeOther || p.location != "/console/" {
-		t.Fatalf("sign in: %d to %q: %s", p.status, p.location, p.body)
-	}
+	startSession(t, f, c, key)
 	return csrfOf(t, get(t, c, f.url+"/console/"))
+}
+
+var loginTokenRE = regexp.MustCompile(`name="login_token" value="([^"]+)"`)
+
+// loginToken opens the sign-in form with c (which keeps the form's cookie)
+// and returns the form's login_token ("" when it has none).
+func loginToken(t *testing.T, f *fixture, c *http.Client) string {
+	t.Helper()
+	p := get(t, c, f.url+"/console/login")
+	if m := loginTokenRE.FindStringSubmatch(p.body); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
@@ -78,7 +87,7 @@ func TestSignIn(t *testing.T) {
 	c := client(t)
 	// A wrong key: the form again, 401, no session.
 	for _, key := range []string{"", "nonsense", "ik_00000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", f.all + "x"} {
-		p := post(t, c, f.url+"/console/login", url.Values{"key": {key}})
+		p := post(t, c, f.url+"/console/login", url.Values{"key": {key}, "login_token": {loginToken(t, f, c)}})
 		if p.status != http.StatusUnauthorized || !strings.Contains(p.body, "not valid") || strings.Contains(p.body, "goroutine") {
 			t.Fatalf("key %q: %d %.200s", key, p.status, p.body)
 		}
@@ -87,7 +96,7 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("after wrong keys: %d to %q", p.status, p.location)
 	}
 	// The session cookie.
-	res, err := c.PostForm(f.url+"/console/login", url.Values{"key": {f.all}})
+	res, err := c.PostForm(f.url+"/console/login", url.Values{"key": {f.all}, "login_token": {loginToken(t, f, c)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +163,7 @@ func TestCSRFAndScopes(t *testing.T) {
 	c := client(t)
 	token := signIn(t, f, c, f.all)
 	inv := f.invs[0]
-	cancelURL := f.url + "/console/invoices/" + strconv.FormatInt(inv.ID, 10) + "/cancel"
+	cancelURL := f.url + "/console/invoices/" + invoice.KeyOf(inv) + "/cancel"
 	for _, form := range []url.Values{
 		{"reason": {"forged"}},
 		{"reason": {"forged"}, "csrf_token": {""}},
@@ -189,11 +198,11 @@ func TestCSRFAndScopes(t *testing.T) {
 		t.Fatalf("read-only series page: %d, cancel links shown: %v", p.status, strings.Contains(p.body, "Cancel…"))
 	}
 	other := f.invs[1]
-	if p := post(t, r, f.url+"/console/invoices/"+strconv.FormatInt(other.ID, 10)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
+	if p := post(t, r, f.url+"/console/invoices/"+invoice.KeyOf(other)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
 		t.Fatalf("read-only cancel: %d", p.status)
 	}
 	// Unknown pages and other sellers' things are not found.
-	for _, u := range []string{"/console/nope", "/console/series/NOPE/2026-27", "/console/series/CH1/2025-26", "/console/invoices/999999/cancel"} {
+	for _, u := range []string{"/console/nope", "/console/series/NOPE/2026-27", "/console/series/CH1/2025-26", "/console/invoices/999999/cancel", "/console/invoices/CH1-2026-999/cancel", "/console/invoices/CH9-2026-1/cancel"} {
 		if p := get(t, c, f.url+u); p.status != http.StatusNotFound {
 			t.Fatalf("%s: %d", u, p.status)
 		}
@@ -291,7 +300,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := get(t, c, f.url+"/console/series/MV/2026-27"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 2026-11-15; declared 29 Nov 2026 10:00 by cli") {
+	if p := get(t, c, f.url+"/console/series/MV/2026-27/check"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 2026-11-15; declared 29 Nov 2026 10:00 by cli") {
 		t.Fatalf("series page lacks the opening: %d %.2000s", p.status, p.body)
 	}
 	if p := get(t, c, f.url+"/console/gstr1?fp=112026"); !strings.Contains(p.body, "series MV 2026-27: serials 1 to 1233") {
@@ -307,14 +316,15 @@ func TestDownloadsAndTable13(t *testing.T) {
 }
 
 // TestOversizedFormIsCut: a form body past the console's cap is not read
-// in whole; the sign-in fails as for a wrong key (401), never 5xx.
+// in whole; the sign-in is refused (403: its token is in the part never
+// read), never 5xx.
 func TestOversizedFormIsCut(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	c := client(t)
-	p := post(t, c, f.url+"/console/login", url.Values{"key": {f.all}, "pad": {strings.Repeat("x", 1<<20)}})
-	if p.status != http.StatusUnauthorized {
-		t.Fatalf("a 1 MiB sign-in form: %d %.200s, want 401", p.status, p.body)
+	p := post(t, c, f.url+"/console/login", url.Values{"key": {f.all}, "login_token": {loginToken(t, f, c)}, "pad": {strings.Repeat("x", 1<<20)}})
+	if p.status != http.StatusForbidden {
+		t.Fatalf("a 1 MiB sign-in form: %d %.200s, want 403", p.status, p.body)
 	}
 	// The same form without the padding signs in.
 	signIn(t, f, c, f.all)
@@ -330,7 +340,7 @@ func TestSeriesKeyCannotSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := client(t)
-	p := post(t, c, f.url+"/console/login", url.Values{"key": {key}})
+	p := post(t, c, f.url+"/console/login", url.Values{"key": {key}, "login_token": {loginToken(t, f, c)}})
 	if p.status != http.StatusForbidden || !strings.Contains(p.body, "restricted to series CH1") {
 		t.Fatalf("a series key signing in: %d %.300s", p.status, p.body)
 	}

@@ -47,9 +47,10 @@ type fixture struct {
 	read   string
 	clock  *clock
 	invs   []invoice.Invoice
+	api    *api.Server
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, opts ...func(*api.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
@@ -80,7 +81,12 @@ func setup(t *testing.T) *fixture {
 	}
 	// No key cache, so that a revoked key ends its sessions at once (with
 	// a cache, within its TTL).
-	apiSrv := api.New(api.Config{Pool: pool, Now: f.clock.now, KeyCacheTTL: -1})
+	cfg := api.Config{Pool: pool, Now: f.clock.now, KeyCacheTTL: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	apiSrv := api.New(cfg)
+	f.api = apiSrv
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Now: f.clock.now})
 	mux := http.NewServeMux()
 	mux.Handle("/console/", con)

@@ -108,7 +108,7 @@ type Row struct {
 	IssuePosition  int64  `json:"issue_position"`
 	CancelPosition int64  `json:"cancel_position"`
 	CancelHash     string `json:"cancel_hash"`
-	// ID is the invoice's id in the API ("CH1-2026-7", invoice.APIID),
+	// ID is the invoice's id in the API ("CH1-2026-7", invoice.Key),
 	// PublicID its receipt link's id (/r/{public_id}). Added after the
 	// columns above, so that their order stays.
 	ID       string `json:"id"`
@@ -304,7 +304,7 @@ func nonNil[T any](s []T) []T {
 // rowOf returns r, an invoice of series code in year fy, as an audit row.
 func rowOf(r *invoiceRow, code string, fy series.FY) *Row {
 	row := &Row{
-		ID: invoice.APIID(code, fy, r.Serial), PublicID: r.PublicID,
+		ID: invoice.Key(code, fy, r.Serial), PublicID: r.PublicID,
 		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
 		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,

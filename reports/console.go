@@ -2,8 +2,10 @@ package reports
 
 import (
 	"context"
+	"encoding/hex"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -96,4 +98,40 @@ func SeriesActivity(ctx context.Context, b db.OptionsBeginner, seller series.Sel
 		return nil
 	})
 	return out, err
+}
+
+// Head is what a series-year page shows without checking the whole year:
+// the counter, the chain's length and head as the counter keeps them, the
+// first and last numbers, and the locked months. Each is one index lookup,
+// whatever the year's size.
+type Head struct {
+	LastSerial    int64
+	ChainLength   int64
+	ChainHead     string // hex
+	FirstNumber   string
+	LastNumber    string
+	LockedPeriods []LockedPeriod
+}
+
+// SeriesYearHead returns the head of s in fy. It returns
+// ErrSeriesYearNotFound when the year has no counter row, and fails
+// otherwise only when the database fails.
+func SeriesYearHead(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY) (Head, error) {
+	var h Head
+	err := readTx(ctx, b, func(tx pgx.Tx) error {
+		ctr, err := counterOf(ctx, tx, s, fy)
+		if err != nil {
+			return err
+		}
+		if ctr == nil {
+			return apperr.Errorf(ErrSeriesYearNotFound, "series %s has no invoice in %s", s.Code, fy)
+		}
+		h.LastSerial, h.ChainLength, h.ChainHead = ctr.LastSerial, ctr.ChainLength, hex.EncodeToString(ctr.ChainHead)
+		if h.FirstNumber, h.LastNumber, err = endNumbers(ctx, tx, s, fy); err != nil {
+			return err
+		}
+		h.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy)
+		return err
+	})
+	return h, err
 }

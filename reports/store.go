@@ -188,8 +188,8 @@ func walkRecords(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, 
 // it: how many issue and cancel records name its serial, and the stored
 // hash of its (first) issue record.
 type invoiceRow struct {
-	ID       int64 // the invoice row's id
-	PublicID string
+	ID       int64  // the invoice row's id
+	PublicID string // its receipt's id ("" when it has none)
 	invoiceFields
 	Issues, Cancels               int64
 	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
@@ -215,12 +215,18 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
+	// Two statements, not ($4 = '' OR number = $4): a generic plan of that
+	// cannot use the (seller_id, fy, number) index and scans the year.
+	numberCond := "$4 = ''"
+	if q.Number != "" {
+		numberCond = "i.number = $4"
+	}
 	rows, err := tx.Query(ctx, `
 		SELECT i.id, i.serial, i.number, i.invoice_date, i.issued_at, i.status, coalesce(i.cancel_reason, ''), i.cancelled_at,
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
 			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
 			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
-			c.issue_hash, c.cancel_hash, i.public_id
+			c.issue_hash, c.cancel_hash, coalesce(i.public_id, '')
 		FROM invoices i
 		LEFT JOIN LATERAL (
 			SELECT
@@ -233,7 +239,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.
 			FROM chain_records r
 			WHERE r.series_id = i.series_id AND r.fy = i.fy AND r.serial = i.serial AND r.seller_id = $6
 		) c ON true
-		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND ($4 = '' OR i.number = $4) AND i.seller_id = $6
+		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND `+numberCond+` AND i.seller_id = $6
 		ORDER BY i.serial, i.id
 		LIMIT CASE WHEN $5::bigint < 0 THEN NULL ELSE $5::bigint END`, s.ID, int(fy), q.After, q.Number, limit, s.SellerID)
 	if err != nil {
@@ -278,6 +284,16 @@ func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([
 		return d, err
 	})
 	return out, translate(err, "openings")
+}
+
+// endNumbers returns the numbers of the lowest and highest serials of s in
+// fy ("" when it has none), by the (series_id, fy, serial) index.
+func endNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (first, last string, err error) {
+	err = tx.QueryRow(ctx, `
+		SELECT coalesce((SELECT number FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3 ORDER BY serial LIMIT 1), ''),
+			coalesce((SELECT number FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3 ORDER BY serial DESC LIMIT 1), '')`,
+		s.ID, int(fy), s.SellerID).Scan(&first, &last)
+	return first, last, translate(err, "first and last numbers")
 }
 
 // lockedPeriods returns the seller's months of year fy locked after filing.
