@@ -209,3 +209,26 @@ func TestSignInNeedsTheFormsToken(t *testing.T) {
 		t.Fatalf("%d sessions after signing in through the form", n)
 	}
 }
+
+// The console's routes pass through the same text guard as the API's:
+// a path wildcard, query value or header that is not UTF-8 text without
+// NUL bytes is a 400 naming it before any page reads the database, signed
+// in or not.
+func TestConsoleRefusesBadBytesOutsideBodies(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	c := client(t)
+	startSession(t, f, c, f.all)
+	for _, tc := range []struct{ name, path, want string }{
+		{"series code not UTF-8", "/console/series/CH%FF/2026", "path parameter code "},
+		{"year with a NUL", "/console/series/CH1/20%0026", "path parameter fy "},
+		{"invoice id not UTF-8", "/console/invoices/CH1-2026-%FF/cancel", "path parameter id "},
+		{"query value not UTF-8", "/console/series/CH1/2026?number=%FF", "query parameter number "},
+		{"sign-in query with a NUL", "/console/login?next=%00", "query parameter next "},
+	} {
+		p := get(t, c, f.url+tc.path)
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, tc.want) {
+			t.Errorf("%s: GET %s: %d %.200s, want 400 naming %q", tc.name, tc.path, p.status, p.body, tc.want)
+		}
+	}
+}
