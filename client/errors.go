@@ -32,6 +32,7 @@ const (
 	CodeSeriesExhausted          = "series_exhausted"
 	CodeAlreadyCancelled         = "already_cancelled"
 	CodeRateLimited              = "rate_limited"
+	CodePeriodLocked             = "period_locked"
 )
 
 // outcomeError is what a mutating call returns when it stopped (its
