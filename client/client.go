@@ -177,12 +177,17 @@ func mayHaveTakenEffect(e *Error) bool {
 // body would have been replayed had an earlier attempt succeeded. 401 and
 // 403 say nothing about earlier attempts (a key revoked in between); nor
 // does a 409 to a call without a key (CreateSeries: the duplicate may be
-// the earlier attempt's own work).
+// the earlier attempt's own work), nor 409 period_locked or series_leased:
+// states that change back (the month unlocked, the lease ended) while an
+// earlier attempt of the key may still wait in a server's queue and then
+// commit (docs/api.md: these answers are not final).
 func settles(c *call, e *Error) bool {
 	switch {
 	case e.Status == http.StatusUnauthorized, e.Status == http.StatusForbidden:
 		return false
 	case c.key == "" && e.Status == http.StatusConflict:
+		return false
+	case e.Status == http.StatusConflict && (e.Code == CodePeriodLocked || e.Code == CodeSeriesLeased):
 		return false
 	}
 	return true

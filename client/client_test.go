@@ -410,3 +410,28 @@ func TestListInvoicesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestNotFinalRefusalsLeaveTheOutcomeUnknown: 409 period_locked and
+// series_leased are refusals of states that change back (the month is
+// unlocked, the lease ends), given while an earlier attempt of the same
+// key may still wait in a server's queue and then commit (docs/api.md,
+// "What an answer lets a client conclude"): after a lost answer they do
+// not settle the call, which ends outcome unknown wrapping the refusal.
+func TestNotFinalRefusalsLeaveTheOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	c := fastClient(e.proxy.url, e.all)
+	for _, code := range []string{CodePeriodLocked, CodeSeriesLeased} {
+		e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 409, body: `{"error":{"code":"` + code + `","message":"m"}}`})
+		_, err := c.IssueInvoice(context.Background(), "CH1", sale())
+		var ae *Error
+		if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != code {
+			t.Errorf("%s after a lost answer: %v, want outcome unknown wrapping the 409", code, err)
+		}
+		// Without an earlier unknown attempt the refusal is the answer.
+		e.proxy.set(nil, step{fault: synthesized, status: 409, body: `{"error":{"code":"` + code + `","message":"m"}}`})
+		if _, err := c.IssueInvoice(context.Background(), "CH1", sale()); IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != code {
+			t.Errorf("%s alone: %v, want a known refusal", code, err)
+		}
+	}
+}

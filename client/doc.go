@@ -26,7 +26,9 @@
 // When a mutating call returns an error, IsOutcomeUnknown tells whether it
 // may have taken effect: true when some attempt ended without an answer
 // that says "not done" (no answer, 500, 503 commit_outcome_unknown, 409
-// idempotency_key_in_progress) and no later answer settled it. Retrying
+// idempotency_key_in_progress) and no later answer settled it (401, 403,
+// and 409 period_locked or series_leased, which are not final, do not).
+// Retrying
 // the call with the same IdempotencyKey then learns the outcome: the
 // replay of the first answer, or a first success. For IssueBatch, sending
 // the same items (which now hold their keys) again learns it.

@@ -32,6 +32,7 @@ const (
 	CodeSeriesExhausted          = "series_exhausted"
 	CodeAlreadyCancelled         = "already_cancelled"
 	CodeRateLimited              = "rate_limited"
+	CodePeriodLocked             = "period_locked"
 	// CodeOverRateLimit (429) refuses a request that carries more
 	// invoices than the key's rate limit allows at once: it can never
 	// pass, so it is not retried; send smaller batches.

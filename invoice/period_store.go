@@ -16,7 +16,8 @@ import (
 // LockPeriod locks month m of seller, recorded as done by by at now, and
 // returns the lock; created is false when m was locked already (the lock
 // is returned as it was). It returns ErrPeriodNotEnded unless m ended
-// before now's month (IST), and database errors. The seller's period lock
+// before now's month (IST) and, read under the lock, before the database's
+// clock's month, and database errors. The seller's period lock
 // (lockPeriods) is held while the lock is written, so an issuing
 // transaction holding it shared (a backdated invoice being issued)
 // finishes first, and one that comes after sees the lock.
@@ -27,6 +28,15 @@ func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mont
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if err := lockPeriods(ctx, tx, seller.ID); err != nil {
 			return err
+		}
+		// By the database's clock too, under the lock: the guards of
+		// invoices dated in m judge by that clock (queuePeriodGuard).
+		var ended bool
+		if err := tx.QueryRow(ctx, `SELECT $1::date < date_trunc('month', clock_timestamp() AT TIME ZONE 'Asia/Kolkata')::date`, m.Start()).Scan(&ended); err != nil {
+			return err
+		}
+		if !ended {
+			return apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet by the database's clock; lock a month after filing its GSTR-1", m)
 		}
 		at := now.UTC().Truncate(time.Microsecond)
 		tag, err := tx.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
@@ -44,6 +54,9 @@ func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mont
 			Scan(&lock.LockedAt, &lock.LockedBy)
 	})
 	if err != nil {
+		if apperr.KindOf(err) != apperr.Internal {
+			return PeriodLock{}, false, err
+		}
 		return PeriodLock{}, false, translate(err, "lock period")
 	}
 	lock.Month = m
@@ -155,32 +168,47 @@ func lockPeriods(ctx context.Context, tx pgx.Tx, sellerID int64) error {
 // periodGuard is what queuePeriodGuard queued: the months it checks.
 type periodGuard struct{ months []Month }
 
+// mayBeBackdated is the SQL condition, over u.m (a month's first day) and
+// u.late (backdated by the process's clock), under which a guard takes its
+// seller's period lock: the month has ended by the database's clock at the
+// statement, or ends within periodMargin.
+const mayBeBackdated = `(u.late OR u.m < date_trunc('month', (clock_timestamp() + interval '` + periodMargin + `') AT TIME ZONE 'Asia/Kolkata')::date)`
+
 // queuePeriodGuard queues on b, for the groups with invoices written
 // (written[g], all of a group or, for a group issued in part before its
-// series ran out, its first ones) whose date lies before now's month,
-// their sellers' period locks shared (one per series row: re-entrant) and
-// then a requirement that none of their months is locked. The period lock
-// waits for a LockPeriod in progress, and the requirement, a statement of
-// its own, then sees its lock; a LockPeriod that comes later waits for this
-// transaction. Nothing is queued when every date is in now's month, the
-// common case. It must be queued after the counter rows are locked.
+// series ran out, its first ones) dated before the month of now plus
+// guardHorizon, their sellers' period locks shared (one per series row:
+// re-entrant) and then a requirement that none of their months is locked.
+// Whether a group's date is backdated is decided by the database's clock
+// when the first statement runs, after the counter rows' locks were
+// waited for (mayBeBackdated), not by now, the batch's start: a month
+// that ends while the batch waits is guarded. The period lock waits for a
+// LockPeriod in progress, and the requirement, a statement of its own,
+// then sees its lock; a LockPeriod that comes later waits for this
+// transaction. Nothing is queued when every date is in now's month and
+// the month ends more than guardHorizon after now, the common case. It
+// must be queued after the counter rows are locked.
 func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now time.Time) periodGuard {
 	var sellers, seriesIDs []int64
 	var months []time.Time
+	var late []bool
 	var g periodGuard
 	for i, gr := range groups {
-		if len(written[i]) == 0 || !backdated(gr.Drafts[0].InvoiceDate, now) {
+		if len(written[i]) == 0 || !nearMonthEnd(gr.Drafts[0].InvoiceDate, now) {
 			continue
 		}
 		m := MonthOf(gr.Drafts[0].InvoiceDate)
 		sellers, seriesIDs, months = append(sellers, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(months, m.Start())
+		late = append(late, backdated(gr.Drafts[0].InvoiceDate, now))
 		g.months = append(g.months, m)
 	}
 	if len(sellers) == 0 {
 		return g
 	}
 	b.Queue(`SELECT pg_advisory_xact_lock_shared(hashtextextended('period:' || s.seller_id, 0))
-		FROM series s WHERE s.seller_id = ANY ($1::bigint[]) AND s.id = ANY ($2::bigint[])`, sellers, seriesIDs)
+		FROM series s JOIN unnest($1::bigint[], $2::bigint[], $3::date[], $4::bool[]) AS u(seller_id, id, m, late) ON s.seller_id = u.seller_id AND s.id = u.id
+		WHERE s.seller_id = ANY ($1::bigint[]) AND s.id = ANY ($2::bigint[]) AND `+mayBeBackdated, sellers, seriesIDs, months, late)
+	// Every pair is checked: a month that has not ended has no lock.
 	b.Queue(`SELECT invoiced_require(NOT EXISTS (
 			SELECT 1 FROM period_locks p JOIN unnest($1::bigint[], $2::date[]) AS u(s, m) ON p.seller_id = u.s AND p.period = u.m
 			WHERE p.seller_id = ANY ($1::bigint[])),
@@ -206,17 +234,21 @@ func (g periodGuard) translate(err error) error {
 
 // checkPeriodTx returns ErrPeriodLocked when inv's month is locked, read
 // under its seller's period lock (shared) so that a LockPeriod in progress
-// is waited for; a date in now's month costs nothing.
+// is waited for. As in queuePeriodGuard, whether the invoice's date is
+// backdated is decided by the database's clock when the lock is taken
+// (after the invoice and counter rows were waited for), not by now; a date
+// in now's month that ends more than guardHorizon after now costs nothing.
 func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv Invoice, now time.Time) error {
-	if !backdated(inv.InvoiceDate, now) {
+	if !nearMonthEnd(inv.InvoiceDate, now) {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock_shared(hashtextextended('period:' || $1::bigint, 0)), count(*)
-		FROM series WHERE seller_id = $1 AND id = $2`, inv.SellerID, inv.SeriesID); err != nil {
+	m := MonthOf(inv.InvoiceDate)
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT count(pg_advisory_xact_lock_shared(hashtextextended('period:' || s.seller_id, 0)))
+		FROM series s, (SELECT $3::date AS m, $4::bool AS late) u
+		WHERE s.seller_id = $1 AND s.id = $2 AND `+mayBeBackdated, inv.SellerID, inv.SeriesID, m.Start(), backdated(inv.InvoiceDate, now)).Scan(new(int64)); err != nil {
 		return translate(err, "lock periods")
 	}
-	var locked bool
-	m := MonthOf(inv.InvoiceDate)
 	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, inv.SellerID, m.Start()).Scan(&locked); err != nil {
 		return translate(err, "check period lock")
 	}

@@ -2,6 +2,7 @@ package invoice
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -288,11 +289,16 @@ func (w *writes) queue(b *pgx.Batch) {
 }
 
 // sendWrites sends b on tx, with COMMIT appended when commit is set, and
-// reports whether it committed. A statement's error means nothing was
-// committed. Once COMMIT has answered, the transaction is durable whatever
-// fails after (reading the end of the pipeline, the connection): sendWrites
-// then reports it committed. A lost session before that answer, after
-// COMMIT was sent, is ErrOutcomeUnknown: the server may have committed.
+// reports whether it committed. Once COMMIT has answered, the transaction
+// is durable whatever fails after (reading the end of the pipeline, the
+// connection): sendWrites then reports it committed. Before that answer,
+// with COMMIT queued, only the server's refusal of a statement (a
+// PostgreSQL error that does not end the session: the COMMIT then rolls
+// back), a COMMIT answered ROLLBACK, or a failure before anything was sent
+// means nothing was committed; any other error (a lost session, a result
+// callback that failed while the server went on to run the COMMIT it was
+// sent, whatever that error wraps) is ErrOutcomeUnknown: the server may
+// have committed.
 func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
 	committed := false
 	if commit {
@@ -311,13 +317,26 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 			return true, nil
 		case v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey":
 			return false, apperr.WithCause(ErrKeyRace, err)
-		case commit && db.ClassifyCommit(err) == db.OutcomeUnknown:
-			// A statement error aborts the pipeline before COMMIT runs; a
-			// lost connection or a terminated backend may come after the
-			// server committed.
+		case commit && commitMayHaveRun(err):
 			return false, apperr.WithCause(ErrOutcomeUnknown, err)
 		}
 		return false, translate(err, "insert invoices")
 	}
 	return commit, nil
+}
+
+// commitMayHaveRun reports whether err, the failure of a pipeline that
+// ends in COMMIT before COMMIT's answer was read, leaves open that the
+// server committed: it is not the server's refusal of a statement (which
+// aborts the transaction, so its COMMIT rolls back), not a COMMIT answered
+// ROLLBACK, and not a failure before anything was sent.
+func commitMayHaveRun(err error) bool {
+	var pg *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrTxCommitRollback), pgconn.SafeToRetry(err):
+		return false
+	case errors.As(err, &pg):
+		return db.ClassifyCommit(pg) == db.OutcomeUnknown // FATAL, PANIC: the session ended
+	}
+	return true
 }

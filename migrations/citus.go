@@ -45,7 +45,7 @@ var referenceTables = []string{"sellers", "api_keys", "console_sessions"}
 
 // The tables that stay on the coordinator alone: the migrations' own
 // bookkeeping, read only by invoiced at start.
-var coordinatorTables = []string{"goose_db_version", "schema_compat"}
+var coordinatorTables = []string{"goose_db_version", "schema_compat", "invoiced_migration_history"}
 
 // Functions that statements on distributed tables call on the workers.
 var distributedFunctions = []string{"invoiced_require(boolean,text,text)", "invoiced_lease_guard()"}

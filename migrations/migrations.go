@@ -20,7 +20,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 )
 
 //go:embed *.sql
@@ -79,32 +78,17 @@ func checkManifest(fsys fs.FS, manifest []byte) error {
 
 // Up applies every pending migration to the database behind pool and returns
 // the schema version reached; on a database with the citus extension it
-// then distributes the seller-owned tables (distribute, citus.go). It fails
-// when the database is unreachable, the session lock cannot be taken, a
-// migration fails (that migration is then rolled back), or Citus refuses to
-// distribute a table.
+// then distributes the seller-owned tables (distribute, citus.go). It
+// keeps the lock discipline and the history of runner.go and history.go:
+// no statement waits for a lock longer than 1 s, a migration that timed
+// out is retried whole with backoff, and each migration's SHA-256 is
+// recorded as it is applied. It fails when the database is unreachable,
+// the session lock cannot be taken, an applied migration's text changed
+// (naming the file and both hashes), a migration fails (that migration is
+// then rolled back; after its retries, naming what blocked it), or Citus
+// refuses to distribute a table.
 func Up(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return 0, fmt.Errorf("migrations: locker: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker))
-	if err != nil {
-		return 0, fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return 0, fmt.Errorf("migrations: %w", err)
-	}
-	if err := distribute(ctx, pool); err != nil {
-		return 0, err
-	}
-	v, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("migrations: version: %w", err)
-	}
-	return v, nil
+	return UpWith(ctx, pool, Options{})
 }
 
 // Versions returns the schema version of the database behind pool and the
@@ -156,6 +140,9 @@ func CheckServable(ctx context.Context, pool *pgxpool.Pool) error {
 		return fmt.Errorf("the database schema is at version %d and this invoiced needs %d: run `invoiced migrate` first", current, target)
 	}
 	if err := checkDistributed(ctx, pool); err != nil {
+		return err
+	}
+	if err := checkHistory(ctx, pool); err != nil {
 		return err
 	}
 	if current == target {

@@ -197,6 +197,12 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return err
 	}
 	if citus {
+		// Settings the Citus paths depend on (a pooler may drop the
+		// session's own): refuse to start rather than serve with unbounded
+		// lock waits or refused uploads.
+		if err := db.CheckCitusSettings(ctx, pool); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 		logger.Info("group commit", "citus", "one "+c.citusBatch+" per transaction")
 	}
 	inFlight := c.inFlight

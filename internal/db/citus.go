@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -30,6 +31,60 @@ func ForCitus(cfg *pgx.ConnConfig) {
 		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	// SET LOCAL (the counter lock's 250 ms shared wait, --lock-timeout,
+	// the lease id of a device upload) reaches the workers' side of a
+	// transaction only with this; a node configured without it would make
+	// those waits unbounded and refuse every upload. Set per session, so
+	// invoiced does not depend on the nodes' configuration for it.
+	cfg.RuntimeParams["citus.propagate_set_commands"] = "local"
+}
+
+// citusSettings are the settings invoiced depends on on a Citus
+// coordinator, per session, as SHOW reports them, with why.
+var citusSettings = []struct{ name, want, why string }{
+	{"citus.propagate_set_commands", "local", "SET LOCAL lock and statement timeouts and the lease id must reach the workers (docs/scale-out.md)"},
+	{"plan_cache_mode", "force_custom_plan", "generic plans hide the seller from Citus' router"},
+}
+
+// CheckCitusSettings returns nil when the session settings invoiced
+// depends on (citusSettings) hold on a connection of pool, and the
+// coordinator and every worker allow prepared transactions (two-phase
+// commits of reference-table writes); otherwise an error naming each
+// setting that does not, its value and the value needed. It fails too when
+// the database cannot be asked.
+func CheckCitusSettings(ctx context.Context, q Querier) error {
+	var bad []string
+	for _, s := range citusSettings {
+		var got string
+		if err := q.QueryRow(ctx, `SELECT current_setting($1)`, s.name).Scan(&got); err != nil {
+			return fmt.Errorf("db: citus settings: %w", err)
+		}
+		if got != s.want {
+			bad = append(bad, fmt.Sprintf("%s is %q, invoiced needs %q (%s)", s.name, got, s.want, s.why))
+		}
+	}
+	rows, err := q.Query(ctx, `SELECT 'coordinator', current_setting('max_prepared_transactions')
+		UNION ALL SELECT nodename || ':' || nodeport, result FROM run_command_on_workers('SHOW max_prepared_transactions')`)
+	if err != nil {
+		return fmt.Errorf("db: citus settings: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var node, got string
+		if err := rows.Scan(&node, &got); err != nil {
+			return fmt.Errorf("db: citus settings: %w", err)
+		}
+		if got == "0" {
+			bad = append(bad, fmt.Sprintf("max_prepared_transactions is 0 on %s, invoiced needs it above 0 (writes to reference tables are two-phase commits)", node))
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("db: citus settings: %w", err)
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("the Citus coordinator's settings are not what invoiced depends on: %s", strings.Join(bad, "; "))
+	}
+	return nil
 }
 
 // CitusWorkers returns how many active primary worker nodes of the Citus

@@ -145,6 +145,21 @@ func TestCheckerCatchesInvoiceAfterADefinitiveRefusal(t *testing.T) {
 	if r := Check(ops, stored, CheckOptions{}); !r.OK() {
 		t.Fatalf("a key in progress, then issued: %v", r.Violations)
 	}
+
+	// 409 period_locked and series_leased are not final (docs/api.md): an
+	// unknown attempt may commit after the month is unlocked.
+	for _, code := range []string{"period_locked", "series_leased"} {
+		ops, stored = cleanHistory()
+		ops = append(ops,
+			Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+			Op{Type: Unknown, Client: 3, Key: "e", Series: "CH1", Status: 503, Err: "commit_outcome_unknown"},
+			Op{Type: Invoke, Client: 3, Key: "e", Series: "CH1"},
+			Op{Type: Fail, Client: 3, Key: "e", Series: "CH1", Status: 409, Err: `{"error":{"code":"` + code + `"}}`})
+		stored = append(stored, Stored{Series: "CH1", FY: 2026, Serial: 4, Number: "CH1/26-27/000004", IssuedAt: stored[2].IssuedAt, Key: "e"})
+		if r := Check(ops, stored, CheckOptions{}); !r.OK() {
+			t.Fatalf("an unknown attempt, then %s, then its invoice: %v", code, r.Violations)
+		}
+	}
 }
 
 func TestCheckerCatchesForeignInvoice(t *testing.T) {

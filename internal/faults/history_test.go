@@ -139,7 +139,8 @@ type CheckOptions struct {
 //  4. (of docs/counter.md) issue times never go backwards in serial order
 //     within a series-year;
 //  5. a definitive refusal for a key (any Fail but 409
-//     idempotency_key_in_progress, which says "retry later") is never
+//     idempotency_key_in_progress, which says "retry later", and 409
+//     period_locked and series_leased, which are not final) is never
 //     followed, or preceded, by an invoice for that key, even when another
 //     attempt of the key had an unknown outcome: a client that trusts the
 //     refusal issues the sale again under a new key.
@@ -308,7 +309,16 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 // request was not issued and never will be: every Fail but 409
 // idempotency_key_in_progress (another attempt with the key is running).
 func definitive(op Op) bool {
-	return op.Type == Fail && !(op.Status == 409 && strings.Contains(op.Err, "idempotency_key_in_progress"))
+	if op.Type != Fail || op.Status != 409 {
+		return op.Type == Fail
+	}
+	// Not final (docs/api.md): retry later, or a state that changes back.
+	for _, code := range []string{"idempotency_key_in_progress", "period_locked", "series_leased"} {
+		if strings.Contains(op.Err, code) {
+			return false
+		}
+	}
+	return true
 }
 
 func clip(s string) string {
