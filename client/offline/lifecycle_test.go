@@ -87,7 +87,9 @@ func TestLeaseLifecycleNeverNumbersTwice(t *testing.T) {
 			t.Errorf("verify %s %s: gaps %v, duplicate serials %v, numbers %v, dates going back %v", c.Series, c.FY, c.Gaps, c.DuplicateSerials, c.DuplicateNumbers, c.DateRegressions)
 		}
 		for _, f := range c.Findings {
-			if f.Kind != reports.SerialGap {
+			// Declared serials are spent: a gap, or a counter ahead of
+			// the last invoice when none came after them.
+			if declared := f.Kind == reports.SerialGap || f.Kind == reports.CounterAhead; !declared || !settled[c.Series] {
 				t.Errorf("verify %s %s: %s", c.Series, c.FY, f.Message)
 			}
 		}
@@ -132,7 +134,7 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 	devClock := func() time.Time { return srv.now().Add(skew) }
 	opCtx := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 3*time.Second) }
 
-	for step := range 8 + rng.IntN(8) {
+	for step := range 6 + rng.IntN(8) {
 		srv.set(srv.now().Add(time.Duration(rng.IntN(15)) * time.Minute))
 		switch op := rng.IntN(10); {
 		case op == 0 && term == nil: // lease
