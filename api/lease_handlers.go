@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,9 @@ const headerLeaseID = "Lease-Id"
 // leaseRoutes registers the routes of offline terminals.
 func (s *Server) leaseRoutes(e *echo.Echo) {
 	s.route(e, http.MethodPost, "/v1/series/:code/lease", ClassDevice, apikey.CanManage, s.takeLease)
-	// Scope issue with the device's Lease-Id, manage without (endLease).
+	// Scope issue with the device's Lease-Id; read (getLease) or manage
+	// (endLease) without.
+	s.route(e, http.MethodGet, "/v1/series/:code/lease", ClassDevice, 0, s.getLease)
 	s.route(e, http.MethodDelete, "/v1/series/:code/lease", ClassDevice, 0, s.endLease)
 	s.route(e, http.MethodPost, "/v1/series/:code/device-invoices", ClassDevice, apikey.CanIssue, s.uploadOffline)
 	s.route(e, http.MethodPost, "/v1/series/:code/device-cancels", ClassDevice, apikey.CanIssue, s.uploadOfflineCancels)
@@ -60,18 +63,47 @@ type leaseJSON struct {
 	Series   string `json:"series"`
 	LeasedAt string `json:"leased_at"`
 	// The device numbers with these, given when the lease is taken.
-	SellerGSTIN     string        `json:"seller_gstin,omitempty"`
-	DocType         string        `json:"doc_type,omitempty"`
-	Format          string        `json:"format,omitempty"`
-	Next            *positionJSON `json:"next,omitempty"`
-	EndedAt         string        `json:"ended_at,omitempty"`
-	EndKind         string        `json:"end_kind,omitempty"`
-	EndReason       string        `json:"end_reason,omitempty"`
-	EndFY           string        `json:"end_fy,omitempty"`
-	EndSerial       int64         `json:"end_serial,omitempty"`
-	SettledAt       string        `json:"settled_at,omitempty"`
-	SettleReason    string        `json:"settle_reason,omitempty"`
-	DeclaredThrough int64         `json:"declared_through,omitempty"`
+	SellerGSTIN string        `json:"seller_gstin,omitempty"`
+	DocType     string        `json:"doc_type,omitempty"`
+	Format      string        `json:"format,omitempty"`
+	Next        *positionJSON `json:"next,omitempty"`
+	// NotBefore (when leased): the device never issues before it.
+	NotBefore       string `json:"not_before,omitempty"`
+	EndedAt         string `json:"ended_at,omitempty"`
+	EndKind         string `json:"end_kind,omitempty"`
+	EndReason       string `json:"end_reason,omitempty"`
+	EndFY           string `json:"end_fy,omitempty"`
+	EndSerial       int64  `json:"end_serial,omitempty"`
+	SettledAt       string `json:"settled_at,omitempty"`
+	SettleReason    string `json:"settle_reason,omitempty"`
+	DeclaredThrough int64  `json:"declared_through,omitempty"`
+	// EndYears: a forced end's last uploaded serial per year since the
+	// lease's start; DeclaredYears: a settlement's last serial per year.
+	EndYears      []yearSerialJSON `json:"end_years,omitempty"`
+	DeclaredYears []yearSerialJSON `json:"declared,omitempty"`
+}
+
+// yearSerialJSON is a serial of one financial year.
+type yearSerialJSON struct {
+	FY      string `json:"fy"`
+	Through int64  `json:"through"`
+}
+
+// renderYears returns m in year order.
+func renderYears(m map[series.FY]int64) []yearSerialJSON {
+	if len(m) == 0 {
+		return nil
+	}
+	ys := make([]series.FY, 0, len(m))
+	for y := range m {
+		ys = append(ys, y)
+	}
+	slices.Sort(ys)
+	out := make([]yearSerialJSON, len(ys))
+	for i, y := range ys {
+		out[i] = yearSerialJSON{FY: y.String(), Through: m[y]}
+	}
+	return out
 }
 
 func renderLease(l series.Lease, code string) leaseJSON {
@@ -83,6 +115,7 @@ func renderLease(l series.Lease, code string) leaseJSON {
 	if l.SettledAt != nil {
 		out.SettledAt, out.SettleReason, out.DeclaredThrough = invoice.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
 	}
+	out.EndYears, out.DeclaredYears = renderYears(l.EndYears), renderYears(l.DeclaredYears)
 	return out
 }
 
@@ -119,7 +152,40 @@ func (s *Server) takeLease(c echo.Context) error {
 	next := renderPosition(l.Next)
 	out.Next = &next
 	out.SellerGSTIN, out.DocType, out.Format = string(p.Seller.GSTIN), string(sr.DocType), sr.Format.String()
+	out.NotBefore = invoice.Timestamp(l.NotBefore)
 	return writeJSON(c, http.StatusCreated, out)
+}
+
+// getLease serves GET /v1/series/{code}/lease: with a Lease-Id header
+// (scope issue) that lease as it stands, held, ended or settled, so that a
+// device whose end went unanswered learns whether it ended; without it
+// (scope read) the lease holding the series, 404 lease_not_found when
+// none does.
+func (s *Server) getLease(c echo.Context) error {
+	leaseID := c.Request().Header.Get(headerLeaseID)
+	need := apikey.CanRead
+	if leaseID != "" {
+		need = apikey.CanIssue
+	}
+	p, err := s.authorize(c, need)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	var l series.Lease
+	if leaseID != "" {
+		l, err = series.GetLease(ctx, s.pool, sr, leaseID)
+	} else {
+		l, err = series.HolderLease(ctx, s.pool, sr)
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
 }
 
 // offlineBody is the JSON body of POST /v1/series/{code}/device-invoices.
@@ -306,11 +372,12 @@ func writeUpload(c echo.Context, res invoice.UploadResult, err error) error {
 
 // endLeaseBody is the JSON body of DELETE /v1/series/{code}/lease.
 type endLeaseBody struct {
-	FY              string `json:"fy"`
-	LastSerial      *int64 `json:"last_serial"`
-	Force           bool   `json:"force"`
-	Reason          string `json:"reason"`
-	DeclaredThrough *int64 `json:"declared_through"`
+	FY              string           `json:"fy"`
+	LastSerial      *int64           `json:"last_serial"`
+	Force           bool             `json:"force"`
+	Reason          string           `json:"reason"`
+	DeclaredThrough *int64           `json:"declared_through"`
+	Declared        []yearSerialJSON `json:"declared"`
 }
 
 // endLease serves DELETE /v1/series/{code}/lease. With a Lease-Id header
@@ -318,7 +385,10 @@ type endLeaseBody struct {
 // (409 lease_not_uploaded) until everything up to last_serial is stored.
 // Without it, scope manage: "force": true with a reason ends the lease of
 // a lost device, recording the last serial uploaded; "declared_through"
-// with a reason settles a lease ended by force. 200 with the lease.
+// (a lease of one year) or "declared" (a serial per year from the lease's
+// start to now's) with a reason settles a lease ended by force. 200 with
+// the lease; the device's end is idempotent (the same fy and last_serial
+// again answer the ended lease).
 func (s *Server) endLease(c echo.Context) error {
 	leaseID := c.Request().Header.Get(headerLeaseID)
 	need := apikey.CanManage
@@ -334,7 +404,10 @@ func (s *Server) endLease(c echo.Context) error {
 		return err
 	}
 	var b endLeaseBody
-	if err := decodeStrict(body, &b, series.ErrInvalidLease, 0); err != nil {
+	if err := decodeStrict(body, &b, series.ErrInvalidLease, maxDeclaredYears); err != nil {
+		if errors.Is(err, errTooManyElements) {
+			err = apperr.Errorf(series.ErrInvalidLease, "declared holds more than %d years", maxDeclaredYears)
+		}
 		return err
 	}
 	ctx := c.Request().Context()
@@ -354,15 +427,42 @@ func (s *Server) endLease(c echo.Context) error {
 			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
 		}
 		l, err = series.EndLeaseByDevice(ctx, s.pool, sr, leaseID, fy, *b.LastSerial, s.now())
-	case b.Force && b.DeclaredThrough == nil && b.LastSerial == nil:
+	case b.Force && b.DeclaredThrough == nil && b.Declared == nil && b.LastSerial == nil:
 		l, err = series.ForceEndLease(ctx, s.pool, sr, b.Reason, by, s.now())
-	case !b.Force && b.DeclaredThrough != nil && b.LastSerial == nil:
+	case !b.Force && b.DeclaredThrough != nil && b.Declared == nil && b.LastSerial == nil:
 		l, err = series.SettleLease(ctx, s.pool, sr, *b.DeclaredThrough, b.Reason, by, s.now())
+	case !b.Force && b.DeclaredThrough == nil && b.Declared != nil && b.LastSerial == nil:
+		declared, derr := parseDeclared(b.Declared)
+		if derr != nil {
+			return derr
+		}
+		l, err = series.SettleLeaseYears(ctx, s.pool, sr, declared, b.Reason, by, s.now())
 	default:
-		return apperr.Errorf(series.ErrInvalidLease, "send a Lease-Id with fy and last_serial (the device), \"force\": true with a reason (a lost device), or declared_through with a reason (settling a forced end)")
+		return apperr.Errorf(series.ErrInvalidLease, "send a Lease-Id with fy and last_serial (the device), \"force\": true with a reason (a lost device), or declared_through or declared (one serial per year) with a reason (settling a forced end)")
 	}
 	if err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
+}
+
+// maxDeclaredYears bounds a settlement's declared years: every financial
+// year the series package numbers.
+const maxDeclaredYears = int(series.MaxFY - series.MinFY + 1)
+
+// parseDeclared returns a settlement's serials per year; ErrInvalidLease
+// for a bad or repeated year or a negative serial.
+func parseDeclared(in []yearSerialJSON) (map[series.FY]int64, error) {
+	out := make(map[series.FY]int64, len(in))
+	for i, d := range in {
+		fy, err := series.ParseFY(d.FY)
+		if err != nil {
+			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d].fy: %s", i, apperr.MessageOf(err))
+		}
+		if _, dup := out[fy]; dup || d.Through < 0 {
+			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d]: each year once, with a serial of 0 or more", i)
+		}
+		out[fy] = d.Through
+	}
+	return out, nil
 }

@@ -20,6 +20,13 @@ const (
 	CodeLeaseHeld        = "lease_held"
 	CodeLeaseNotHeld     = "lease_not_held"
 	CodeLeaseNotUploaded = "lease_not_uploaded"
+	// CodeLeaseYearsUndeclared: settling a lease that spans several
+	// financial years needs Declared, one serial per year.
+	CodeLeaseYearsUndeclared = "lease_years_undeclared"
+	// Refusals of an upload outside the lease's time or scope.
+	CodeYearBeforeLease   = "year_before_lease"
+	CodeIssuedBeforeLease = "issued_before_lease"
+	CodeInvoiceNotLeased  = "invoice_not_leased"
 )
 
 // LeaseRequest is the body of a lease.
@@ -41,22 +48,37 @@ type Position struct {
 
 // Lease is a series leased to a device.
 type Lease struct {
-	LeaseID         string    `json:"lease_id"`
-	DeviceID        string    `json:"device_id"`
-	Series          string    `json:"series"`
-	LeasedAt        string    `json:"leased_at"`
-	SellerGSTIN     string    `json:"seller_gstin,omitempty"` // when leased: what the device numbers with
-	DocType         string    `json:"doc_type,omitempty"`
-	Format          string    `json:"format,omitempty"`
-	Next            *Position `json:"next,omitempty"` // where the device continues (when leased)
-	EndedAt         string    `json:"ended_at,omitempty"`
-	EndKind         string    `json:"end_kind,omitempty"` // "device" or "forced"
-	EndReason       string    `json:"end_reason,omitempty"`
-	EndFY           string    `json:"end_fy,omitempty"`
-	EndSerial       int64     `json:"end_serial,omitempty"`
-	SettledAt       string    `json:"settled_at,omitempty"`
-	SettleReason    string    `json:"settle_reason,omitempty"`
-	DeclaredThrough int64     `json:"declared_through,omitempty"`
+	LeaseID     string    `json:"lease_id"`
+	DeviceID    string    `json:"device_id"`
+	Series      string    `json:"series"`
+	LeasedAt    string    `json:"leased_at"`
+	SellerGSTIN string    `json:"seller_gstin,omitempty"` // when leased: what the device numbers with
+	DocType     string    `json:"doc_type,omitempty"`
+	Format      string    `json:"format,omitempty"`
+	Next        *Position `json:"next,omitempty"` // where the device continues (when leased)
+	// NotBefore (when leased): the earliest issue time the device may
+	// use, the later of the server's time at the lease and the series'
+	// last issue time in any year.
+	NotBefore       string `json:"not_before,omitempty"`
+	EndedAt         string `json:"ended_at,omitempty"`
+	EndKind         string `json:"end_kind,omitempty"` // "device" or "forced"
+	EndReason       string `json:"end_reason,omitempty"`
+	EndFY           string `json:"end_fy,omitempty"`
+	EndSerial       int64  `json:"end_serial,omitempty"`
+	SettledAt       string `json:"settled_at,omitempty"`
+	SettleReason    string `json:"settle_reason,omitempty"`
+	DeclaredThrough int64  `json:"declared_through,omitempty"`
+	// EndYears: a forced end's last uploaded serial per financial year
+	// since the lease's start; Declared: a settlement's last serial per
+	// year the device may have issued.
+	EndYears []YearSerial `json:"end_years,omitempty"`
+	Declared []YearSerial `json:"declared,omitempty"`
+}
+
+// YearSerial is a serial of one financial year ("2026-27").
+type YearSerial struct {
+	FY      string `json:"fy"`
+	Through int64  `json:"through"`
 }
 
 // DeviceInvoice is an invoice a device numbered offline, as uploaded.
@@ -105,13 +127,16 @@ type UploadResult struct {
 
 // EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
 // LastSerial for the device's own end; Force with Reason for a lost
-// device; DeclaredThrough with Reason to settle a forced end.
+// device; DeclaredThrough (a lease of one financial year) or Declared (one
+// serial per year from the lease's start to now's) with Reason to settle a
+// forced end.
 type EndLeaseRequest struct {
-	FY              string `json:"fy,omitempty"`
-	LastSerial      *int64 `json:"last_serial,omitempty"`
-	Force           bool   `json:"force,omitempty"`
-	Reason          string `json:"reason,omitempty"`
-	DeclaredThrough *int64 `json:"declared_through,omitempty"`
+	FY              string       `json:"fy,omitempty"`
+	LastSerial      *int64       `json:"last_serial,omitempty"`
+	Force           bool         `json:"force,omitempty"`
+	Reason          string       `json:"reason,omitempty"`
+	DeclaredThrough *int64       `json:"declared_through,omitempty"`
+	Declared        []YearSerial `json:"declared,omitempty"`
 }
 
 // ContinuationError is a 409 not_continuation: the upload did not continue
@@ -186,7 +211,11 @@ func (cl *Client) upload(ctx context.Context, code, route, leaseID string, v any
 // ends its own lease with req.FY and req.LastSerial, refused with 409
 // lease_not_uploaded until every serial up to it is uploaded; with leaseID
 // "" (scope manage) req.Force and req.Reason end a lost device's lease,
-// and req.DeclaredThrough and req.Reason settle it. It returns the lease.
+// and req.DeclaredThrough (or req.Declared) and req.Reason settle it. It
+// returns the lease. The device's end is idempotent: after a lost answer
+// the retry gets the same 200; a 409 lease_not_held means the lease ended
+// otherwise (by force). A 503 commit_outcome_unknown or no answer leaves
+// the outcome open (IsOutcomeUnknown): read it with GetLease.
 func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLeaseRequest) (Lease, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -194,6 +223,20 @@ func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLea
 	}
 	a, err := cl.do(ctx, &call{method: http.MethodDelete, path: "/v1/series/" + url.PathEscape(code) + "/lease",
 		body: body, mutating: true, accept: "application/json", lease: leaseID})
+	if err != nil {
+		return Lease{}, err
+	}
+	var l Lease
+	return l, decode(a.body, &l)
+}
+
+// GetLease reads a lease of series code (GET /v1/series/{code}/lease): with
+// leaseID (scope issue) that lease as it stands (held, ended or settled),
+// with leaseID "" (scope read) the lease holding the series. It fails with
+// an *Error: 404 lease_not_found.
+func (cl *Client) GetLease(ctx context.Context, code, leaseID string) (Lease, error) {
+	a, err := cl.do(ctx, &call{method: http.MethodGet, path: "/v1/series/" + url.PathEscape(code) + "/lease",
+		accept: "application/json", lease: leaseID})
 	if err != nil {
 		return Lease{}, err
 	}

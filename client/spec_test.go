@@ -42,6 +42,7 @@ var operations = map[string]struct {
 	"listEvents":           {"ListEvents", reflect.TypeFor[EventList]()},
 	"takeLease":            {"Lease", reflect.TypeFor[Lease]()},
 	"endLease":             {"EndLease", reflect.TypeFor[Lease]()},
+	"getLease":             {"GetLease", reflect.TypeFor[Lease]()},
 	"uploadDeviceInvoices": {"UploadDeviceInvoices", reflect.TypeFor[UploadResult]()},
 	"uploadDeviceCancels":  {"UploadDeviceCancels", reflect.TypeFor[UploadResult]()},
 }
@@ -82,6 +83,7 @@ var (
 		"EndLeaseRequest": reflect.TypeFor[EndLeaseRequest](), "DeviceInvoices": reflect.TypeFor[DeviceInvoices](),
 		"DeviceInvoice": reflect.TypeFor[DeviceInvoice](), "UploadResult": reflect.TypeFor[UploadResult](),
 		"DeviceCancels": reflect.TypeFor[DeviceCancels](), "DeviceCancel": reflect.TypeFor[DeviceCancel](),
+		"YearSerial": reflect.TypeFor[YearSerial](),
 	}
 	subsets = map[string]reflect.Type{
 		"CancelledInvoice": reflect.TypeFor[Invoice](), // what a cancel answers a key without read

@@ -19,6 +19,19 @@ import (
 // does not continue the series-year where it stands.
 var ErrNotContinuation = apperr.New(apperr.Conflict, "not_continuation", "the upload does not continue the series where it stands")
 
+// Refusals of an upload that break the lease's time and scope
+// (docs/offline.md, "Time floors"): nothing of the batch is stored.
+var (
+	// ErrYearBeforeLease: an invoice dated in a financial year before the
+	// one the lease started in.
+	ErrYearBeforeLease = apperr.New(apperr.Invalid, "year_before_lease", "the invoice is dated in a financial year before the lease's")
+	// ErrIssuedBeforeLease: an invoice issued before the lease was taken.
+	ErrIssuedBeforeLease = apperr.New(apperr.Invalid, "issued_before_lease", "the invoice's issue time is before the lease was taken")
+	// ErrNotLeasedInvoice: a device cancel of an invoice the lease did not
+	// number (issued online, or under an earlier lease).
+	ErrNotLeasedInvoice = apperr.New(apperr.Conflict, "invoice_not_leased", "the invoice was not numbered under this lease: cancel it online after the lease ends")
+)
+
 // ContinuationError is an upload refused because its serials do not
 // continue the series-year: Expected is where the series stands.
 type ContinuationError struct {

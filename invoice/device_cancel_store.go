@@ -30,21 +30,25 @@ type cancelYear struct {
 // chain, cancel an invoice of that series-year that is stored and not
 // cancelled, under its number, at a time not before the chain's last
 // record nor after the server's tomorrow, with the reason rules of an
-// online cancel and the chain hash the server computes (CancelOffline).
-// Nothing is stored otherwise. Each stored cancellation marks the invoice
+// online cancel and the chain hash the server computes (CancelOffline);
+// the invoice must have been numbered under the lease and its month must
+// not be locked when the upload arrives. Nothing is stored otherwise.
+// Each stored cancellation marks the invoice
 // cancelled and queues its invoice.cancelled event, as an online one.
 //
 // It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
 // that cannot upload, a *ContinuationError (ErrNotContinuation) naming
-// where the chain stands when a position does not continue it, and
-// ErrInvalid naming the first bad cancellation and field.
+// where the chain stands when a position does not continue it,
+// ErrNotLeasedInvoice, ErrPeriodLocked, and ErrInvalid naming the first
+// bad cancellation and field.
 func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, cs []OfflineCancel, now time.Time) (UploadResult, error) {
 	if len(cs) == 0 || len(cs) > MaxOfflineBatch {
 		return UploadResult{}, apperr.Errorf(ErrInvalid, "cancels must hold 1 to %d cancellations", MaxOfflineBatch)
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if err := series.WriteAsLeaseTx(ctx, tx, s, leaseID); err != nil {
+		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID)
+		if err != nil {
 			return err
 		}
 		subscribed := map[int64]bool{}
@@ -52,6 +56,18 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 		queueSubscribed(sb, []int64{seller.ID}, EventCancelled, subscribed)
 		if err := tx.SendBatch(ctx, sb).Close(); err != nil {
 			return translate(err, "read webhooks")
+		}
+		// One lock order for every cancel path: the invoices first, then
+		// the counter rows, as an online cancel (CancelTx) takes them; the
+		// opposite order could deadlock with an online cancel of one of
+		// them waiting for the counter.
+		invs := make([]Invoice, len(cs))
+		errs := make([]error, len(cs))
+		for i, c := range cs {
+			invs[i], errs[i] = lockInvoiceBySerial(ctx, tx, seller.ID, s.ID, c.FY, c.Serial)
+			if errs[i] != nil && !errors.Is(errs[i], ErrNotFound) {
+				return errs[i]
+			}
 		}
 		years := map[series.FY]*cancelYear{}
 		done := map[[2]int64]bool{} // (fy, serial) cancelled by this batch
@@ -86,20 +102,26 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 						i, c.Position, s.Code, c.FY, st.length+1, st.length, st.head),
 				}
 			}
-			inv, err := lockInvoiceBySerial(ctx, tx, seller.ID, s.ID, c.FY, c.Serial)
+			inv := invs[i]
 			switch {
-			case errors.Is(err, ErrNotFound):
+			case errs[i] != nil:
 				return bad("serial", "%d is not an invoice of series %s %s the server holds", c.Serial, s.Code, c.FY)
-			case err != nil:
-				return err
 			case inv.Status == StatusCancelled || done[[2]int64{int64(c.FY), c.Serial}]:
 				return bad("serial", "%d: invoice %s was already cancelled", c.Serial, inv.Number)
 			case c.Number != inv.Number:
 				return bad("number", "is %s; serial %d is %s", c.Number, c.Serial, inv.Number)
+			case !numberedUnder(lease, inv):
+				return apperr.Errorf(ErrNotLeasedInvoice, "cancels[%d].serial %d: invoice %s was issued at %s, not under lease %s (from serial %d of %s, %s): cancel it online after the lease ends",
+					i, c.Serial, inv.Number, Timestamp(inv.IssuedAt), lease.ID, lease.Next.Serial, lease.StartFY(), Timestamp(lease.LeasedAt))
 			case c.CancelledAt.Before(st.lastAt):
 				return bad("cancelled_at", "%s is before %s, the chain's last record's", Timestamp(c.CancelledAt), Timestamp(st.lastAt))
 			case series.DateIST(c.CancelledAt).After(series.DateIST(now).AddDate(0, 0, 1)):
 				return bad("cancelled_at", "%s is in the future", Timestamp(c.CancelledAt))
+			}
+			if err := checkPeriodTx(ctx, tx, inv, now); errors.Is(err, ErrPeriodLocked) {
+				return apperr.Errorf(ErrPeriodLocked, "cancels[%d].serial %d: %s", i, c.Serial, apperr.MessageOf(err))
+			} else if err != nil {
+				return err
 			}
 			cancelled, hash, err := CancelOffline(seller.GSTIN, inv, c.Reason, c.CancelledAt, st.length+1, st.head)
 			if err != nil {
@@ -171,6 +193,16 @@ func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int6
 		return Invoice{}, translate(err, "lock invoice")
 	}
 	return inv, nil
+}
+
+// numberedUnder reports whether inv was numbered under lease l: at or
+// after the serial and year the lease started from, and not issued before
+// it was taken.
+func numberedUnder(l series.Lease, inv Invoice) bool {
+	if inv.FY < l.StartFY() || (inv.FY == l.StartFY() && inv.Serial < l.Next.Serial) {
+		return false
+	}
+	return !inv.IssuedAt.Before(l.LeasedAt)
 }
 
 // cancelStored reports whether c is stored already: the record at its

@@ -42,13 +42,15 @@ type yearState struct {
 // series: invoices already stored identically (same serial and chain
 // hash) are replayed, and each new one must carry the next serial of its
 // series-year, the number the format renders for it, an invoice date and
-// issue time not before the previous invoice's, the amounts and the chain
-// hash the server computes (NumberOffline). Nothing is stored otherwise.
+// issue time not before the previous invoice's nor before the lease was
+// taken (in a financial year not before the lease's), the amounts and the
+// chain hash the server computes (NumberOffline). Nothing is stored
+// otherwise.
 //
 // It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
 // that cannot upload, a *ContinuationError (ErrNotContinuation) naming
 // the expected next serial and chain head when a serial does not
-// continue, and ErrInvalid (or the errors of PrepareContent) naming the
+// continue, ErrYearBeforeLease and ErrIssuedBeforeLease, and ErrInvalid (or the errors of PrepareContent) naming the
 // first bad invoice and field.
 func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
 	if len(invs) == 0 || len(invs) > MaxOfflineBatch {
@@ -56,7 +58,8 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		if err := series.WriteAsLeaseTx(ctx, tx, s, leaseID); err != nil {
+		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID)
+		if err != nil {
 			return err
 		}
 		years := map[series.FY]*yearState{}
@@ -69,6 +72,9 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 			y := series.FYOf(o.Request.InvoiceDate)
 			if !y.Valid() {
 				return apperr.Errorf(series.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
+			}
+			if y < lease.StartFY() {
+				return apperr.Errorf(ErrYearBeforeLease, "invoices[%d].invoice_date %s is in %s, before %s, the year lease %s started in", i, o.Request.InvoiceDate.Format(time.DateOnly), y, lease.StartFY(), lease.ID)
 			}
 			if st == nil || y != fy {
 				if st != nil && y < fy {
@@ -102,6 +108,9 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 			}
 			if o.IssuedAt.Before(st.lastIssuedAt) {
 				return apperr.Errorf(ErrInvalid, "invoices[%d].issued_at %s is before %s, the previous invoice's", i, Timestamp(o.IssuedAt), Timestamp(st.lastIssuedAt))
+			}
+			if o.IssuedAt.Before(lease.LeasedAt) {
+				return apperr.Errorf(ErrIssuedBeforeLease, "invoices[%d].issued_at %s is before %s, when lease %s was taken", i, Timestamp(o.IssuedAt), Timestamp(lease.LeasedAt), lease.ID)
 			}
 			if o.Request.InvoiceDate.After(series.DateIST(now).AddDate(0, 0, 1)) {
 				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is in the future", i, o.Request.InvoiceDate.Format(time.DateOnly))

@@ -246,7 +246,8 @@ func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.
 // AuditSummaryTx returns the summary of the serial audit of s in fy, read
 // inside tx (the first pass of WriteAudit). It returns
 // ErrSeriesYearNotFound when the series-year holds nothing (no counter
-// row, invoice or chain record), and database errors.
+// row, invoice or chain record, and no unsettled forced end of a lease
+// that may have numbered it), and database errors.
 func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
 	ctr, err := counterOf(ctx, tx, s, fy)
 	if err != nil {
@@ -256,14 +257,16 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	if err != nil {
 		return Summary{}, err
 	}
-	if ctr == nil && res.Invoices == 0 && res.Records == 0 {
-		return Summary{}, apperr.Errorf(ErrSeriesYearNotFound, "series %s has no invoice in %s", s.Code, fy)
-	}
 	sum := summaryOf(seller, s, fy, res)
-	if sum.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy); err != nil {
+	if err := addLeaseFindings(ctx, tx, seller, s, fy, &sum); err != nil {
 		return Summary{}, err
 	}
-	if err := addLeaseFindings(ctx, tx, seller, s, fy, &sum); err != nil {
+	// A year a lost device may have numbered is audited even when nothing
+	// of it reached the server: its finding is the point.
+	if ctr == nil && res.Invoices == 0 && res.Records == 0 && len(sum.Findings) == 0 {
+		return Summary{}, apperr.Errorf(ErrSeriesYearNotFound, "series %s has no invoice in %s", s.Code, fy)
+	}
+	if sum.LockedPeriods, err = lockedPeriods(ctx, tx, seller.ID, fy); err != nil {
 		return Summary{}, err
 	}
 	return sum, nil

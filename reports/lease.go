@@ -2,7 +2,10 @@ package reports
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/invoiced/invoiced/series"
@@ -19,15 +22,44 @@ const DeviceNotUploaded FindingKind = "device_not_uploaded"
 // unsettledLease is a lease ended by force and not settled.
 type unsettledLease struct {
 	Code, DeviceID, Reason string
+	StartFY                series.FY
 	FY                     series.FY
 	Serial                 int64
-	EndedAt                time.Time
+	// Years: the last serial uploaded per year from the lease's start to
+	// the year of the forced end (nil for an end recorded before they
+	// were: only FY's).
+	Years   map[series.FY]int64
+	EndedAt time.Time
+}
+
+// years returns the years l's forced end recorded, in order, each with its
+// last serial uploaded.
+func (l unsettledLease) years() []series.FY {
+	if len(l.Years) == 0 {
+		return []series.FY{l.FY}
+	}
+	out := make([]series.FY, 0, len(l.Years))
+	for y := range l.Years {
+		out = append(out, y)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lastUploaded returns the last serial uploaded in fy when l was ended,
+// and whether l recorded it.
+func (l unsettledLease) lastUploaded(fy series.FY) (int64, bool) {
+	if len(l.Years) == 0 {
+		return l.Serial, fy == l.FY
+	}
+	n, ok := l.Years[fy]
+	return n, ok
 }
 
 // unsettledLeases returns the leases ended by force and not settled of the
 // seller's series seriesID (0: every series), oldest first.
 func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) ([]unsettledLease, error) {
-	rows, err := tx.Query(ctx, `SELECT s.code, l.device_id, coalesce(l.end_reason, ''), l.end_fy, l.end_serial, l.ended_at
+	rows, err := tx.Query(ctx, `SELECT s.code, l.device_id, coalesce(l.end_reason, ''), l.start_fy, l.end_fy, l.end_serial, l.end_years, l.ended_at
 		FROM series_leases l JOIN series s ON s.id = l.series_id AND s.seller_id = $1
 		WHERE l.seller_id = $1 AND ($2 = 0 OR l.series_id = $2) AND l.end_kind = 'forced' AND l.settled_at IS NULL
 		ORDER BY l.id`, sellerID, seriesID)
@@ -36,10 +68,28 @@ func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) (
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (unsettledLease, error) {
 		var l unsettledLease
-		var fy int
-		err := r.Scan(&l.Code, &l.DeviceID, &l.Reason, &fy, &l.Serial, &l.EndedAt)
-		l.FY = series.FY(fy)
-		return l, err
+		var start, fy int
+		var years []byte
+		if err := r.Scan(&l.Code, &l.DeviceID, &l.Reason, &start, &fy, &l.Serial, &years, &l.EndedAt); err != nil {
+			return l, err
+		}
+		l.StartFY, l.FY = series.FY(start), series.FY(fy)
+		if len(years) == 0 {
+			return l, nil
+		}
+		var in map[string]int64
+		if err := json.Unmarshal(years, &in); err != nil {
+			return l, err
+		}
+		l.Years = map[series.FY]int64{}
+		for k, n := range in {
+			y, err := strconv.Atoi(k)
+			if err != nil {
+				return l, err
+			}
+			l.Years[series.FY(y)] = n
+		}
+		return l, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reports: leases: %w", err)
@@ -47,30 +97,45 @@ func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) (
 	return out, nil
 }
 
-func (l unsettledLease) message() string {
+// message says what l leaves unknown in fy, whose last serial uploaded is
+// last.
+func (l unsettledLease) message(fy series.FY, last int64) string {
 	return fmt.Sprintf("device %s's lease ended by force at %s (%s) with serial %d of %s uploaded last: the device may have issued serials after %d offline that were never uploaded, until it uploads them or the accountant declares them cancelled",
-		l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339), l.Reason, l.Serial, l.FY, l.Serial)
+		l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339), l.Reason, last, fy, last)
 }
 
 // addLeaseFindings appends to sum a DeviceNotUploaded finding for every
-// unsettled forced end of s in sum's year, which then is not intact.
+// unsettled forced end of s whose lease started in or before sum's year
+// (the device may have numbered in every year from its start on), which
+// then is not intact. The finding is at the serial after the last one
+// uploaded when the lease ended, or for a year the end did not record
+// (it came later), after the last one stored.
 func addLeaseFindings(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, sum *Summary) error {
 	ls, err := unsettledLeases(ctx, tx, seller.ID, s.ID)
 	if err != nil {
 		return err
 	}
 	for _, l := range ls {
-		if l.FY != fy {
+		if fy < l.StartFY {
 			continue
 		}
-		sum.Findings = append(sum.Findings, Finding{Kind: DeviceNotUploaded, Series: s.Code, FY: fy.String(), Serial: l.Serial + 1, Message: l.message()})
+		last, ok := l.lastUploaded(fy)
+		if !ok {
+			err := tx.QueryRow(ctx, `SELECT coalesce(max(last_serial), 0) FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+				s.ID, int(fy), seller.ID).Scan(&last)
+			if err != nil {
+				return fmt.Errorf("reports: counter: %w", err)
+			}
+		}
+		sum.Findings = append(sum.Findings, Finding{Kind: DeviceNotUploaded, Series: s.Code, FY: fy.String(), Serial: last + 1, Message: l.message(fy, last)})
 		sum.Intact = false
 	}
 	return nil
 }
 
 // leaseWarnings returns one Table 13 warning for every unsettled forced
-// end of the seller's series: the range after its last uploaded serial is
+// end of the seller's series and every year it recorded (from the lease's
+// start to the end's): the range after its last uploaded serial is
 // unknown.
 func leaseWarnings(ctx context.Context, tx pgx.Tx, sellerID int64) ([]string, error) {
 	ls, err := unsettledLeases(ctx, tx, sellerID, 0)
@@ -79,7 +144,10 @@ func leaseWarnings(ctx context.Context, tx pgx.Tx, sellerID int64) ([]string, er
 	}
 	out := make([]string, 0, len(ls))
 	for _, l := range ls {
-		out = append(out, fmt.Sprintf("series %s %s: %s", l.Code, l.FY, l.message()))
+		for _, y := range l.years() {
+			last, _ := l.lastUploaded(y)
+			out = append(out, fmt.Sprintf("series %s %s: %s", l.Code, y, l.message(y, last)))
+		}
 	}
 	return out, nil
 }

@@ -15,6 +15,9 @@ var (
 	ErrLeaseNotHeld  = apperr.New(apperr.Conflict, "lease_not_held", "the lease has ended")
 	ErrNotUploaded   = apperr.New(apperr.Conflict, "lease_not_uploaded", "the device has not uploaded every invoice up to its last serial")
 	ErrInvalidLease  = apperr.New(apperr.Invalid, "invalid_lease", "the lease request is not valid")
+	// ErrLeaseYearsUndeclared: a settlement of a lease that spans several
+	// financial years must declare each of them.
+	ErrLeaseYearsUndeclared = apperr.New(apperr.Invalid, "lease_years_undeclared", "the lease spans several financial years: declare the last serial the device may have issued in each")
 )
 
 // Lease end kinds.
@@ -45,6 +48,10 @@ type Lease struct {
 	LeasedBy string
 	// Next is where the device continues when the lease is taken.
 	Next Position
+	// NotBefore, given when the lease is taken, is the earliest issue
+	// time the device may use: the later of the server's time at the lease
+	// and the series' last issue time in any year. Not stored.
+	NotBefore time.Time
 
 	EndedAt   *time.Time
 	EndKind   string // EndByDevice or EndForced; empty while held
@@ -54,6 +61,9 @@ type Lease struct {
 	// the last serial uploaded, when the lease ended.
 	EndFY     FY
 	EndSerial int64
+	// EndYears is, for a forced end, the last serial uploaded in each
+	// financial year from the lease's start to the year of the end.
+	EndYears map[FY]int64
 
 	SettledAt    *time.Time
 	SettledBy    string
@@ -62,6 +72,24 @@ type Lease struct {
 	// device may have issued (EndFY); serials after EndSerial up to it
 	// were never uploaded and are declared cancelled.
 	DeclaredThrough int64
+	// DeclaredYears is, for a settled lease, the last serial the device
+	// may have issued in each financial year the settlement covers: from
+	// the lease's start to the year of the settlement.
+	DeclaredYears map[FY]int64
+}
+
+// StartFY returns the financial year the lease started in.
+func (l Lease) StartFY() FY { return l.Next.FY }
+
+// YearsThrough returns the financial years from the lease's start to
+// last (at least the start year), in order: the years a lease ended or
+// settled in last could have numbered.
+func (l Lease) YearsThrough(last FY) []FY {
+	out := []FY{l.StartFY()}
+	for y := l.StartFY() + 1; y <= last; y++ {
+		out = append(out, y)
+	}
+	return out
 }
 
 // Holds reports whether l still holds its series: not ended, or ended by

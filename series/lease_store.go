@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +102,9 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 			return err
 		}
 		l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by, Next: next}
+		if l.NotBefore, err = notBefore(ctx, tx, s, l.LeasedAt); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), next.Serial, s.SellerID)
 		if isUnique(err) {
@@ -108,9 +113,35 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 		return translate(err, "insert lease")
 	})
 	if err != nil {
-		return Lease{}, db.TranslateTx(err, "series")
+		return Lease{}, leaseTxFailed(err)
 	}
 	return l, nil
+}
+
+// notBefore returns the earliest issue time a device leasing s at
+// leasedAt may use: the later of leasedAt and the series' last issue time
+// in any financial year (a year turned by the server's clock has no
+// invoice yet, so the year's own last_issued_at is no floor).
+func notBefore(ctx context.Context, q db.Querier, s Series, leasedAt time.Time) (time.Time, error) {
+	var last *time.Time
+	if err := q.QueryRow(ctx, `SELECT max(last_issued_at) FROM series_counters WHERE series_id = $1 AND seller_id = $2`, s.ID, s.SellerID).Scan(&last); err != nil {
+		return time.Time{}, translate(err, "read last issue time")
+	}
+	if last != nil && last.After(leasedAt) {
+		return last.UTC(), nil
+	}
+	return leasedAt, nil
+}
+
+// leaseTxFailed returns the error of a lease transaction: a COMMIT whose
+// answer was lost is db.ErrOutcomeUnknown (503 commit_outcome_unknown: it
+// may be done), as on issue and cancel; the rest as db.TranslateTx.
+func leaseTxFailed(err error) error {
+	var te *db.TxError
+	if errors.As(err, &te) && te.Op == db.OpCommit && db.ClassifyCommit(te.Err) == db.OutcomeUnknown {
+		return apperr.WithCause(db.ErrOutcomeUnknown, err)
+	}
+	return db.TranslateTx(err, "series")
 }
 
 // position returns where series-year (s, fy) stands, read without a row
@@ -149,16 +180,85 @@ func NextPosition(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Pos
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
 	ended_at, coalesce(end_kind, ''), coalesce(ended_by, ''), coalesce(end_reason, ''), coalesce(end_fy, 0), coalesce(end_serial, 0),
-	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0)`
+	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years`
 
 func scanLease(row pgx.Row) (Lease, error) {
 	var l Lease
 	var startFY, endFY int
+	var endYears, declaredYears []byte
 	err := row.Scan(&l.ID, &l.SeriesID, &l.DeviceID, &l.LeasedAt, &l.LeasedBy, &startFY, &l.Next.Serial,
 		&l.EndedAt, &l.EndKind, &l.EndedBy, &l.EndReason, &endFY, &l.EndSerial,
-		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough)
+		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears)
 	l.Next.FY, l.EndFY = FY(startFY), FY(endFY)
+	if err != nil {
+		return l, err
+	}
+	if l.EndYears, err = parseYears(endYears); err != nil {
+		return l, err
+	}
+	l.DeclaredYears, err = parseYears(declaredYears)
 	return l, err
+}
+
+// yearsJSON returns serials per financial year as stored: a JSON object
+// keyed by the year's start ({"2026": 3}); nil for none.
+func yearsJSON(m map[FY]int64) []byte {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(m))
+	for y, n := range m {
+		out[strconv.Itoa(int(y))] = n
+	}
+	b, _ := json.Marshal(out) // a map of strings to numbers always marshals
+	return b
+}
+
+// parseYears reads yearsJSON's object; nil for NULL.
+func parseYears(b []byte) (map[FY]int64, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var in map[string]int64
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("series: lease years: %w", err)
+	}
+	out := make(map[FY]int64, len(in))
+	for k, n := range in {
+		y, err := strconv.Atoi(k)
+		if err != nil {
+			return nil, fmt.Errorf("series: lease years: %w", err)
+		}
+		out[FY(y)] = n
+	}
+	return out, nil
+}
+
+// GetLease returns lease leaseID of series s as it stands (held, ended or
+// settled), read without a lock. It returns ErrLeaseNotFound for a lease
+// of another series or none.
+func GetLease(ctx context.Context, q db.Querier, s Series, leaseID string) (Lease, error) {
+	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3`, leaseID, s.ID, s.SellerID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
+	}
+	if err != nil {
+		return Lease{}, translate(err, "read lease")
+	}
+	return l, nil
+}
+
+// HolderLease returns the lease holding series s (in force, or ended by
+// force and not settled); ErrLeaseNotFound when none does.
+func HolderLease(ctx context.Context, q db.Querier, s Series) (Lease, error) {
+	l, err := holder(ctx, q, s)
+	if err != nil {
+		return Lease{}, err
+	}
+	if l == nil {
+		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "series %s is not leased", s.Code)
+	}
+	return *l, nil
 }
 
 // holder returns the lease holding series s, nil when none does.
@@ -186,15 +286,16 @@ func Leases(ctx context.Context, q db.Querier, seriesID int64) ([]Lease, error) 
 
 // WriteAsLeaseTx locks lease leaseID of series s inside tx and names it
 // for the rest of tx, so that tx may write the leased series' counter rows
-// (an upload by the lease holder). It returns LockLeaseTx's errors, or the
-// translated failure of naming the lease.
-func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) error {
-	if _, err := LockLeaseTx(ctx, tx, s, leaseID); err != nil {
-		return err
+// (an upload by the lease holder), and returns the lease. It returns
+// LockLeaseTx's errors, or the translated failure of naming the lease.
+func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+	l, err := LockLeaseTx(ctx, tx, s, leaseID)
+	if err != nil {
+		return Lease{}, err
 	}
 	b := &pgx.Batch{}
 	QueueLeaseName(b, leaseID)
-	return translate(tx.SendBatch(ctx, b).Close(), "name lease")
+	return l, translate(tx.SendBatch(ctx, b).Close(), "name lease")
 }
 
 // LockLeaseTx locks lease leaseID of series s inside tx and returns it,
@@ -202,12 +303,9 @@ func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) er
 // returns ErrLeaseNotFound for a lease of another series or none, and
 // ErrLeaseNotHeld for one that no longer holds its series.
 func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
-	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3 FOR UPDATE`, leaseID, s.ID, s.SellerID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
-	}
+	l, err := lockLease(ctx, tx, s, leaseID)
 	if err != nil {
-		return Lease{}, translate(err, "lock lease")
+		return Lease{}, err
 	}
 	if !l.Holds() {
 		return Lease{}, apperr.Errorf(ErrLeaseNotHeld, "lease %s of device %s ended at %s", l.ID, l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339))
@@ -215,13 +313,31 @@ func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Leas
 	return l, nil
 }
 
+// lockLease locks lease leaseID of series s inside tx and returns it,
+// whether or not it holds its series; ErrLeaseNotFound when there is none.
+func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3 FOR UPDATE`, leaseID, s.ID, s.SellerID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
+	}
+	if err != nil {
+		return Lease{}, translate(err, "lock lease")
+	}
+	return l, nil
+}
+
 // EndLeaseByDevice ends lease leaseID of s as its device asks: the
 // device's last serial in fy is last, and every serial up to it must be
 // stored. A lease ended by force is settled the same way once its device
-// has uploaded late. It returns the ended lease; ErrLeaseNotFound,
-// ErrLeaseNotHeld, ErrNotUploaded (with the serial stored last) when the
-// series-year's counter is behind last, and ErrInvalidLease when it is
-// ahead (the device claims fewer invoices than were stored).
+// has uploaded late (declaring, for each earlier year since the lease's
+// start, the last serial stored). The end is idempotent: the same fy and
+// last on a lease this device already ended answer the lease as that end
+// left it, so a device whose answer was lost learns the outcome by asking
+// again. It returns the ended lease; ErrLeaseNotFound, ErrLeaseNotHeld
+// (the lease ended otherwise), ErrNotUploaded (with the serial stored
+// last) when the series-year's counter is behind last, ErrInvalidLease
+// when it is ahead (the device claims fewer invoices than were stored),
+// and db.ErrOutcomeUnknown when the COMMIT's answer was lost.
 func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, now time.Time) (Lease, error) {
 	if !fy.Valid() || last < 0 {
 		return Lease{}, apperr.Errorf(ErrInvalidLease, "fy and last_serial must name a series-year and a serial")
@@ -229,8 +345,14 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
-		if l, err = LockLeaseTx(ctx, tx, s, leaseID); err != nil {
+		if l, err = lockLease(ctx, tx, s, leaseID); err != nil {
 			return err
+		}
+		if !l.Holds() {
+			if l.endedByDevice(fy, last) {
+				return nil // answered before: the same answer again
+			}
+			return apperr.Errorf(ErrLeaseNotHeld, "lease %s of device %s ended at %s", l.ID, l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339))
 		}
 		p, err := position(ctx, tx, s, fy)
 		if err != nil {
@@ -242,6 +364,17 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 		case stored > last:
 			return apperr.Errorf(ErrInvalidLease, "series %s %s holds serials up to %d, beyond last_serial %d", s.Code, fy, stored, last)
 		}
+		declared := map[FY]int64{fy: last}
+		for _, y := range l.YearsThrough(fy - 1) {
+			if y >= fy {
+				break
+			}
+			p, err := position(ctx, tx, s, y)
+			if err != nil {
+				return err
+			}
+			declared[y] = p.Serial - 1
+		}
 		at := now.UTC().Truncate(time.Microsecond)
 		by := "device " + l.DeviceID
 		if l.EndedAt == nil {
@@ -250,24 +383,41 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 		} else {
 			l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough = &at, by, fmt.Sprintf("uploaded late through serial %d of %s", last, fy), last
 		}
+		l.DeclaredYears = declared
 		_, err = tx.Exec(ctx, `UPDATE series_leases SET ended_at = $2, end_kind = $3, ended_by = $4, end_fy = $5, end_serial = $6,
-			settled_at = $7, settled_by = $8, settle_reason = $9, declared_through = $10 WHERE lease_id = $1 AND seller_id = $11`,
-			l.ID, l.EndedAt, l.EndKind, l.EndedBy, int(l.EndFY), l.EndSerial, l.SettledAt, l.SettledBy, nullable(l.SettleReason), l.DeclaredThrough, s.SellerID)
+			settled_at = $7, settled_by = $8, settle_reason = $9, declared_through = $10, declared_years = $12 WHERE lease_id = $1 AND seller_id = $11`,
+			l.ID, l.EndedAt, l.EndKind, l.EndedBy, int(l.EndFY), l.EndSerial, l.SettledAt, l.SettledBy, nullable(l.SettleReason), l.DeclaredThrough, s.SellerID, yearsJSON(declared))
 		return translate(err, "end lease")
 	})
 	if err != nil {
-		return Lease{}, db.TranslateTx(err, "series")
+		return Lease{}, leaseTxFailed(err)
 	}
 	return l, nil
 }
 
+// endedByDevice reports whether l was ended (or settled) by its own
+// device with last as the last serial of fy.
+func (l Lease) endedByDevice(fy FY, last int64) bool {
+	if l.SettledAt == nil || l.SettledBy != "device "+l.DeviceID {
+		return false
+	}
+	if l.DeclaredYears != nil {
+		n, ok := l.DeclaredYears[fy]
+		return ok && n == last && l.DeclaredThrough == last
+	}
+	return l.EndKind == EndByDevice && l.EndFY == fy && l.EndSerial == last
+}
+
 // ForceEndLease ends the lease held on s, for a lost device, recording the
-// last serial uploaded (of the latest series-year the series numbered).
+// last serial uploaded (of the latest series-year the series numbered),
+// and in EndYears the last one of each year from the lease's start to
+// now's.
 // The series stays held until the lease is settled (SettleLease, or the
 // device's late upload and EndLeaseByDevice): until then the audit lists
 // the serials the device may have issued and never uploaded. It returns
 // ErrInvalidLease without a reason and ErrLeaseNotFound when no lease is
-// in force (one already ended by force is settled with SettleLease).
+// in force (one already ended by force is settled with SettleLease), and
+// db.ErrOutcomeUnknown when the COMMIT's answer was lost.
 func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by string, now time.Time) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
@@ -291,28 +441,59 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read counter")
 		}
+		// Every year from the lease's start to now's: the device may have
+		// numbered in each, whether or not anything of it was uploaded.
+		years := map[FY]int64{}
+		for _, y := range l.YearsThrough(max(FYAt(now), fy)) {
+			p, err := position(ctx, tx, s, y)
+			if err != nil {
+				return err
+			}
+			years[y] = p.Serial - 1
+		}
 		at := now.UTC().Truncate(time.Microsecond)
-		l.EndedAt, l.EndKind, l.EndedBy, l.EndReason, l.EndFY, l.EndSerial = &at, EndForced, by, reason, fy, last
-		_, err = tx.Exec(ctx, `UPDATE series_leases SET ended_at = $2, end_kind = 'forced', ended_by = $3, end_reason = $4, end_fy = $5, end_serial = $6
-			WHERE lease_id = $1 AND seller_id = $7`, l.ID, at, by, reason, int(fy), last, s.SellerID)
+		l.EndedAt, l.EndKind, l.EndedBy, l.EndReason, l.EndFY, l.EndSerial, l.EndYears = &at, EndForced, by, reason, fy, last, years
+		_, err = tx.Exec(ctx, `UPDATE series_leases SET ended_at = $2, end_kind = 'forced', ended_by = $3, end_reason = $4, end_fy = $5, end_serial = $6, end_years = $8
+			WHERE lease_id = $1 AND seller_id = $7`, l.ID, at, by, reason, int(fy), last, s.SellerID, yearsJSON(years))
 		return translate(err, "force lease end")
 	})
 	if err != nil {
-		return Lease{}, db.TranslateTx(err, "series")
+		return Lease{}, leaseTxFailed(err)
 	}
 	return l, nil
 }
 
-// SettleLease settles the lease of s ended by force whose device never
-// uploaded the rest: the accountant declares, with a reason, that the
-// device issued at most up to serial through of the lease's end year;
-// serials after the last stored one up to through are spent (the counter
-// moves past them, so no number the device may have printed is issued
-// again; the audit shows them as a gap), and the series is free again. through may not be below
-// the last stored serial. It returns ErrLeaseNotFound when no lease ended
-// by force holds the series and ErrInvalidLease for a bad through or
-// reason.
+// SettleLease settles, as SettleLeaseYears, a lease of s ended by force
+// whose years (from its start to now's) are one: through is the last
+// serial the device may have issued in it. A lease spanning several years
+// is refused with ErrLeaseYearsUndeclared: settle it with
+// SettleLeaseYears.
 func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, reason, by string, now time.Time) (Lease, error) {
+	return settleLease(ctx, b, s, nil, through, reason, by, now)
+}
+
+// SettleLeaseYears settles the lease of s ended by force whose device
+// never uploaded the rest: the accountant declares, with a reason, the
+// last serial the device may have issued in each financial year from the
+// lease's start to now's (declared, every one of those years and no
+// other). In each year, serials after the last stored one up to the
+// declared one are spent (the counter moves past them, so no number the
+// device may have printed is issued again; the audit shows them as a
+// gap), and the series is free again. A declared serial may not be below
+// the year's last stored one. It returns ErrLeaseNotFound when no lease
+// ended by force holds the series, ErrLeaseYearsUndeclared when a year is
+// missing, ErrInvalidLease for a bad serial, year or reason, and
+// db.ErrOutcomeUnknown when the COMMIT's answer was lost.
+func SettleLeaseYears(ctx context.Context, b db.Beginner, s Series, declared map[FY]int64, reason, by string, now time.Time) (Lease, error) {
+	if len(declared) == 0 {
+		return Lease{}, apperr.Errorf(ErrLeaseYearsUndeclared, "declare the last serial the device may have issued in each year of the lease")
+	}
+	return settleLease(ctx, b, s, declared, 0, reason, by, now)
+}
+
+// settleLease is SettleLease (declared nil: through for the lease's one
+// year) and SettleLeaseYears.
+func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]int64, through int64, reason, by string, now time.Time) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -329,34 +510,56 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		p, err := position(ctx, tx, s, l.EndFY)
-		if err != nil {
-			return err
+		years := l.YearsThrough(max(FYAt(now), l.EndFY))
+		if declared == nil {
+			if len(years) > 1 {
+				return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s spans %s to %s: declare the last serial device %s may have issued in each of them (declared), not declared_through alone",
+					s.Code, years[0], years[len(years)-1], l.DeviceID)
+			}
+			declared = map[FY]int64{years[0]: through}
 		}
-		if stored := p.Serial - 1; through < stored || through > s.Format.Capacity() {
-			return apperr.Errorf(ErrInvalidLease, "declared_through %d must lie between %d, the last serial stored in %s, and %d", through, stored, l.EndFY, s.Format.Capacity())
-		}
-		at := now.UTC().Truncate(time.Microsecond)
-		if stored := p.Serial - 1; through > stored {
-			// The declared serials are spent: the series goes on after them,
-			// never reusing a number the lost device may have printed.
-			b := &pgx.Batch{}
-			QueueLeaseName(b, l.ID)
-			b.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)
-				ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial`,
-				s.ID, int(l.EndFY), s.SellerID, through, s.Format.Capacity(), l.EndFY.Start(), at)
-			if err := tx.SendBatch(ctx, b).Close(); err != nil {
-				return translate(err, "advance counter")
+		for y := range declared {
+			if y < years[0] || y > years[len(years)-1] {
+				return apperr.Errorf(ErrInvalidLease, "declared names %s, outside the lease's years %s to %s", y, years[0], years[len(years)-1])
 			}
 		}
-		l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough = &at, by, reason, through
-		_, err = tx.Exec(ctx, `UPDATE series_leases SET settled_at = $2, settled_by = $3, settle_reason = $4, declared_through = $5 WHERE lease_id = $1 AND seller_id = $6`,
-			l.ID, at, by, reason, through, s.SellerID)
+		at := now.UTC().Truncate(time.Microsecond)
+		adv := &pgx.Batch{}
+		QueueLeaseName(adv, l.ID)
+		for _, y := range years {
+			n, ok := declared[y]
+			if !ok {
+				return apperr.Errorf(ErrLeaseYearsUndeclared, "declared has no serial for %s: the lease of series %s spans %s to %s, and device %s may have issued in each",
+					y, s.Code, years[0], years[len(years)-1], l.DeviceID)
+			}
+			p, err := position(ctx, tx, s, y)
+			if err != nil {
+				return err
+			}
+			stored := p.Serial - 1
+			if n < stored || n > s.Format.Capacity() {
+				return apperr.Errorf(ErrInvalidLease, "declared_through %d must lie between %d, the last serial stored in %s, and %d", n, stored, y, s.Format.Capacity())
+			}
+			if n > stored {
+				// The declared serials are spent: the series goes on after
+				// them, never reusing a number the lost device may have
+				// printed.
+				adv.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+					VALUES ($1, $2, $3, $4, $5, $6, $7)
+					ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial`,
+					s.ID, int(y), s.SellerID, n, s.Format.Capacity(), y.Start(), at)
+			}
+		}
+		if err := tx.SendBatch(ctx, adv).Close(); err != nil {
+			return translate(err, "advance counter")
+		}
+		l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough, l.DeclaredYears = &at, by, reason, declared[l.EndFY], declared
+		_, err = tx.Exec(ctx, `UPDATE series_leases SET settled_at = $2, settled_by = $3, settle_reason = $4, declared_through = $5, declared_years = $7 WHERE lease_id = $1 AND seller_id = $6`,
+			l.ID, at, by, reason, l.DeclaredThrough, s.SellerID, yearsJSON(declared))
 		return translate(err, "settle lease")
 	})
 	if err != nil {
-		return Lease{}, db.TranslateTx(err, "series")
+		return Lease{}, leaseTxFailed(err)
 	}
 	return l, nil
 }

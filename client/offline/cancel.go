@@ -39,11 +39,15 @@ type CancelReceipt struct {
 	ChainHash   string
 }
 
-// remember records di, numbered in fy, as pending and cancellable.
-func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice) {
+// remember records di, numbered in fy (under the caller's key, "" for
+// none), as pending and cancellable.
+func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice, key string) {
 	k := invoiceKey{fy, di.Serial}
 	t.invoices[k], t.byNumber[di.Number] = di, k
-	t.pending = append(t.pending, pendingRecord{fy: fy, inv: di})
+	if key != "" {
+		t.keys[key] = k
+	}
+	t.queue = append(t.queue, pendingRecord{fy: fy, inv: di})
 }
 
 // Cancel cancels an invoice this terminal numbered under its lease and
@@ -55,7 +59,8 @@ func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice) {
 // own code) takes the next position of the invoice's series-year chain,
 // and the uploader sends it after that invoice. It fails with
 // ErrUnknownInvoice, ErrAlreadyCancelled, invoice.ErrInvalid for an empty
-// or overlong reason (nothing journaled), ErrEnded, or ErrBroken.
+// or overlong reason (nothing journaled), ErrEndPending, ErrEnded, or
+// ErrBroken.
 func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -64,6 +69,8 @@ func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 		return CancelReceipt{}, ErrBroken
 	case t.ended:
 		return CancelReceipt{}, ErrEnded
+	case t.ending, t.pending != nil:
+		return CancelReceipt{}, ErrEndPending
 	}
 	k, ok := t.find(ref)
 	if !ok {
@@ -145,7 +152,7 @@ func (t *Terminal) applyCancel(k invoiceKey, dc client.DeviceCancel, hash []byte
 		t.lastAt = at
 	}
 	t.cancelled[k] = true
-	t.pending = append(t.pending, pendingRecord{fy: k.fy, cancel: &dc})
+	t.queue = append(t.queue, pendingRecord{fy: k.fy, cancel: &dc})
 }
 
 // replayCancel applies a journaled cancellation to t's state.

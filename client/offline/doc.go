@@ -11,7 +11,14 @@
 //
 //	l, _ := cl.Lease(ctx, "T07", "till-7")            // online, once
 //	t, _ := offline.Create("/var/lib/pos/t07.journal", l, nil)
-//	r, _ := t.Issue(client.IssueRequest{Items: items}) // print r.Number
+//	r, _ := t.IssueKeyed(saleID, client.IssueRequest{Items: items}) // print r.Number
 //	go t.Run(ctx, cl, 30*time.Second, log)            // uploads when it can
 //	_, _ = t.End(ctx, cl)                             // hand the series back
+//
+// IssueKeyed with the point-of-sale's sale id returns the journaled
+// invoice again (Replayed) for a sale rung up again after a crash, so it is
+// reprinted, never numbered twice. End journals that it is ending before it
+// asks the server, and until it learns the outcome Issue fails with
+// ErrEndPending; a clock a day behind the lease makes Issue fail with
+// ErrClockBehind rather than guess the date.
 package offline

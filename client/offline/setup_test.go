@@ -27,10 +27,17 @@ type env struct {
 	seller series.Seller
 	url    string
 	all    *client.Client // issue, read, manage
+	key    string
 	dir    string
 }
 
 func setup(t *testing.T) *env {
+	t.Helper()
+	return setupAt(t, func() time.Time { return serverNow })
+}
+
+// setupAt is setup with the server's clock now.
+func setupAt(t *testing.T, now func() time.Time) *env {
 	t.Helper()
 	pool := dbtest.New(t)
 	ctx := context.Background()
@@ -40,9 +47,9 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true, Now: func() time.Time { return serverNow }}).Handler())
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true, Now: now}).Handler())
 	t.Cleanup(ts.Close)
-	return &env{pool: pool, seller: seller, url: ts.URL, dir: t.TempDir(),
+	return &env{pool: pool, seller: seller, url: ts.URL, key: key, dir: t.TempDir(),
 		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}
 }
 

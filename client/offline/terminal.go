@@ -24,11 +24,29 @@ var (
 	// ErrWrongLease is returned by Create for a journal that holds
 	// another lease.
 	ErrWrongLease = errors.New("offline: the journal holds another lease")
+	// ErrEndPending is returned by Issue and Cancel while the end of the
+	// lease was asked for and its outcome is not known (the answer was
+	// lost, or the terminal restarted before recording it): call End
+	// again, which learns whether the lease ended (then Issue returns
+	// ErrEnded) or still holds (then Issue works again).
+	ErrEndPending = errors.New("offline: the lease's end was asked for and its outcome is not known yet; call End again")
+	// ErrClockBehind is returned by Issue when the device's clock is on
+	// a date before the lease's not_before: the terminal will not guess
+	// the date (or the financial year) of the invoice. Set the clock.
+	ErrClockBehind = errors.New("offline: the device's clock is a day or more behind the time the lease was taken (or the series' last invoice)")
+	// ErrKeyReused is returned by IssueKeyed for a key that numbered
+	// another sale.
+	ErrKeyReused = errors.New("offline: the key numbered a different sale")
 )
 
 // record is one journal record.
 type record struct {
-	Kind string `json:"k"` // "lease", "inv", "cancel", "up", "upc", "end"
+	// "lease", "inv", "cancel", "up", "upc"; "ending" (FY, Through)
+	// before the lease's end is asked for, then "end" when it ended or
+	// "resume" when it is shown to hold.
+	Kind string `json:"k"`
+	// Key is the caller's key of an invoice (IssueKeyed).
+	Key string `json:"key,omitempty"`
 
 	Lease *client.Lease `json:"lease,omitempty"`
 
@@ -58,6 +76,9 @@ type Receipt struct {
 	IssuedAt  time.Time
 	Invoice   invoice.Invoice // with the server's own amounts
 	ChainHash string
+	// Replayed: IssueKeyed found the key's invoice in the journal; this
+	// is that invoice, to print again.
+	Replayed bool
 }
 
 // Terminal numbers the invoices of one leased series on a journal. Its
@@ -67,19 +88,23 @@ type Terminal struct {
 	j        *journal
 	broken   bool
 	ended    bool
+	ending   bool      // End is running: Issue and Cancel wait for its outcome
+	pending  *endMark  // an "ending" journaled, its outcome not yet known
+	floor    time.Time // the lease's not_before
 	now      func() time.Time
 	lease    client.Lease
 	seller   series.Seller
 	series   series.Series
 	years    map[series.FY]*year
 	lastAt   time.Time       // last issue time: issue times never go back
-	pending  []pendingRecord // in chain order
+	queue    []pendingRecord // not yet uploaded, in chain order
 	numbered int64           // invoices in the journal
 	maxBatch int
 	// The invoices numbered under this lease, to cancel them.
 	invoices  map[invoiceKey]client.DeviceInvoice
 	byNumber  map[string]invoiceKey
 	cancelled map[invoiceKey]bool
+	keys      map[string]invoiceKey // caller's keys (IssueKeyed)
 }
 
 // pendingRecord is an invoice or a cancellation not yet uploaded.
@@ -153,7 +178,8 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 
 func newTerminal(j *journal, now func() time.Time) *Terminal {
 	return &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500,
-		invoices: map[invoiceKey]client.DeviceInvoice{}, byNumber: map[string]invoiceKey{}, cancelled: map[invoiceKey]bool{}}
+		invoices: map[invoiceKey]client.DeviceInvoice{}, byNumber: map[string]invoiceKey{}, cancelled: map[invoiceKey]bool{},
+		keys: map[string]invoiceKey{}}
 }
 
 // replay applies one journal record to t's state.
@@ -183,7 +209,7 @@ func (t *Terminal) replay(r record, first bool) error {
 		}
 		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
 		t.numbered++
-		t.remember(fy, *r.Invoice)
+		t.remember(fy, *r.Invoice, r.Key)
 	case "cancel":
 		return t.replayCancel(r)
 	case "up", "upc":
@@ -192,8 +218,16 @@ func (t *Terminal) replay(r record, first bool) error {
 			return err
 		}
 		t.markUploaded(fy, r.Kind == "upc", r.Through)
+	case "ending":
+		fy, err := series.ParseFY(r.FY)
+		if err != nil {
+			return err
+		}
+		t.pending = &endMark{fy: fy, last: r.Through}
+	case "resume":
+		t.pending = nil
 	case "end":
-		t.ended = true
+		t.ended, t.pending = true, nil
 	default:
 		return fmt.Errorf("unknown record kind %q", r.Kind)
 	}
@@ -239,6 +273,16 @@ func (t *Terminal) setLease(l client.Lease) error {
 		}
 		t.lastAt = at // issue times continue the series', whatever the device's clock says
 	}
+	if l.NotBefore != "" {
+		at, err := time.Parse(time.RFC3339Nano, l.NotBefore)
+		if err != nil {
+			return err
+		}
+		t.floor = at.UTC()
+		if at.After(t.lastAt) {
+			t.lastAt = at
+		}
+	}
 	return nil
 }
 
@@ -258,8 +302,8 @@ func (t *Terminal) markUploaded(fy series.FY, cancels bool, through int64) {
 	if !cancels {
 		t.year(fy).uploaded = through
 	}
-	kept := t.pending[:0]
-	for _, p := range t.pending {
+	kept := t.queue[:0]
+	for _, p := range t.queue {
 		switch {
 		case p.fy != fy || (p.cancel != nil) != cancels:
 		case !cancels && p.inv.Serial <= through, cancels && p.cancel.Position <= through:
@@ -267,7 +311,7 @@ func (t *Terminal) markUploaded(fy series.FY, cancels bool, through int64) {
 		}
 		kept = append(kept, p)
 	}
-	t.pending = kept
+	t.queue = kept
 }
 
 // write appends r to the journal; a failure breaks the terminal.
@@ -286,21 +330,45 @@ func (t *Terminal) write(r record) error {
 // Issue numbers req with the next serial of its series-year and returns
 // the receipt once the invoice is in the journal and fsynced: print the
 // receipt only then. The invoice's time is the device clock's, or the
-// last invoice's when the clock went back (issue times never go back);
-// its date is that time's date in IST, so the financial year turns over
-// at IST midnight on 1 April by the device's clock. It fails with the
-// invoice package's validation errors (nothing numbered), ErrEnded, or
-// ErrBroken after a journal write failed.
+// last invoice's (or the lease's not_before) when the clock is behind it
+// on the same day (issue times never go back); its date is that time's
+// date in IST, so the financial year turns over at IST midnight on 1
+// April by the device's clock. It fails with the invoice package's
+// validation errors (nothing numbered), ErrClockBehind when the clock is
+// on a date before the lease's not_before, ErrEndPending while the lease's
+// end has no known outcome, ErrEnded, or ErrBroken after a journal write
+// failed. A sale that may be rung up again after a crash (journaled, not
+// printed) should use IssueKeyed.
 func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
+	return t.IssueKeyed("", req)
+}
+
+// IssueKeyed is Issue with the caller's key of the sale (its sale id in
+// the point-of-sale system; "" for none): when the journal already holds
+// an invoice numbered with key, it returns that invoice's receipt with
+// Replayed set, to print again, and numbers nothing, even after the lease
+// ended. It fails as Issue, and with ErrKeyReused when the key's invoice
+// is of another sale (other items, buyer or original).
+func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if k, ok := t.keys[key]; ok && key != "" {
+		return t.replayReceipt(k, req)
+	}
 	switch {
 	case t.broken:
 		return Receipt{}, ErrBroken
 	case t.ended:
 		return Receipt{}, ErrEnded
+	case t.ending, t.pending != nil:
+		return Receipt{}, ErrEndPending
 	}
-	at := t.now().UTC().Truncate(time.Microsecond)
+	clock := t.now().UTC().Truncate(time.Microsecond)
+	if series.DateIST(clock).Before(series.DateIST(t.floor)) {
+		return Receipt{}, fmt.Errorf("%w: the clock says %s, the lease allows nothing before %s", ErrClockBehind,
+			clock.In(series.IST).Format(time.DateTime+" IST"), t.floor.In(series.IST).Format(time.DateTime+" IST"))
+	}
+	at := clock
 	if at.Before(t.lastAt) {
 		at = t.lastAt
 	}
@@ -322,13 +390,37 @@ func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
 			SGST: invoice.Money(inv.Totals.SGST), IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total)},
 		ChainHash: hex.EncodeToString(hash),
 	}
-	if err := t.write(record{Kind: "inv", FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
+	if err := t.write(record{Kind: "inv", Key: key, FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
 		return Receipt{}, err
 	}
 	y.last, y.length, y.head, t.lastAt = inv.Serial, y.length+1, hash, at
 	t.numbered++
-	t.remember(fy, di)
+	t.remember(fy, di, key)
 	return Receipt{Serial: inv.Serial, Number: inv.Number, FY: fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash}, nil
+}
+
+// replayReceipt returns the receipt of the journaled invoice k for a
+// retry of req under its key; ErrKeyReused when req is another sale.
+func (t *Terminal) replayReceipt(k invoiceKey, req client.IssueRequest) (Receipt, error) {
+	di := t.invoices[k]
+	same := func(a, b any) bool {
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		return string(x) == string(y)
+	}
+	if !same(req.Buyer, di.Buyer) || !same(req.Items, di.Items) || !same(req.Original, di.Original) ||
+		(req.PlaceOfSupply != "" && req.PlaceOfSupply != di.PlaceOfSupply) {
+		return Receipt{}, fmt.Errorf("%w: it numbered %s", ErrKeyReused, di.Number)
+	}
+	inv, err := t.rebuild(k.fy, di)
+	if err != nil {
+		return Receipt{}, err
+	}
+	at, err := time.Parse(time.RFC3339Nano, di.IssuedAt)
+	if err != nil {
+		return Receipt{}, err
+	}
+	return Receipt{Serial: di.Serial, Number: di.Number, FY: k.fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash, Replayed: true}, nil
 }
 
 // request converts the client's request to the invoice package's.
@@ -356,7 +448,7 @@ func request(req client.IssueRequest) (invoice.Request, error) {
 func (t *Terminal) Pending() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.pending)
+	return len(t.queue)
 }
 
 // Numbered returns how many invoices the journal holds.
@@ -386,11 +478,11 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 		// The longest run of one kind and one series-year: the pending
 		// records are in chain order, so a cancellation goes after the
 		// invoice it cancels, and marks stay simple.
-		n := min(len(t.pending), t.maxBatch)
+		n := min(len(t.queue), t.maxBatch)
 		var batch []client.DeviceInvoice
 		var cancels []client.DeviceCancel
 		var fy series.FY
-		for i, p := range t.pending[:n] {
+		for i, p := range t.queue[:n] {
 			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
 				break
 			}
@@ -446,40 +538,6 @@ func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Dur
 		case <-tick.C:
 		}
 	}
-}
-
-// End uploads what is pending and ends the lease with the last serial of
-// the latest series-year numbered; from then on Issue fails with
-// ErrEnded (also while End runs, so that no invoice slips in after the
-// serial it ends with). It returns the ended lease; after an error the
-// lease still holds and Issue works again.
-func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
-	t.mu.Lock()
-	t.ended = true
-	t.mu.Unlock()
-	l, err := t.end(ctx, cl)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err != nil {
-		t.ended = false // the lease holds: sell on, and End again later
-		return client.Lease{}, err
-	}
-	return l, t.write(record{Kind: "end"})
-}
-
-// end uploads what is pending and ends the lease; Issue is held off.
-func (t *Terminal) end(ctx context.Context, cl *client.Client) (client.Lease, error) {
-	if _, err := t.Sync(ctx, cl); err != nil {
-		return client.Lease{}, err
-	}
-	t.mu.Lock()
-	var fy series.FY
-	for y := range t.years {
-		fy = max(fy, y)
-	}
-	last := t.years[fy].last
-	t.mu.Unlock()
-	return cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: fy.String(), LastSerial: &last})
 }
 
 // Close closes the journal.

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -92,15 +94,25 @@ func runLeasesEnd(ctx context.Context, e env, args []string) error {
 }
 
 // runLeasesSettle settles a lease ended by force: the last serial the lost
-// device may have printed, with the reason.
+// device may have printed (--through, a lease of one financial year), or
+// one per year from the lease's start to today's (--years
+// 2026-27:5,2027-28:2), with the reason.
 func runLeasesSettle(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "leases settle", "--gstin GSTIN --series CODE --through SERIAL --reason TEXT")
+	fs := newFlagSet(e, "leases settle", "--gstin GSTIN --series CODE (--through SERIAL | --years FY:SERIAL,...) --reason TEXT")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
 	code := fs.String("series", "", "the series (required)")
-	through := fs.Int64("through", 0, "the last serial the lost device may have printed (required)")
+	through := fs.Int64("through", -1, "the last serial the lost device may have printed, for a lease of one financial year")
+	yearsFlag := fs.String("years", "", "the last serial per financial year, for a lease spanning years: 2026-27:5,2027-28:2")
 	reason := fs.String("reason", "", "how that is known, recorded (required)")
-	if err := parseFlags(fs, args, "gstin", "series", "through", "reason"); err != nil {
+	if err := parseFlags(fs, args, "gstin", "series", "reason"); err != nil {
 		return err
+	}
+	if (*through < 0) == (*yearsFlag == "") {
+		return fmt.Errorf("leases settle: give --through or --years, not both")
+	}
+	declared, err := parseYearsFlag(*yearsFlag)
+	if err != nil {
+		return fmt.Errorf("leases settle: --years: %w", err)
 	}
 	pool, seller, err := openSeller(ctx, e, "leases settle", *gstin)
 	if err != nil {
@@ -111,11 +123,44 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	l, err := series.SettleLease(ctx, pool, s, *through, *reason, "cli", time.Now())
+	var l series.Lease
+	if declared != nil {
+		l, err = series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", time.Now())
+	} else {
+		l, err = series.SettleLease(ctx, pool, s, *through, *reason, "cli", time.Now())
+	}
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	fmt.Fprintf(e.stdout, "settled %s's lease of %s: it may have printed up to serial %d of %s; the series continues at %d\n",
-		l.DeviceID, s.Code, l.DeclaredThrough, l.EndFY, l.DeclaredThrough+1)
+	for _, y := range l.YearsThrough(series.FYAt(*l.SettledAt)) {
+		if n, ok := l.DeclaredYears[y]; ok {
+			fmt.Fprintf(e.stdout, "settled %s's lease of %s: it may have printed up to serial %d of %s; %s continues at %d\n",
+				l.DeviceID, s.Code, n, y, y, n+1)
+		}
+	}
 	return nil
+}
+
+// parseYearsFlag reads "2026-27:5,2027-28:2"; nil for "".
+func parseYearsFlag(v string) (map[series.FY]int64, error) {
+	if v == "" {
+		return nil, nil
+	}
+	out := map[series.FY]int64{}
+	for _, part := range strings.Split(v, ",") {
+		fyText, nText, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return nil, fmt.Errorf("%q is not FY:SERIAL", part)
+		}
+		fy, err := series.ParseFY(fyText)
+		if err != nil {
+			return nil, err
+		}
+		n, err := strconv.ParseInt(nText, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: the serial must be 0 or more", part)
+		}
+		out[fy] = n
+	}
+	return out, nil
 }

@@ -1,0 +1,139 @@
+package offline
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/series"
+)
+
+// Ending a lease (docs/offline.md, "Ending a lease"). The device never
+// resumes selling on an answer it could not learn: before it asks the
+// server to end the lease it journals an "ending" record with the year and
+// serial it ends at, and from then on Issue and Cancel are refused
+// (ErrEndPending) until the outcome is known: the end confirmed (an "end"
+// record, then ErrEnded) or the lease shown to still hold (a "resume"
+// record, then selling goes on). A lost answer, a crash between the
+// server's commit and the journal's record, or a 503
+// commit_outcome_unknown all leave the end pending; End asks again (the
+// server's end is idempotent) or reads the lease.
+
+// endMark is the end the journal says was asked for: the last serial of
+// the latest series-year numbered.
+type endMark struct {
+	fy   series.FY
+	last int64
+}
+
+// EndPending reports whether the lease's end was asked for and its
+// outcome is not yet known: Issue and Cancel are refused until End
+// learns it.
+func (t *Terminal) EndPending() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.pending != nil
+}
+
+// End uploads what is pending and ends the lease with the last serial of
+// the latest series-year numbered, and returns the ended lease; from then
+// on Issue fails with ErrEnded. While End runs, and after it failed
+// without learning the outcome, Issue and Cancel fail with ErrEndPending.
+//
+// After an error the lease still holds (Issue works again) only when that
+// is known: the upload failed before the end was asked for, or the
+// server's answer or a read of the lease (GET …/lease) shows the lease in
+// force. Otherwise the error wraps ErrEndPending, and End must be called
+// again: the server answers a repeated end with the ended lease.
+func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
+	t.mu.Lock()
+	if t.ending {
+		t.mu.Unlock()
+		return client.Lease{}, fmt.Errorf("%w: End is running", ErrEndPending)
+	}
+	t.ending = true
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.ending = false
+		t.mu.Unlock()
+	}()
+	if _, err := t.Sync(ctx, cl); err != nil {
+		return client.Lease{}, err // nothing asked yet: unless an end was pending, the lease holds
+	}
+	t.mu.Lock()
+	m := t.pending
+	if m == nil {
+		var fy series.FY
+		for y := range t.years {
+			fy = max(fy, y)
+		}
+		m = &endMark{fy: fy, last: t.years[fy].last}
+		if err := t.write(record{Kind: "ending", FY: fy.String(), Through: m.last}); err != nil {
+			t.mu.Unlock()
+			return client.Lease{}, err
+		}
+		t.pending = m
+	}
+	t.mu.Unlock()
+	last := m.last
+	l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: m.fy.String(), LastSerial: &last})
+	if err == nil {
+		return l, t.settle(record{Kind: "end"})
+	}
+	return t.learnEnd(ctx, cl, m, err)
+}
+
+// learnEnd reads the lease after the end asked for at m failed with
+// endErr, and settles the journal when the read shows the outcome: the
+// lease ended by its device at m (it returns the lease), or the lease in
+// force (it returns endErr: sell on), or settled otherwise (it returns
+// the lease and an error wrapping ErrEnded). Otherwise (no answer, or a
+// forced end not yet settled, which End settles by asking again) the end
+// stays pending and the error wraps ErrEndPending.
+func (t *Terminal) learnEnd(ctx context.Context, cl *client.Client, m *endMark, endErr error) (client.Lease, error) {
+	l, err := cl.GetLease(ctx, t.lease.Series, t.lease.LeaseID)
+	if err != nil {
+		return client.Lease{}, fmt.Errorf("%w: %w (reading the lease: %v)", ErrEndPending, endErr, err)
+	}
+	switch {
+	case l.EndedAt == "":
+		if err := t.settle(record{Kind: "resume"}); err != nil {
+			return client.Lease{}, err
+		}
+		return client.Lease{}, endErr
+	case l.SettledAt != "" && endedAt(l, m):
+		return l, t.settle(record{Kind: "end"})
+	case l.SettledAt != "":
+		// Settled otherwise (the accountant declared the device's
+		// serials): the lease never holds again.
+		if err := t.settle(record{Kind: "end"}); err != nil {
+			return client.Lease{}, err
+		}
+		return l, fmt.Errorf("%w: the lease was settled (%s), not at serial %d of %s (%v)", ErrEnded, l.SettleReason, m.last, m.fy, endErr)
+	}
+	return client.Lease{}, fmt.Errorf("%w: %w (the lease ended %s at serial %d of %s and is not settled by this device)", ErrEndPending, endErr, l.EndKind, l.EndSerial, l.EndFY)
+}
+
+// endedAt reports whether l, settled, was ended or settled by its device
+// at m.
+func endedAt(l client.Lease, m *endMark) bool {
+	for _, d := range l.Declared {
+		if d.FY == m.fy.String() {
+			return d.Through == m.last && l.DeclaredThrough == m.last
+		}
+	}
+	return l.EndKind == series.EndByDevice && l.EndFY == m.fy.String() && l.EndSerial == m.last
+}
+
+// settle journals r ("end" or "resume"), the outcome of the pending end.
+func (t *Terminal) settle(r record) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.write(r); err != nil {
+		return err
+	}
+	t.pending = nil
+	t.ended = r.Kind == "end"
+	return nil
+}
