@@ -170,3 +170,43 @@ func TestSyncUnderARateLimit(t *testing.T) {
 	wantExactly(t, e.serials(t, 2026), 11)
 	e.verify(t)
 }
+
+// TestUnknownLeaseStopsTheTill: the server does not know the till's lease
+// (404 lease_not_found to the upload and to the read: a journal of another
+// server, a database restored from before the lease). Nothing lets the
+// till conclude that its lease holds, so it numbers nothing, also after a
+// restart.
+func TestUnknownLeaseStopsTheTill(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+	l, err := e.all.Lease(ctx, "T07", "till-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.LeaseID = "ls_unknowntounknowntounknowntoun"
+	path := filepath.Join(e.dir, "till-7.journal")
+	term, err := offline.Create(path, l, clk.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { term.Close() }()
+	if _, err := term.Issue(sale(0)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = term.Sync(ctx, e.all)
+	var ce *client.Error
+	if !errors.Is(err, offline.ErrLeaseInDoubt) || !errors.As(err, &ce) || ce.Code != client.CodeLeaseNotFound {
+		t.Fatalf("Sync of an unknown lease: %v, want ErrLeaseInDoubt and 404 lease_not_found", err)
+	}
+	for i := range 2 {
+		if r, err := term.Issue(sale(0)); !errors.Is(err, offline.ErrLeaseInDoubt) {
+			t.Fatalf("Issue %d with the lease unknown to the server: %+v, %v; want ErrLeaseInDoubt", i, r.Number, err)
+		}
+		term.Close()
+		if term, err = offline.Open(path, clk.now); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
