@@ -15,10 +15,12 @@ import (
 // CodeNotContinuation is the code of an upload that does not continue the
 // series; the *ContinuationError says where the series stands.
 const (
-	CodeNotContinuation  = "not_continuation"
-	CodeSeriesLeased     = "series_leased"
-	CodeLeaseHeld        = "lease_held"
-	CodeLeaseNotHeld     = "lease_not_held"
+	CodeNotContinuation = "not_continuation"
+	CodeSeriesLeased    = "series_leased"
+	CodeLeaseHeld       = "lease_held"
+	CodeLeaseNotHeld    = "lease_not_held"
+	// CodeLeaseNotFound (404): the Lease-Id is no lease of the series.
+	CodeLeaseNotFound    = "lease_not_found"
 	CodeLeaseNotUploaded = "lease_not_uploaded"
 	// CodeLeaseYearsUndeclared: settling a lease that spans several
 	// financial years needs Declared, one serial per year.

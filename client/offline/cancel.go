@@ -59,8 +59,8 @@ func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice, key string) {
 // own code) takes the next position of the invoice's series-year chain,
 // and the uploader sends it after that invoice. It fails with
 // ErrUnknownInvoice, ErrAlreadyCancelled, invoice.ErrInvalid for an empty
-// or overlong reason (nothing journaled), ErrEndPending, ErrEnded, or
-// ErrBroken.
+// or overlong reason (nothing journaled), ErrEndPending, ErrLeaseInDoubt,
+// ErrEnded, or ErrBroken.
 func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -71,6 +71,8 @@ func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 		return CancelReceipt{}, ErrEnded
 	case t.ending, t.pending != nil:
 		return CancelReceipt{}, ErrEndPending
+	case t.doubt:
+		return CancelReceipt{}, ErrLeaseInDoubt
 	}
 	k, ok := t.find(ref)
 	if !ok {

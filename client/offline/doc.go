@@ -20,5 +20,10 @@
 // reprinted, never numbered twice. End journals that it is ending before it
 // asks the server, and until it learns the outcome Issue fails with
 // ErrEndPending; a clock a day behind the lease makes Issue fail with
-// ErrClockBehind rather than guess the date.
+// ErrClockBehind rather than guess the date. An upload refused because
+// the lease was ended by force and settled makes the terminal stop for
+// good (ErrEnded; Sync fails with a *NotUploadedError listing the printed
+// records the server never got); while a read of the lease has not said
+// so, Issue fails with ErrLeaseInDoubt. Sync halves its batches when they
+// carry more than the server's rate limit allows at once.
 package offline

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/invoiced/invoiced/client"
@@ -45,6 +46,12 @@ func (t *Terminal) EndPending() bool {
 // server's answer or a read of the lease (GET …/lease) shows the lease in
 // force. Otherwise the error wraps ErrEndPending, and End must be called
 // again: the server answers a repeated end with the ended lease.
+//
+// When the upload before the end is refused because the lease was ended
+// and settled otherwise (a forced end, then the accountant's
+// declaration), End fails as Sync does, with a *NotUploadedError (which
+// wraps ErrEnded) and the lease: the end is journaled; or with
+// ErrLeaseInDoubt when the lease could not be read.
 func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, error) {
 	t.mu.Lock()
 	if t.ending {
@@ -59,7 +66,11 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 		t.mu.Unlock()
 	}()
 	if _, err := t.Sync(ctx, cl); err != nil {
-		return client.Lease{}, err // nothing asked yet: unless an end was pending, the lease holds
+		var nu *NotUploadedError
+		if errors.As(err, &nu) {
+			return nu.Lease, err // settled otherwise: the end is journaled
+		}
+		return client.Lease{}, err // nothing asked yet: unless an end was pending (or in doubt), the lease holds
 	}
 	t.mu.Lock()
 	m := t.pending
@@ -133,7 +144,7 @@ func (t *Terminal) settle(r record) error {
 	if err := t.write(r); err != nil {
 		return err
 	}
-	t.pending = nil
+	t.pending, t.doubt = nil, false
 	t.ended = r.Kind == "end"
 	return nil
 }

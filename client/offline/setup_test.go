@@ -39,6 +39,13 @@ func setup(t *testing.T) *env {
 // setupAt is setup with the server's clock now.
 func setupAt(t *testing.T, now func() time.Time) *env {
 	t.Helper()
+	return setupRate(t, now, 0)
+}
+
+// setupRate is setupAt with the server's per-key rate limit (serve
+// --rate-limit; 0: none).
+func setupRate(t *testing.T, now func() time.Time, rate float64) *env {
+	t.Helper()
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{Name: "Offline Stall"})
@@ -47,7 +54,7 @@ func setupAt(t *testing.T, now func() time.Time) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, WebhookAllowPrivate: true, Now: now}).Handler())
+	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, KeyRate: rate, WebhookAllowPrivate: true, Now: now}).Handler())
 	t.Cleanup(ts.Close)
 	return &env{pool: pool, seller: seller, url: ts.URL, key: key, dir: t.TempDir(),
 		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}

@@ -37,13 +37,21 @@ var (
 	// ErrKeyReused is returned by IssueKeyed for a key that numbered
 	// another sale.
 	ErrKeyReused = errors.New("offline: the key numbered a different sale")
+	// ErrLeaseInDoubt is returned by Issue, Cancel and Sync after the
+	// server refused an upload as not under the lease (409
+	// lease_not_held, 404 lease_not_found) and no read of the lease has
+	// answered whether it ended: the terminal numbers nothing, also
+	// after a restart, until Sync (or End) reads the lease: ended, and
+	// Issue returns ErrEnded; in force, and selling goes on.
+	ErrLeaseInDoubt = errors.New("offline: the server refused an upload under the lease and whether the lease ended is not known yet; call Sync again")
 )
 
 // record is one journal record.
 type record struct {
 	// "lease", "inv", "cancel", "up", "upc"; "ending" (FY, Through)
 	// before the lease's end is asked for, then "end" when it ended or
-	// "resume" when it is shown to hold.
+	// "resume" when it is shown to hold; "doubt" when the server refused
+	// an upload as not under the lease, then "end" or "resume" likewise.
 	Kind string `json:"k"`
 	// Key is the caller's key of an invoice (IssueKeyed).
 	Key string `json:"key,omitempty"`
@@ -90,6 +98,7 @@ type Terminal struct {
 	ended    bool
 	ending   bool      // End is running: Issue and Cancel wait for its outcome
 	pending  *endMark  // an "ending" journaled, its outcome not yet known
+	doubt    bool      // a "doubt" journaled: the lease may have ended
 	floor    time.Time // the lease's not_before
 	now      func() time.Time
 	lease    client.Lease
@@ -99,7 +108,7 @@ type Terminal struct {
 	lastAt   time.Time       // last issue time: issue times never go back
 	queue    []pendingRecord // not yet uploaded, in chain order
 	numbered int64           // invoices in the journal
-	maxBatch int
+	batch    int             // records an upload carries at most (halved on over_rate_limit)
 	// The invoices numbered under this lease, to cancel them.
 	invoices  map[invoiceKey]client.DeviceInvoice
 	byNumber  map[string]invoiceKey
@@ -113,6 +122,9 @@ type pendingRecord struct {
 	inv    client.DeviceInvoice
 	cancel *client.DeviceCancel // nil for an invoice
 }
+
+// maxBatch is the most records an upload carries (the server takes 1,000).
+const maxBatch = 500
 
 // Create starts a journal at path for lease l, just taken (client.Lease
 // with Next, SellerGSTIN, DocType and Format). now is the device's clock
@@ -177,7 +189,7 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 }
 
 func newTerminal(j *journal, now func() time.Time) *Terminal {
-	return &Terminal{j: j, now: now, years: map[series.FY]*year{}, maxBatch: 500,
+	return &Terminal{j: j, now: now, years: map[series.FY]*year{}, batch: maxBatch,
 		invoices: map[invoiceKey]client.DeviceInvoice{}, byNumber: map[string]invoiceKey{}, cancelled: map[invoiceKey]bool{},
 		keys: map[string]invoiceKey{}}
 }
@@ -224,10 +236,12 @@ func (t *Terminal) replay(r record, first bool) error {
 			return err
 		}
 		t.pending = &endMark{fy: fy, last: r.Through}
+	case "doubt":
+		t.doubt = true
 	case "resume":
-		t.pending = nil
+		t.pending, t.doubt = nil, false
 	case "end":
-		t.ended, t.pending = true, nil
+		t.ended, t.pending, t.doubt = true, nil, false
 	default:
 		return fmt.Errorf("unknown record kind %q", r.Kind)
 	}
@@ -336,7 +350,8 @@ func (t *Terminal) write(r record) error {
 // April by the device's clock. It fails with the invoice package's
 // validation errors (nothing numbered), ErrClockBehind when the clock is
 // on a date before the lease's not_before, ErrEndPending while the lease's
-// end has no known outcome, ErrEnded, or ErrBroken after a journal write
+// end has no known outcome, ErrLeaseInDoubt while an upload's refusal left
+// open whether the lease ended, ErrEnded, or ErrBroken after a journal write
 // failed. A sale that may be rung up again after a crash (journaled, not
 // printed) should use IssueKeyed.
 func (t *Terminal) Issue(req client.IssueRequest) (Receipt, error) {
@@ -362,6 +377,8 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 		return Receipt{}, ErrEnded
 	case t.ending, t.pending != nil:
 		return Receipt{}, ErrEndPending
+	case t.doubt:
+		return Receipt{}, ErrLeaseInDoubt
 	}
 	clock := t.now().UTC().Truncate(time.Microsecond)
 	if series.DateIST(clock).Before(series.DateIST(t.floor)) {
@@ -465,10 +482,31 @@ func (t *Terminal) Lease() client.Lease { return t.lease }
 // batches in the chain's order, and returns how many the server newly
 // stored. The client retries what has no
 // answer; an upload is idempotent, so a batch whose answer was lost is
-// replayed. It fails with the client's errors (a *client.ContinuationError
-// when the server's series does not continue where the terminal's does).
+// replayed. A batch refused 429 over_rate_limit (more records than the
+// server's --rate-limit lets one request carry) is halved and sent again,
+// down to one record, and later batches keep the smaller size.
+//
+// When the server refuses an upload as not under the lease (409
+// lease_not_held, 404 lease_not_found), Sync journals a "doubt" (Issue and
+// Cancel fail with ErrLeaseInDoubt from then on) and reads the lease: when
+// it has ended and is settled, Sync journals the end (Issue fails with
+// ErrEnded) and fails with a *NotUploadedError listing what was never
+// uploaded; when it holds, selling goes on and Sync fails with the
+// refusal; when the read has no answer (or 404), the doubt stays, across
+// a restart too, and Sync fails with an error wrapping ErrLeaseInDoubt:
+// the next Sync reads the lease first. It fails otherwise with the
+// client's errors (a *client.ContinuationError when the server's series
+// does not continue where the terminal's does).
 func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 	stored := 0
+	t.mu.Lock()
+	doubt := t.doubt
+	t.mu.Unlock()
+	if doubt {
+		if err := t.learnLease(ctx, cl, nil); err != nil {
+			return stored, err
+		}
+	}
 	for {
 		t.mu.Lock()
 		if t.broken {
@@ -478,7 +516,7 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 		// The longest run of one kind and one series-year: the pending
 		// records are in chain order, so a cancellation goes after the
 		// invoice it cancels, and marks stay simple.
-		n := min(len(t.queue), t.maxBatch)
+		n := min(len(t.queue), t.batch)
 		var batch []client.DeviceInvoice
 		var cancels []client.DeviceCancel
 		var fy series.FY
@@ -507,7 +545,16 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 			res, err = cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
 			mark.Through = batch[len(batch)-1].Serial
 		}
-		if err != nil {
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce) && ce.Code == client.CodeOverRateLimit && n > 1:
+			t.mu.Lock()
+			t.batch = max(1, n/2)
+			t.mu.Unlock()
+			continue
+		case errors.As(err, &ce) && (ce.Code == client.CodeLeaseNotHeld || ce.Code == client.CodeLeaseNotFound):
+			return stored, t.refused(ctx, cl, err)
+		case err != nil:
 			return stored, err
 		}
 		stored += res.Stored
