@@ -58,7 +58,9 @@ func renderPosition(p series.Position) positionJSON {
 
 // leaseJSON is a lease as the API shows it.
 type leaseJSON struct {
-	LeaseID  string `json:"lease_id"`
+	// LeaseID is the device's credential: "" (omitted) on the holder read
+	// without Lease-Id by a key without scope manage.
+	LeaseID  string `json:"lease_id,omitempty"`
 	DeviceID string `json:"device_id"`
 	Series   string `json:"series"`
 	LeasedAt string `json:"leased_at"`
@@ -160,7 +162,9 @@ func (s *Server) takeLease(c echo.Context) error {
 // (scope issue) that lease as it stands, held, ended or settled, so that a
 // device whose end went unanswered learns whether it ended; without it
 // (scope read) the lease holding the series, 404 lease_not_found when
-// none does.
+// none does. The holder's lease_id is the device's credential (its
+// uploads and its own end): without Lease-Id it is shown only to a key
+// with scope manage, which may take and force-end leases anyway.
 func (s *Server) getLease(c echo.Context) error {
 	leaseID := c.Request().Header.Get(headerLeaseID)
 	need := apikey.CanRead
@@ -185,7 +189,11 @@ func (s *Server) getLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
+	out := renderLease(l, sr.Code)
+	if leaseID == "" && !p.Scopes.Has(apikey.CanManage) {
+		out.LeaseID = ""
+	}
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // offlineBody is the JSON body of POST /v1/series/{code}/device-invoices.
@@ -443,7 +451,11 @@ func (s *Server) endLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
+	out := renderLease(l, sr.Code)
+	if leaseID == "" && !p.Scopes.Has(apikey.CanManage) {
+		out.LeaseID = ""
+	}
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // maxDeclaredYears bounds a settlement's declared years: every financial

@@ -234,7 +234,9 @@ func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLea
 
 // GetLease reads a lease of series code (GET /v1/series/{code}/lease): with
 // leaseID (scope issue) that lease as it stands (held, ended or settled),
-// with leaseID "" (scope read) the lease holding the series. It fails with
+// with leaseID "" (scope read) the lease holding the series, whose LeaseID
+// is "" unless the key has scope manage (the id is the device's
+// credential). It fails with
 // an *Error: 404 lease_not_found.
 func (cl *Client) GetLease(ctx context.Context, code, leaseID string) (Lease, error) {
 	a, err := cl.do(ctx, &call{method: http.MethodGet, path: "/v1/series/" + url.PathEscape(code) + "/lease",

@@ -73,7 +73,8 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 
 // TakeLease leases s to deviceID at now (by names who asked, for the
 // record) and returns the lease with the position the device continues
-// from: the series-year of now (IST), its next serial and chain head. It
+// from: the series-year (IST) of the lease's NotBefore (the later of now
+// and the series' last issue time), its next serial and chain head. It
 // returns ErrInvalidLease for a bad device id and ErrLeaseHeld when the
 // series is held by a lease (of this or another device) not yet settled.
 func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string, now time.Time) (Lease, error) {
@@ -96,17 +97,20 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 			return apperr.Errorf(ErrLeaseHeld, "series %s is held by device %s's lease, ended by force and not settled: device %s may have issued serials after %d of %s that were never uploaded; settle it first",
 				s.Code, held.DeviceID, held.DeviceID, held.EndSerial, held.EndFY)
 		}
-		fy := FYAt(now)
-		next, err := position(ctx, tx, s, fy)
-		if err != nil {
-			return err
-		}
-		l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by, Next: next}
+		l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by}
 		if l.NotBefore, err = notBefore(ctx, tx, s, l.LeasedAt); err != nil {
 			return err
 		}
+		// The year of the device's floor, not of now: an invoice of a
+		// later year committed by a process whose clock runs ahead puts
+		// the floor (and the device's first invoice) in that year, which
+		// must continue after its stored serials (docs/offline.md).
+		fy := FYAt(l.NotBefore)
+		if l.Next, err = position(ctx, tx, s, fy); err != nil {
+			return err
+		}
 		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), next.Serial, s.SellerID)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), l.Next.Serial, s.SellerID)
 		if isUnique(err) {
 			return apperr.Errorf(ErrLeaseHeld, "series %s is already leased", s.Code)
 		}
