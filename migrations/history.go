@@ -26,13 +26,20 @@ import (
 //
 // A version applied before the history existed is recorded by the next
 // migrate with the hash of the file it carries ("adopted": what it ran
-// then cannot be proven any more).
+// then cannot be proven any more), unless it is a known rewrite whose
+// earlier text left something the current one does not (00022's
+// serves_from = 21): that is recorded with the earlier text's hash, and
+// repaired by repairRewrites.
 
 // rewrite is an earlier released text of a migration and what makes a
 // database that applied it match the current text.
 type rewrite struct {
 	sums   []string // SHA-256 of the earlier texts
 	repair string   // SQL that brings such a database to the current text's schema; empty when none is needed
+	// left is SQL returning whether the database shows what an earlier
+	// text left (a version adopted without a record is then recorded with
+	// that text's hash, and repaired); empty when the texts leave the same.
+	left string
 }
 
 // knownRewrites are the migrations edited after release, before the
@@ -51,7 +58,8 @@ var knownRewrites = map[int64]rewrite{
 	19: {sums: []string{"0b79b973d5e34b573368f234e2f858bcbeb4248ed156701cfab39efb3a03b82d"}},
 	20: {sums: []string{"904180798b27608038d5018d1282a68dfbf12c08fb3985f17fa1fa82953d9884"}},
 	22: {sums: []string{"d0dc272f7b6b4c0f0e7019c006632ab2de5300ec1921bea4b38f980a28d1cc41"},
-		repair: `UPDATE schema_compat SET serves_from = 20 WHERE version = 22`},
+		repair: `UPDATE schema_compat SET serves_from = 20 WHERE version = 22`,
+		left:   `SELECT EXISTS (SELECT FROM schema_compat WHERE version = 22 AND serves_from = 21)`},
 }
 
 // repairRewrites applies, for every history record of an earlier text
@@ -100,7 +108,10 @@ func ensureHistory(ctx context.Context, pool *pgxpool.Pool) error {
 	})
 }
 
-// adoptHistory is ensureHistory in tx.
+// adoptHistory is ensureHistory in tx. A version in knownRewrites whose
+// earlier text's effect is seen (rewrite.left) is adopted with that
+// text's hash, so repairRewrites repairs it. It fails when the table
+// cannot be created or a version cannot be read or recorded.
 func adoptHistory(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS invoiced_migration_history (
 		version bigint PRIMARY KEY,
@@ -123,8 +134,18 @@ func adoptHistory(ctx context.Context, tx pgx.Tx) error {
 		if !ok {
 			continue // newer than this binary: CheckServable's concern
 		}
+		sum := f.sum
+		if rw := knownRewrites[v]; rw.left != "" {
+			var earlier bool
+			if err := tx.QueryRow(ctx, rw.left).Scan(&earlier); err != nil {
+				return fmt.Errorf("migrations: history: what migration %d left: %w", v, err)
+			}
+			if earlier {
+				sum = rw.sums[0]
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO invoiced_migration_history (version, file, sha256, recorded) VALUES ($1, $2, $3, 'adopted') ON CONFLICT DO NOTHING`,
-			v, f.name, f.sum); err != nil {
+			v, f.name, sum); err != nil {
 			return fmt.Errorf("migrations: history: %w", err)
 		}
 	}

@@ -138,3 +138,40 @@ func lines(t *testing.T, commit, _ string) []string {
 	}
 	return ls
 }
+
+// TestAdoptionFindsAnEarlierText: a database migrated before the history
+// existed has every applied version adopted with the current file's hash,
+// unless what a known earlier text left is seen. 00022's first text left
+// schema_compat.serves_from = 21 (the current one 20): migrate recognises
+// it, repairs it and records it repaired; a database with the current
+// text's effect is adopted and left as it is.
+func TestAdoptionFindsAnEarlierText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		servesFrom int
+		recorded   string
+	}{{21, "repaired"}, {20, "adopted"}} {
+		pool := dbtest.New(t)
+		if _, err := pool.Exec(ctx, `DROP TABLE invoiced_migration_history`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `UPDATE schema_compat SET serves_from = $1 WHERE version = 22`, tc.servesFrom); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := migrations.Up(ctx, pool); err != nil {
+			t.Fatalf("migrate of a database without history (00022 left serves_from %d): %v", tc.servesFrom, err)
+		}
+		var servesFrom int
+		var recorded string
+		if err := pool.QueryRow(ctx, `SELECT c.serves_from, h.recorded FROM schema_compat c JOIN invoiced_migration_history h USING (version) WHERE version = 22`).Scan(&servesFrom, &recorded); err != nil {
+			t.Fatal(err)
+		}
+		if servesFrom != 20 || recorded != tc.recorded {
+			t.Errorf("00022 left serves_from %d before the history existed; after migrate: serves_from %d, recorded %q; want 20, %q", tc.servesFrom, servesFrom, recorded, tc.recorded)
+		}
+		if err := migrations.CheckServable(ctx, pool); err != nil {
+			t.Errorf("serve after migrate: %v", err)
+		}
+	}
+}

@@ -33,6 +33,16 @@ import (
 // the SHA-256 recorded of it, stay as they are). Every migration is either
 // one transaction (a failure undoes it) or, marked NO TRANSACTION, written
 // to be rerun from the start, so retrying whole is safe.
+//
+// The exception is a CREATE, DROP or REINDEX ... CONCURRENTLY statement
+// (00016, 00018): it holds only SHARE UPDATE EXCLUSIVE, which no insert
+// or read waits for, while it waits for every transaction older than its
+// build, through lock waits that obey lock_timeout. The cap would make any
+// transaction open over 1 s (an export, an idle session) fail it, though
+// it stops nothing while it waits; so each such statement runs with the
+// lock_timeout the caller's session has (the server's or role's setting,
+// 0 = none by default), and the cap is set again after it and at the
+// start of every migration (in case one failed mid-way).
 
 // Options tune UpWith; the zero value is what Up uses.
 type Options struct {
@@ -75,6 +85,10 @@ func UpWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (int64, error)
 	if err != nil {
 		return 0, err
 	}
+	var waitTimeout string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&waitTimeout); err != nil {
+		return 0, fmt.Errorf("migrations: %w", err)
+	}
 	cfg := pool.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = 2, 0
 	cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())
@@ -90,7 +104,7 @@ func UpWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: locker: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, cappedFS{files, opt.LockTimeout}, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, db, cappedFS{files, opt.LockTimeout, waitTimeout}, goose.WithSessionLocker(locker))
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
@@ -264,9 +278,12 @@ func describeBlockers(bs []blocker) string {
 type cappedFS struct {
 	fsys fs.FS
 	max  time.Duration
+	wait string // lock_timeout of CONCURRENTLY statements
 }
 
 var (
+	concurrently      = regexp.MustCompile(`(?im)^[ \t]*(?:CREATE|DROP|REINDEX)\b[^;]*\bCONCURRENTLY\b[^;]*;[ \t]*$`)
+	upAnnotation      = regexp.MustCompile(`(?m)^--[ \t]*\+goose[ \t]+Up\b.*$`)
 	setLockTimeout    = regexp.MustCompile(`(?i)(lock_timeout\s*(=|to)\s*)'[^']*'`)
 	configLockTimeout = regexp.MustCompile(`(?i)(set_config\(\s*'lock_timeout'\s*,\s*)'[^']*'`)
 )
@@ -277,6 +294,21 @@ func capLockTimeouts(sql []byte, max time.Duration) []byte {
 	v := []byte(fmt.Sprintf("${1}'%dms'", max.Milliseconds()))
 	sql = setLockTimeout.ReplaceAll(sql, v)
 	return configLockTimeout.ReplaceAll(sql, v)
+}
+
+// uncapConcurrently returns sql with the cap set at the start of its Up
+// section and every CONCURRENTLY statement run with lock_timeout wait,
+// the cap set again after it. Run after capLockTimeouts, which would
+// lower these too.
+func uncapConcurrently(sql []byte, max time.Duration, wait string) []byte {
+	capped := fmt.Sprintf("SET lock_timeout = '%dms';", max.Milliseconds())
+	uncapped := "SET lock_timeout = '" + strings.ReplaceAll(wait, "'", "''") + "';"
+	sql = concurrently.ReplaceAllFunc(sql, func(stmt []byte) []byte {
+		return []byte(uncapped + "\n" + string(stmt) + "\n" + capped)
+	})
+	return upAnnotation.ReplaceAllFunc(sql, func(up []byte) []byte {
+		return []byte(string(up) + "\n" + capped)
+	})
 }
 
 func (c cappedFS) Open(name string) (fs.File, error) {
@@ -293,7 +325,7 @@ func (c cappedFS) Open(name string) (fs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	b = capLockTimeouts(b, c.max)
+	b = uncapConcurrently(capLockTimeouts(b, c.max), c.max, c.wait)
 	return &memFile{Reader: bytes.NewReader(b), info: sizedInfo{info, int64(len(b))}}, nil
 }
 
