@@ -3,8 +3,8 @@ package reports_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
