@@ -71,10 +71,18 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 
 // startDeliverer runs a Deliverer on e's database until the returned stop
 // is called (stop waits for it to end), counting in m (nil: its own).
+// The events are dated by the tests' fixed clock (testNow), days before
+// the real one the deliverer reads: it gives a delivery up an hour after
+// the test started, not 72h after testNow.
 func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
+	return startDelivererGivingUp(e, m, time.Since(testNow)+time.Hour)
+}
+
+// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp.
+func startDelivererGivingUp(e *env, m *metrics.Metrics, giveUp time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := NewDeliverer(DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
-		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second})
+		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	var once sync.Once
@@ -331,5 +339,47 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	}
 	if _, calls, _ := rc.snapshot(); calls != 0 {
 		t.Fatalf("the receiver on 127.0.0.1 was called %d times", calls)
+	}
+}
+
+// A delivery still refused GiveUpAfter after its event is failed for
+// good: not sent again, its last answer kept; one refused sooner is due
+// again after the backoff.
+func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		giveUp    time.Duration
+		wantState string
+	}{
+		// The events are dated testNow, days before the real clock.
+		{"past", time.Since(testNow) - time.Minute, "failed"},
+		{"within", time.Since(testNow) + time.Hour, "pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
+			rc := newReceiver(t, 1<<30) // refuses every delivery
+			w := e.registerWebhook(rc.srv.URL, "invoice.issued")
+			rc.mu.Lock()
+			rc.secret = w.Secret
+			rc.mu.Unlock()
+			e.mustIssue("CH1", "")
+			stop := startDelivererGivingUp(e, nil, tc.giveUp)
+			var state string
+			var attempts int
+			var lastErr *string
+			testwait.Until(t, 20*time.Second, func() bool {
+				err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM webhook_deliveries`).Scan(&state, &attempts, &lastErr)
+				return err == nil && attempts >= 2 || state == "failed"
+			}, "the delivery to be given up or tried twice")
+			stop()
+			if state != tc.wantState || lastErr == nil || *lastErr != "HTTP 500" {
+				t.Fatalf("delivery %s after %d attempts (%v); want %s after HTTP 500", state, attempts, lastErr, tc.wantState)
+			}
+			if _, calls, _ := rc.snapshot(); tc.wantState == "failed" && calls != 1 {
+				t.Fatalf("a delivery given up was sent %d times", calls)
+			}
+		})
 	}
 }
