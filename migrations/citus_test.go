@@ -169,3 +169,43 @@ func TestSellerOwnedTablesAreListed(t *testing.T) {
 			distributed, groups, reference, len(migrations.DistributedTables), len(migrations.ReferenceTables))
 	}
 }
+
+// TestEveryTableHasAPrimaryKey: every table of the migrated schema has a
+// primary key (series had none from 00020 to 00024), and a distributed
+// table's carries seller_id, which Citus needs of every unique key.
+func TestEveryTableHasAPrimaryKey(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	rows, err := pool.Query(context.Background(), `SELECT c.relname,
+			(SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i
+			 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+			 WHERE i.indrelid = c.oid AND i.indisprimary)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string][]string{}
+	for rows.Next() {
+		var table string
+		var cols []string
+		if err := rows.Scan(&table, &cols); err != nil {
+			t.Fatal(err)
+		}
+		keys[table] = cols
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for table, cols := range keys {
+		switch {
+		case len(cols) == 0:
+			t.Errorf("table %s has no primary key", table)
+		case slices.Contains(migrations.DistributedTables, table) && !slices.Contains(cols, "seller_id"):
+			t.Errorf("the primary key of distributed table %s is %v, without seller_id", table, cols)
+		}
+	}
+	if got := keys["series"]; !slices.Equal(got, []string{"id", "seller_id"}) {
+		t.Errorf("the primary key of series is %v, want (id, seller_id)", got)
+	}
+}

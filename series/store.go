@@ -109,9 +109,12 @@ func Get(ctx context.Context, q db.Querier, sellerID int64, code string) (Series
 	return s, nil
 }
 
-// GetByID returns the series with id, or ErrNotFound.
-func GetByID(ctx context.Context, q db.Querier, id int64) (Series, error) {
-	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE id = $1`, id))
+// GetByID returns the seller's series with id, or ErrNotFound (also when
+// the series is another seller's). The seller is named because series is
+// keyed by (id, seller_id): on Citus the lookup runs on the seller's shard
+// alone, and nothing depends on id being unique by itself.
+func GetByID(ctx context.Context, q db.Querier, sellerID, id int64) (Series, error) {
+	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND id = $2`, sellerID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Series{}, ErrNotFound
 	}

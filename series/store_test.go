@@ -553,3 +553,24 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 		t.Fatal("predicted past the format's capacity")
 	}
 }
+
+// TestGetByIDNamesTheSeller: a series is found by its id only under its
+// own seller; another seller asking for it gets ErrNotFound, as for an id
+// that does not exist.
+func TestGetByIDNamesTheSeller(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "G1", "G1/{FY}/{SEQ:4}")
+	got, err := series.GetByID(ctx, f.pool, f.seller.ID, s.ID)
+	if err != nil || got.ID != s.ID || got.Code != "G1" {
+		t.Fatalf("own seller: %+v, %v", got, err)
+	}
+	other := testfactory.Seller(t, f.pool, &testfactory.SellerOpts{GSTIN: "29AAGCB7383J1Z4"})
+	if _, err := series.GetByID(ctx, f.pool, other.ID, s.ID); !errors.Is(err, series.ErrNotFound) {
+		t.Fatalf("another seller's series: got %v, want ErrNotFound", err)
+	}
+	if _, err := series.GetByID(ctx, f.pool, f.seller.ID, s.ID+1000); !errors.Is(err, series.ErrNotFound) {
+		t.Fatalf("unknown id: got %v, want ErrNotFound", err)
+	}
+}
