@@ -165,21 +165,10 @@ func position(ctx context.Context, q db.Querier, s Series, fy FY) (Position, err
 	return p, nil
 }
 
-// NextPosition returns where series-year (seriesID, fy) stands now: its
-// next serial and chain head.
-func NextPosition(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Position, error) {
-	p := Position{FY: fy, Serial: 1}
-	var last int64
-	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2`,
-		seriesID, int(fy)).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, nil
-	}
-	if err != nil {
-		return Position{}, translate(err, "read counter")
-	}
-	p.Serial = last + 1
-	return p, nil
+// NextPosition returns where series-year (s, fy) stands now: its next
+// serial and chain head, read without a lock.
+func NextPosition(ctx context.Context, q db.Querier, s Series, fy FY) (Position, error) {
+	return position(ctx, q, s, fy)
 }
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
@@ -277,10 +266,10 @@ func holder(ctx context.Context, q db.Querier, s Series) (*Lease, error) {
 	return &l, nil
 }
 
-// Leases returns every lease of series seriesID, oldest first. Next holds
-// the position each lease started from (its chain head is not kept).
-func Leases(ctx context.Context, q db.Querier, seriesID int64) ([]Lease, error) {
-	rows, err := q.Query(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 ORDER BY id`, seriesID)
+// Leases returns every lease of series s, oldest first. Next holds the
+// position each lease started from (its chain head is not kept).
+func Leases(ctx context.Context, q db.Querier, s Series) ([]Lease, error) {
+	rows, err := q.Query(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 AND seller_id = $2 ORDER BY id`, s.ID, s.SellerID)
 	if err != nil {
 		return nil, translate(err, "list leases")
 	}

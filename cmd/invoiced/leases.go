@@ -38,7 +38,7 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases list", err)
 	}
-	ls, err := series.Leases(ctx, pool, s.ID)
+	ls, err := series.Leases(ctx, pool, s)
 	if err != nil {
 		return explain("leases list", err)
 	}

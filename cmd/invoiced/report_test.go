@@ -336,7 +336,7 @@ func TestLeasesCommands(t *testing.T) {
 	if out, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--through", "5", "--reason", "paper roll ends at 5"); err != nil || !strings.Contains(out, "continues at 6") {
 		t.Fatalf("settle: %q, %v", out, err)
 	}
-	if p, err := series.NextPosition(ctx, pool, s.ID, 2026); err != nil || p.Serial != 6 {
+	if p, err := series.NextPosition(ctx, pool, s, 2026); err != nil || p.Serial != 6 {
 		t.Fatalf("next after settling: %+v, %v", p, err)
 	}
 }
