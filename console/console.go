@@ -152,6 +152,7 @@ func (c *Console) register() {
 	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)
 	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.ScopeRead, c.gstr1)
 	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.ScopeRead, c.gstr1JSON)
+	c.handle("GET /console/find", api.ClassConsolePage, apikey.ScopeRead, c.find)
 	c.handle("GET /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lockForm)
 	c.handle("POST /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lock)
 	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)

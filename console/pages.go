@@ -225,6 +225,9 @@ type seriesYearView struct {
 	Chart     template.HTML
 	Cancelled string // the number just cancelled, for the notice
 	Base      string // this page's path
+	// Elsewhere are the invoices numbered Number in other series or
+	// years, when this year has none.
+	Elsewhere []invoice.Invoice
 }
 
 // seriesYearOf reads the {code} and {fy} of the path.
@@ -293,6 +296,15 @@ func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check b
 	if len(rows) > pageRows {
 		rows = rows[:pageRows]
 		v.NextAfter = rows[len(rows)-1].Serial
+	}
+	if len(rows) == 0 && v.Number != "" {
+		// Not in this year: say where it is, if anywhere.
+		found, err := c.findNumber(ctx, s, v.Number)
+		if err != nil && apperr.KindOf(err) != apperr.Invalid {
+			c.fail(w, r, s, err)
+			return
+		}
+		v.Elsewhere = found
 	}
 	v.Rows = rows
 	v.Chart = chartSVG(pageDays(rows), fy, series.DateIST(c.now()))
