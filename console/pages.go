@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,9 +61,20 @@ var funcs = template.FuncMap{
 		}
 		return t.In(series.IST).Format(timeLayout)
 	},
-	"plural":  plural,
+	"plural": plural,
+	"abs":    func(n int64) int64 { return max(n, -n) },
+	// month writes a month given as MMYYYY ("112026") as "Nov 2026".
+	"month": func(fp string) string {
+		m, err := invoice.ParseMonth(fp)
+		if err != nil {
+			return fp
+		}
+		return m.String()
+	},
 	"who":     who,
 	"finding": findingLabel,
+	"explain": explainFinding,
+	"plain":   plainText,
 	"example": exampleNumber,
 }
 
@@ -138,6 +150,46 @@ func findingLabel(kind reports.FindingKind) string {
 		return l
 	}
 	return string(kind)
+}
+
+// explainFinding returns what finding f means, in plain words and the
+// console's date style.
+func explainFinding(f reports.Finding) string {
+	switch f.Kind {
+	case reports.DeviceNotUploaded:
+		return fmt.Sprintf("an offline device whose lease was ended by force may have printed serials from %d on that never reached invoiced; settle its lease on the Leases page once you know its last number", f.Serial)
+	case reports.CounterAhead:
+		return fmt.Sprintf("numbers up to serial %d were given out, but the last invoice stored is serial %d", f.To, f.Serial-1)
+	case reports.CounterBehind:
+		return fmt.Sprintf("invoices up to serial %d are stored, but the counter is at serial %d: the next invoice would repeat a number", f.To, f.Serial-1)
+	}
+	return plainText(f.Message)
+}
+
+var (
+	isoInstant = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z\b`)
+	isoDate    = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}\b`)
+)
+
+// plainText returns a message of the library (a finding, a Table 13
+// warning) with its dates and instants in the console's style and its
+// words for people: "its predecessor" is "the invoice before it".
+func plainText(msg string) string {
+	msg = isoInstant.ReplaceAllStringFunc(msg, func(s string) string {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return s
+		}
+		return t.In(series.IST).Format(timeLayout)
+	})
+	msg = isoDate.ReplaceAllStringFunc(msg, func(s string) string {
+		d, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			return s
+		}
+		return d.Format(dateLayout)
+	})
+	return strings.ReplaceAll(msg, "its predecessor", "the invoice before it")
 }
 
 // exampleNumber returns the first number format gives in year fy, to show
