@@ -155,6 +155,11 @@ func (c *Console) register() {
 	c.handle("GET /console/find", api.ClassConsolePage, apikey.ScopeRead, c.find)
 	c.handle("GET /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lockForm)
 	c.handle("POST /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lock)
+	c.handle("GET /console/leases", api.ClassConsolePage, apikey.ScopeRead, c.leases)
+	c.handle("GET /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEndForm)
+	c.handle("POST /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEnd)
+	c.handle("GET /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettleForm)
+	c.handle("POST /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettle)
 	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
 	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})

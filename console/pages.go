@@ -62,7 +62,14 @@ var funcs = template.FuncMap{
 		return t.In(series.IST).Format(timeLayout)
 	},
 	"plural": plural,
-	"abs":    func(n int64) int64 { return max(n, -n) },
+	// deref returns *t (zero when nil), for the optional times of leases.
+	"deref": func(t *time.Time) time.Time {
+		if t == nil {
+			return time.Time{}
+		}
+		return *t
+	},
+	"abs": func(n int64) int64 { return max(n, -n) },
 	// month writes a month given as MMYYYY ("112026") as "Nov 2026".
 	"month": func(fp string) string {
 		m, err := invoice.ParseMonth(fp)
