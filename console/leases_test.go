@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -34,6 +35,12 @@ func TestLeasesInConsole(t *testing.T) {
 		}
 		return l
 	}
+	// Another seller's lease of its own CH1 never shows.
+	other := testfactory.Seller(t, f.pool, &testfactory.SellerOpts{GSTIN: "29AABCR1718E1ZL", Name: "Bengaluru Beans"})
+	otherCH1 := testfactory.Series(t, f.pool, other, &testfactory.SeriesOpts{Code: "CH1", Format: "B/{FY}/{SEQ:5}"})
+	if _, err := series.TakeLease(ctx, f.pool, otherCH1, "BLR-9", "cli", start); err != nil {
+		t.Fatal(err)
+	}
 	issueOnly, err := apikey.Create(ctx, f.pool, f.seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
 		t.Fatal(err)
@@ -51,6 +58,9 @@ func TestLeasesInConsole(t *testing.T) {
 		if !strings.Contains(p.body, want) {
 			t.Errorf("read key's leases page lacks %q", want)
 		}
+	}
+	if strings.Contains(p.body, "BLR-9") {
+		t.Error("the leases page shows another seller's device")
 	}
 	if strings.Contains(p.body, lease.ID) || strings.Contains(p.body, "/console/leases/CH1/end") {
 		t.Errorf("a read key sees the lease id or the end button: %.3000s", p.body)
