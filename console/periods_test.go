@@ -108,6 +108,25 @@ func TestLockMonthInConsole(t *testing.T) {
 	if strings.Contains(p.body, `href="/console/periods/102026/lock"`) {
 		t.Error("a locked month is still offered")
 	}
+	// A key with manage alone locks, but is not told what the month holds
+	// (Table 13's counts need read), and is not sent to the GSTR-1 page.
+	manageOnly, err := apikey.Create(ctx, f.pool, f.seller.ID, []string{apikey.ScopeManage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := client(t)
+	startSession(t, f, m, manageOnly)
+	p = get(t, m, f.url+"/console/periods/092026/lock")
+	if p.status != http.StatusOK || strings.Contains(p.body, "documents are dated in") {
+		t.Fatalf("manage-only confirmation: %d %.600s", p.status, p.body)
+	}
+	p = post(t, m, f.url+"/console/periods/092026/lock", url.Values{"filed": {"yes"}, "csrf_token": {csrfOf(t, p)}})
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Sep 2026 is locked.") {
+		t.Fatalf("manage-only lock: %d %.300s", p.status, p.body)
+	}
+	if l := locks(); len(l) != 2 {
+		t.Fatalf("locks after the manage-only key's: %+v", l)
+	}
 	// Locking again changes nothing and says so.
 	if p := get(t, c, f.url+"/console/periods/102026/lock"); !strings.Contains(p.body, "locked already") || strings.Contains(p.body, `id="confirm-lock"`) {
 		t.Errorf("confirmation of a locked month: %.400s", p.body)
