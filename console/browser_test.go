@@ -15,18 +15,38 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
 )
 
-// TestConsoleInBrowser walks the accountant's flow in headless Chromium:
-// sign in, read the overview, open a series-year, download its CSV and
-// read its rows, cancel an invoice with a reason and a confirmation and
-// see it in the audit, compare Table 13 with the API, verify, be refused a
-// POST without the CSRF token, and lose access after signing out. It saves
-// a screenshot of each page.
+// TestConsoleInBrowser walks the accountant's whole job in headless
+// Chromium, as one flow: sign in (after a wrong key), read the overview,
+// find an invoice by number from the top bar, open a series-year and
+// check it, download its CSV and read its rows, cancel an invoice with a
+// reason and a confirmation and see it in the audit, open a row's
+// receipt, compare Table 13 with the API and lock the month once it has
+// ended, end a lost device's lease by force, see the audit's finding and
+// settle the lease, verify, be refused a POST without the CSRF token, and
+// lose access after signing out. It saves a screenshot of each page (make
+// console-screenshots writes them to docs/img).
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	bg := context.Background()
+	// A second series, T07, numbered online twice and then leased to the
+	// till on platform 2.
+	t07 := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "T07", Format: "T07/{FY}/{SEQ:5}", Shop: "Platform 2 till"})
+	issueIn(t, f, t07, "2026-11-25")
+	issueIn(t, f, t07, "2026-11-26")
+	prefix := strings.Split(f.all, "_")[1]
+	lease, err := series.TakeLease(bg, f.pool, t07, "till-2", "key ik_"+prefix, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The accountant works late on 30 November, and locks November just
+	// after midnight, within the session's idle limit.
+	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, series.IST))
 	ctx := browser(t)
 	dir := screenshotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -53,6 +73,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return u
 	}
+	wantText := func(sel string, wants ...string) {
+		t.Helper()
+		got := text(sel)
+		for _, w := range wants {
+			if !strings.Contains(got, w) {
+				t.Fatalf("%s lacks %q:\n%s", sel, w, got)
+			}
+		}
+	}
 
 	// Signed out, the console sends the browser to the sign-in form.
 	do("open the console", chromedp.Navigate(f.url+"/console/"), chromedp.WaitVisible(chromedp.CSS("#key")))
@@ -68,27 +97,28 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("wrong key shows %q", got)
 	}
 
-	// Sign in: the overview lists CH1 with its last number.
+	// Sign in: the overview lists CH1 with its last number and what its
+	// numbers look like.
 	do("sign in", chromedp.SetValue(chromedp.CSS("#key"), f.all), chromedp.Submit(chromedp.CSS("#key")),
 		chromedp.WaitVisible(chromedp.CSS("#series")))
-	over := text("#series")
-	for _, want := range []string{"CH1", "invoice", "2026-27: CH1/26-27/00005", "Check now"} {
-		if !strings.Contains(over, want) {
-			t.Fatalf("overview lacks %q:\n%s", want, over)
-		}
-	}
+	wantText("#series", "CH1", "invoice", "2026-27: CH1/26-27/00005", "T07/26-27/00001", "Check now")
 	shoot(t, ctx, dir, "console-overview")
 
-	// The series-year: summary, rows and chart.
-	do("open CH1 2026-27", chromedp.Click(chromedp.CSS(`a[href="/console/series/CH1/2026-27"]`)), chromedp.WaitVisible(chromedp.CSS("#rows")))
-	if s := text("#summary"); !strings.Contains(s, "CH1/26-27/00001 – CH1/26-27/00005") {
-		t.Fatalf("head:\n%s", s)
+	// The top bar finds a number in any series and year: its row.
+	do("find a number", chromedp.SendKeys(chromedp.CSS("form.search input"), "ch1/26-27/00003"),
+		chromedp.Submit(chromedp.CSS("form.search input")), chromedp.WaitVisible(chromedp.CSS(`tr[data-number="CH1/26-27/00003"]`)))
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows tbody tr").length`)); err != nil || n != 1 {
+		t.Fatalf("the search shows %d rows (%v), want its 1", n, err)
 	}
+	shoot(t, ctx, dir, "console-find")
+
+	// The series-year: summary, rows and chart.
+	do("open CH1 2026-27", chromedp.Navigate(f.url+"/console/"), chromedp.WaitVisible(chromedp.CSS("#series")),
+		chromedp.Click(chromedp.CSS(`a[href="/console/series/CH1/2026-27"]`)), chromedp.WaitVisible(chromedp.CSS("#rows")))
+	wantText("#summary", "CH1/26-27/00001 – CH1/26-27/00005")
 	// The whole year is checked on request, not on every view.
 	do("check the year", chromedp.Click(chromedp.CSS("#check")), chromedp.WaitVisible(chromedp.CSS("#rows")))
-	if s := text("#summary"); !strings.Contains(s, "Intact") || !strings.Contains(s, "CH1/26-27/00001 – CH1/26-27/00005") {
-		t.Fatalf("summary:\n%s", s)
-	}
+	wantText("#summary", "Intact", "CH1/26-27/00001 – CH1/26-27/00005")
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows tbody tr").length`)); err != nil || n != 5 {
 		t.Fatalf("%d rows (%v), want 5", n, err)
 	}
@@ -97,7 +127,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "console-series-year")
 
-	// The CSV download, fetched with the session's cookie, is the audit's rows.
+	// Downloads, fetched with the session's cookie: the CSV is the audit's
+	// rows, the workbook is one.
 	body, err := chromedp.Run(ctx, chromedp.Evaluate[string](
 		`fetch(document.querySelector("#dl-csv").href).then(r => r.ok ? r.text() : Promise.reject(r.status))`, chromedp.EvalAwaitPromise))
 	if err != nil {
@@ -106,6 +137,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	recs, err := csv.NewReader(strings.NewReader(strings.TrimPrefix(body, "\uFEFF"))).ReadAll()
 	if err != nil || len(recs) != 6 || recs[0][0] != "Serial" || recs[5][1] != "CH1/26-27/00005" {
 		t.Fatalf("CSV (%v): %q", err, recs)
+	}
+	ctype, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`fetch(document.querySelector('a[href$="format=xlsx"]').href).then(r => r.ok ? r.headers.get("Content-Type") : Promise.reject(r.status))`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(ctype, "spreadsheetml") {
+		t.Fatalf("download XLSX: %q, %v", ctype, err)
 	}
 
 	// Cancel serial 2 from its row: a confirmation with a reason, then the
@@ -122,7 +158,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if row := text(fmt.Sprintf(`tr[data-number=%q]`, target.Number)); !strings.Contains(row, "cancelled") || !strings.Contains(row, "Wrong buyer on the bill") {
 		t.Fatalf("row after cancelling: %q", row)
 	}
-	got, err := invoice.Get(context.Background(), f.pool, f.seller.ID, target.ID)
+	got, err := invoice.Get(bg, f.pool, f.seller.ID, target.ID)
 	if err != nil || got.Status != invoice.StatusCancelled || got.CancelReason != "Wrong buyer on the bill" {
 		t.Fatalf("invoice after cancelling: %+v, %v", got, err)
 	}
@@ -137,7 +173,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	shoot(t, ctx, dir, "console-series-year-cancelled")
 
-	// Table 13 for November 2026 is what the API answers.
+	// A row's receipt.
+	first := f.invs[0]
+	do("open a receipt", chromedp.Click(chromedp.CSS(fmt.Sprintf(`tr[data-number=%q] a.receipt`, first.Number))),
+		chromedp.WaitVisible(chromedp.CSS("body")))
+	if !strings.HasSuffix(location(), "/r/"+first.PublicID) {
+		t.Fatalf("the receipt link opened %s", location())
+	}
+	wantText("body", first.Number, "Authorised signatory")
+
+	// GSTR-1 Table 13 for November 2026 is what the API answers.
 	do("Table 13", chromedp.Navigate(f.url+"/console/gstr1?fp=112026"), chromedp.WaitVisible(chromedp.CSS("#table13")))
 	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](
 		`[...document.querySelectorAll("#table13 tbody tr")].map(tr => [...tr.cells].map(td => td.textContent.trim()))`))
@@ -162,16 +207,54 @@ func TestConsoleInBrowser(t *testing.T) {
 				fmt.Sprint(doc["totnum"]), fmt.Sprint(doc["cancel"]), fmt.Sprint(doc["net_issue"])})
 		}
 	}
-	if fmt.Sprint(cells) != fmt.Sprint(want) || len(want) != 1 || want[0][5] != "1" {
+	if fmt.Sprint(cells) != fmt.Sprint(want) || len(want) != 2 || want[0][5] != "1" {
 		t.Fatalf("Table 13 in the console %q, from the API %q", cells, want)
+	}
+	// November has not ended on the 30th: nothing to lock yet.
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('a[data-fp]').length`)); err != nil || n != 0 {
+		t.Fatalf("%d months offered for locking on 30 Nov (%v), want 0", n, err)
+	}
+
+	// On 1 December, once November's GSTR-1 is filed: lock November.
+	f.clock.set(time.Date(2026, 12, 1, 0, 5, 0, 0, series.IST))
+	do("GSTR-1 in December", chromedp.Navigate(f.url+"/console/gstr1?fp=112026"), chromedp.WaitVisible(chromedp.CSS("#table13")),
+		chromedp.Click(chromedp.CSS(`a[data-fp="112026"]`)), chromedp.WaitVisible(chromedp.CSS("#confirm-lock")))
+	wantText("main", "Lock Nov 2026?", "7 documents are dated in Nov 2026, 1 of them cancelled")
+	do("tick filed", chromedp.Click(chromedp.CSS("#filed")))
+	shoot(t, ctx, dir, "console-lock")
+	do("lock", chromedp.Click(chromedp.CSS("#confirm-lock")), chromedp.WaitVisible(chromedp.CSS("#locked")))
+	wantText("#locks", "Nov 2026, locked 1 Dec 2026, 00:05 IST by API key ik_"+prefix+" in the console")
+	locks, err := invoice.PeriodLocks(bg, f.pool, f.seller.ID)
+	if err != nil || len(locks) != 1 || locks[0].Month.FP() != "112026" {
+		t.Fatalf("locks after the console's lock: %+v, %v", locks, err)
 	}
 	shoot(t, ctx, dir, "console-gstr1")
 
-	// Verify.
-	do("verify", chromedp.Navigate(f.url+"/console/verify"), chromedp.WaitVisible(chromedp.CSS("#verdict")))
-	if v := text("#verdict"); !strings.Contains(v, "Every series-year is intact") {
-		t.Fatalf("verify: %q", v)
+	// Offline devices: T07 is with till-2; it is lost, so end its lease by
+	// force, see the audit's finding, and settle it from the paper roll.
+	do("offline devices", chromedp.Click(chromedp.CSS(`nav a[href="/console/leases"]`)), chromedp.WaitVisible(chromedp.CSS(`#holding tr[data-series="T07"]`)))
+	wantText(`#holding tr[data-series="T07"]`, "till-2", "29 Nov 2026, 10:00 IST", "from T07/26-27/00003", "2026-27: up to T07/26-27/00002", "numbering offline")
+	do("end by force", chromedp.Click(chromedp.CSS("#end-T07")), chromedp.WaitVisible(chromedp.CSS("#reason")),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "Till stolen from platform 2"),
+		chromedp.Click(chromedp.CSS("#confirm-end")), chromedp.WaitVisible(chromedp.CSS("#lease-notice")))
+	wantText(`#holding tr[data-series="T07"]`, "ended by force, not settled", "Till stolen from platform 2", "anything after T07/26-27/00002 may have been printed")
+	shoot(t, ctx, dir, "console-leases")
+	do("the audit's finding", chromedp.Click(chromedp.CSS(`#holding a[href="/console/series/T07/2026-27/check"]`)), chromedp.WaitVisible(chromedp.CSS("#summary")))
+	wantText("#summary", "NOT intact: 1 finding", "Offline device's invoices not uploaded", "from 3 on")
+	do("settle", chromedp.Navigate(f.url+"/console/leases"), chromedp.WaitVisible(chromedp.CSS("#settle-T07")),
+		chromedp.Click(chromedp.CSS("#settle-T07")), chromedp.WaitVisible(chromedp.CSS("#confirm-settle")),
+		chromedp.SetValue(chromedp.CSS("#through-2026-27"), "4"),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "Its paper roll ends at T07/26-27/00004"))
+	shoot(t, ctx, dir, "console-lease-settle")
+	do("confirm the settlement", chromedp.Click(chromedp.CSS("#confirm-settle")), chromedp.WaitVisible(chromedp.CSS("#lease-notice")))
+	wantText("#past", "T07", "till-2", "Its paper roll ends at T07/26-27/00004", "2026-27 up to T07/26-27/00004 counted as printed")
+	if l, err := series.GetLease(bg, f.pool, t07, lease.ID); err != nil || l.SettledAt == nil || l.DeclaredYears[2026] != 4 {
+		t.Fatalf("lease after settling: %+v, %v", l, err)
 	}
+
+	// Verify: CH1 is intact; T07 shows the numbers lost with the device.
+	do("verify", chromedp.Navigate(f.url+"/console/verify"), chromedp.WaitVisible(chromedp.CSS("#verdict")))
+	wantText("#chains", "CH1", "✓ intact", "T07", "Missing numbers at serial 3: serials 3-4 are missing")
 	shoot(t, ctx, dir, "console-verify")
 
 	// The overview on a phone.
@@ -187,7 +270,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil || status != http.StatusForbidden {
 		t.Fatalf("POST without csrf_token: %d, %v; want 403", status, err)
 	}
-	if inv, _ := invoice.Get(context.Background(), f.pool, f.seller.ID, other.ID); inv.Status != invoice.StatusIssued {
+	if inv, _ := invoice.Get(bg, f.pool, f.seller.ID, other.ID); inv.Status != invoice.StatusIssued {
 		t.Fatalf("a POST without the token cancelled %s", inv.Number)
 	}
 

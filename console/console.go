@@ -152,6 +152,14 @@ func (c *Console) register() {
 	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)
 	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.ScopeRead, c.gstr1)
 	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.ScopeRead, c.gstr1JSON)
+	c.handle("GET /console/find", api.ClassConsolePage, apikey.ScopeRead, c.find)
+	c.handle("GET /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lockForm)
+	c.handle("POST /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lock)
+	c.handle("GET /console/leases", api.ClassConsolePage, apikey.ScopeRead, c.leases)
+	c.handle("GET /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEndForm)
+	c.handle("POST /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEnd)
+	c.handle("GET /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettleForm)
+	c.handle("POST /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettle)
 	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
 	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
@@ -471,11 +479,14 @@ func random(n int) []byte {
 
 // view is what every page's layout reads.
 type view struct {
-	Title   string
-	Seller  series.Seller
-	CSRF    string
-	Nav     string // the nav entry to highlight
-	Content any    // the page's own data
+	Title  string
+	Seller series.Seller
+	CSRF   string
+	Nav    string // the nav entry to highlight
+	// Read and Manage are the session key's scopes: the layout offers
+	// the search and the pages that need them only to a key that has them.
+	Read, Manage bool
+	Content      any // the page's own data
 }
 
 type errorView struct{ Message string }
@@ -488,6 +499,7 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request, status int, name 
 	v := view{Title: title, Content: data, Nav: name}
 	if s != nil {
 		v.Seller, v.CSRF = s.principal.Seller, s.csrf
+		v.Read, v.Manage = s.principal.Has(apikey.ScopeRead), s.principal.Has(apikey.ScopeManage)
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {

@@ -70,7 +70,8 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	}
 	reads := []string{"/console/", "/console/series/CH1/2026-27", "/console/series/CH1/2026-27?number=" + url.QueryEscape(buyer.Number),
 		"/console/series/CH1/2026-27/audit?format=csv", "/console/series/CH1/2026-27/audit?format=json&part=summary",
-		"/console/gstr1?fp=112026", "/console/gstr1.json?fp=112026", "/console/verify"}
+		"/console/gstr1?fp=112026", "/console/gstr1.json?fp=112026", "/console/verify",
+		"/console/find?number=" + url.QueryEscape(buyer.Number), "/console/leases"}
 	for _, key := range []string{issueOnly, manageOnly} {
 		c := client(t)
 		startSession(t, f, c, key)

@@ -277,10 +277,10 @@ func TestDownloadsAndTable13(t *testing.T) {
 	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, "cli", start); err != nil {
 		t.Fatal(err)
 	}
-	if p := get(t, c, f.url+"/console/gstr1"); !strings.Contains(p.body, "<strong>Oct 2026</strong> (102026) locked 29 Nov 2026 10:00 by cli") {
+	if p := get(t, c, f.url+"/console/gstr1"); !strings.Contains(p.body, "<strong>Oct 2026</strong>, locked 29 Nov 2026, 10:00 IST by an administrator on the server") {
 		t.Fatalf("GSTR-1 page lacks the lock: %s", p.body)
 	}
-	if p := get(t, c, f.url+"/console/series/CH1/2026-27"); !strings.Contains(p.body, "<dt>Locked periods (GSTR-1 filed)</dt><dd>102026</dd>") {
+	if p := get(t, c, f.url+"/console/series/CH1/2026-27"); !strings.Contains(p.body, "<dt>Locked months (GSTR-1 filed)</dt><dd>Oct 2026</dd>") {
 		t.Fatalf("series page lacks the lock")
 	}
 	// A series moved here mid-year shows its declared serials.
@@ -300,7 +300,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := get(t, c, f.url+"/console/series/MV/2026-27/check"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 2026-11-15; declared 29 Nov 2026 10:00 by cli") {
+	if p := get(t, c, f.url+"/console/series/MV/2026-27/check"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 15 Nov 2026; declared 29 Nov 2026, 10:00 IST by an administrator on the server") {
 		t.Fatalf("series page lacks the opening: %d %.2000s", p.status, p.body)
 	}
 	if p := get(t, c, f.url+"/console/gstr1?fp=112026"); !strings.Contains(p.body, "series MV 2026-27: serials 1 to 1233") {
