@@ -70,18 +70,31 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 }
 
 // startDeliverer runs a Deliverer on e's database until the returned stop
-// is called (stop waits for it to end), counting in m (nil: its own).
-// The events are dated by the tests' fixed clock (testNow), days before
-// the real one the deliverer reads: it gives a delivery up an hour after
-// the test started, not 72h after testNow.
+// is called (stop waits for it to end), counting in m (nil: its own). It
+// gives a delivery up two hours after its event.
 func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
-	return startDelivererGivingUp(e, m, time.Since(testNow)+time.Hour)
+	return startDelivererGivingUp(e, m, 2*time.Hour)
 }
 
-// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp.
+// deliveryAge is how old the Deliverers of startDelivererGivingUp find
+// every event: their clock is e's fixed one (testNow) plus deliveryAge.
+const deliveryAge = time.Hour
+
+// newDeliverer returns NewDeliverer(cfg) reading events' ages by the
+// clock of e, which dated them, moved on by age: were it the real clock,
+// the events, dated testNow, would age with the calendar, and a
+// deliverer started 30 days after testNow purges them at once.
+func newDeliverer(e *env, age time.Duration, cfg DelivererConfig) *Deliverer {
+	d := NewDeliverer(cfg)
+	d.now = func() time.Time { return e.cfg.Now().Add(age) }
+	return d
+}
+
+// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp; every
+// event is deliveryAge old to it.
 func startDelivererGivingUp(e *env, m *metrics.Metrics, giveUp time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
+	d := newDeliverer(e, deliveryAge, DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
@@ -324,7 +337,7 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	rc.secret = w.Secret
 	e.mustIssue("CH1", "")
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
+	d := newDeliverer(e, 0, DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	var lastErr *string
@@ -352,9 +365,9 @@ func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
 		giveUp    time.Duration
 		wantState string
 	}{
-		// The events are dated testNow, days before the real clock.
-		{"past", time.Since(testNow) - time.Minute, "failed"},
-		{"within", time.Since(testNow) + time.Hour, "pending"},
+		// Every event is deliveryAge old to the deliverer.
+		{"past", deliveryAge - time.Minute, "failed"},
+		{"within", deliveryAge + time.Hour, "pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
