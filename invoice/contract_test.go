@@ -87,9 +87,10 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	})
 	wg.Wait()
 	close(gated.gate)
-	// Let the transaction that waited finish, and anything queued after it.
+	// Let the transaction that waited finish, and anything queued after it
+	// be taken: an event (the queues are empty), not a guessed while.
 	waitUntil(t, "the taken request to commit", func() bool { return keyCount(t, f, "taken") == 1 })
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "the Committer's queues to empty", func() bool { return invoice.PendingOf(c) == 0 })
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "last")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
