@@ -134,6 +134,37 @@ func TestIssueConcurrentSeveralSeries(t *testing.T) {
 	for _, c := range codes {
 		checkContiguous(t, got[c], n, c+"/26-27/")
 	}
+	// What is stored is what was answered: each series holds exactly its
+	// acknowledged numbers, no more, and none under another series.
+	answered := map[string]int64{} // number → serial
+	for _, c := range codes {
+		for _, inv := range got[c] {
+			answered[inv.Number] = inv.Serial
+		}
+	}
+	rows, err := e.pool.Query(context.Background(), `SELECT s.code, i.serial, i.number FROM invoices i
+		JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id WHERE i.seller_id = $1`, e.seller.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := 0
+	for rows.Next() {
+		var code, number string
+		var serial int64
+		if err := rows.Scan(&code, &serial, &number); err != nil {
+			t.Fatal(err)
+		}
+		stored++
+		if want, ok := answered[number]; !ok || want != serial || number != fmt.Sprintf("%s/26-27/%05d", code, serial) {
+			t.Errorf("stored %s serial %d in series %s: not what was answered (answered serial %d, %v)", number, serial, code, want, ok)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if stored != len(codes)*n {
+		t.Fatalf("%d invoices stored, want the %d answered", stored, len(codes)*n)
+	}
 }
 
 func TestIssueResponse(t *testing.T) {

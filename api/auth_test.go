@@ -106,6 +106,12 @@ func TestFailuresRateLimitedPerAddress(t *testing.T) {
 	if statuses[http.StatusUnauthorized] > 8 || statuses[http.StatusTooManyRequests] < 20 {
 		t.Fatalf("30 unknown keys in a row from one address: %v; want about 5 × 401, then 429", statuses)
 	}
+	// The limiter reads the server's clock, which is the tests' fixed
+	// testNow, not the wall clock: its bucket never refills here, however
+	// slow the machine, so the counts are exact: the burst, then 429.
+	if statuses[http.StatusUnauthorized] != 5 || statuses[http.StatusTooManyRequests] != 25 {
+		t.Fatalf("30 unknown keys in a row from one address, with a clock that does not move: %v; want exactly 5 × 401 (the burst), then 25 × 429", statuses)
+	}
 	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), http.StatusOK) // valid and cached: not limited
 	// A wrong secret for that cached key is a failure like any other.
 	e.wantError(e.do("GET", "/v1/series", e.read[:len(e.read)-1]+"x", ""), http.StatusTooManyRequests, "rate_limited")
@@ -115,5 +121,8 @@ func TestFailuresRateLimitedPerAddress(t *testing.T) {
 	}
 	if receipts[http.StatusTooManyRequests] < 9 {
 		t.Fatalf("unknown receipts after the failures: %v; want 429", receipts)
+	}
+	if receipts[http.StatusTooManyRequests] != 10 {
+		t.Fatalf("unknown receipts after the failures, with a clock that does not move: %v; want 10 × 429", receipts)
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // The batch answer written by hand. json.Marshal of 500 rendered invoices
@@ -138,12 +139,15 @@ func appendField(b []byte, prefix, s string) []byte {
 	return appendJSONString(append(b, prefix...), s)
 }
 
-// appendJSONString appends s as json.Marshal writes it: plain printable
-// ASCII other than '"', '\\' and the HTML characters <, > and & (which
-// encoding/json escapes) is copied; any other string is marshalled.
+// appendJSONString appends s as json.Marshal writes a string: ASCII
+// other than control characters, '"', '\\' and the HTML characters <, >
+// and & (which encoding/json escapes) is copied; any other string is
+// marshalled. It is invoice's appendJSONString, with the same guard
+// (DEL, which encoding/json copies, is copied too); both are tested
+// against json.Marshal for every byte.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			q, _ := json.Marshal(s) // a string always marshals
 			return append(b, q...)
 		}

@@ -83,6 +83,11 @@ type Deliverer struct {
 	metrics  *metrics.Metrics
 	client   *http.Client
 	inFlight *sellerSlots
+	// now is the clock an event's age is read by, against its created_at
+	// (GiveUpAfter, the retention): time.Now. Tests whose events are
+	// dated by a fixed clock set it to that clock, so that their events do
+	// not age with the real one.
+	now func() time.Time
 }
 
 // sellerSlots counts the deliveries of each seller in flight in one
@@ -141,7 +146,7 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.PerSeller <= 0 {
 		cfg.PerSeller = max(1, cfg.Workers/2)
 	}
-	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}, now: time.Now}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -266,7 +271,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 		} else {
 			msg = "HTTP " + strconv.Itoa(status)
 		}
-		if now.Sub(dl.ev.createdAt) >= d.cfg.GiveUpAfter {
+		if d.now().Sub(dl.ev.createdAt) >= d.cfg.GiveUpAfter {
 			state, outcome = "failed", "failed"
 		} else {
 			state, outcome, next = "pending", "retry", now.Add(d.backoff(dl.attempts))
@@ -316,7 +321,7 @@ func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
 // purgeLoop deletes events past their retention, at start and hourly.
 func (d *Deliverer) purgeLoop(ctx context.Context) {
 	for {
-		n, err := purgeEvents(ctx, d.cfg.Pool, time.Now().Add(-eventRetention), 1000)
+		n, err := purgeEvents(ctx, d.cfg.Pool, d.now().Add(-eventRetention), 1000)
 		if err != nil && ctx.Err() == nil {
 			d.log.Warn("webhooks: purging old events failed", "err", err)
 		}

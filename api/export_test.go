@@ -18,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
@@ -138,10 +139,17 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	stall := max(2*time.Second, 4*ref)      // long enough that no slot frees before all 16 arrive
 	answered := max(10*time.Second, 20*ref) // three exports spooled at once, beside 13 refusals and seller B
 	t.Logf("reference export %v: stall timeout %v, admitted exports answered within %v", ref, stall, answered)
-	srv := httptest.NewUnstartedServer(New(Config{
+	server := New(Config{
 		Pool: smallPool(t, pool, 4), Now: func() time.Time { return testNow }, Citus: dbtest.Citus(t), RequestTimeout: 3 * time.Second,
 		MaxExports: 3, MaxExportsPerSeller: 2, ExportStallTimeout: stall,
-	}).Handler())
+	})
+	// held returns how many exports hold a slot: running, not yet cut.
+	held := func() int {
+		server.exports.mu.Lock()
+		defer server.exports.mu.Unlock()
+		return server.exports.total
+	}
+	srv := httptest.NewUnstartedServer(server.Handler())
 	srv.Listener = tinyBufferListener{srv.Listener}
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -157,10 +165,16 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 		conns[i] = dialTiny(t, addr)
 		fmt.Fprintf(conns[i], "GET /v1/series/%s/audit?fy=2026-27&format=json HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", code, key)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The three admitted exports hold every slot (and stall on the tiny
+	// buffers), not after a guessed while but when the server says so.
+	testwait.Until(t, answered, func() bool { return held() == 3 }, "three exports to hold the export slots")
 
-	// Seller B works as if nothing else were happening.
-	client := &http.Client{Timeout: 2500 * time.Millisecond}
+	// Seller B works as if nothing else were happening: each call is
+	// answered while the stalled exports still hold their slots, that is
+	// before the stall timeout cuts them, so none waited for them. (A
+	// fixed 2 s bound per call failed on a loaded machine; the stall
+	// timeout grows with the reference export.)
+	client := &http.Client{Timeout: stall}
 	call := func(method, path, body string) {
 		t.Helper()
 		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
@@ -175,8 +189,9 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if res.StatusCode >= 300 || time.Since(began) > 2*time.Second {
-			t.Fatalf("%s %s while exports stall: %d after %s: %s", method, path, res.StatusCode, time.Since(began).Round(time.Millisecond), b)
+		if res.StatusCode >= 300 || held() != 3 {
+			t.Fatalf("%s %s while exports stall: %d after %s, %d exports still holding their slots (want 3: answered before the stall timeout %s): %s",
+				method, path, res.StatusCode, time.Since(began).Round(time.Millisecond), held(), stall, b)
 		}
 	}
 	for range 10 {

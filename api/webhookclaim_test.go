@@ -207,7 +207,7 @@ func TestSlowSellerDelaysNoOther(t *testing.T) {
 	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", key, issueJSON("")), http.StatusCreated)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, AllowPrivate: true, Workers: 4, Poll: 20 * time.Millisecond, Timeout: time.Minute})
+	d := newDeliverer(e, 0, DelivererConfig{Pool: e.pool, AllowPrivate: true, Workers: 4, Poll: 20 * time.Millisecond, Timeout: time.Minute})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()

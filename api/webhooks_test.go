@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/webhook"
 )
@@ -70,18 +72,31 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 }
 
 // startDeliverer runs a Deliverer on e's database until the returned stop
-// is called (stop waits for it to end), counting in m (nil: its own).
-// The events are dated by the tests' fixed clock (testNow), days before
-// the real one the deliverer reads: it gives a delivery up an hour after
-// the test started, not 72h after testNow.
+// is called (stop waits for it to end), counting in m (nil: its own). It
+// gives a delivery up two hours after its event.
 func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
-	return startDelivererGivingUp(e, m, time.Since(testNow)+time.Hour)
+	return startDelivererGivingUp(e, m, 2*time.Hour)
 }
 
-// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp.
+// deliveryAge is how old the Deliverers of startDelivererGivingUp find
+// every event: their clock is e's fixed one (testNow) plus deliveryAge.
+const deliveryAge = time.Hour
+
+// newDeliverer returns NewDeliverer(cfg) reading events' ages by the
+// clock of e, which dated them, moved on by age: were it the real clock,
+// the events, dated testNow, would age with the calendar, and a
+// deliverer started 30 days after testNow purges them at once.
+func newDeliverer(e *env, age time.Duration, cfg DelivererConfig) *Deliverer {
+	d := NewDeliverer(cfg)
+	d.now = func() time.Time { return e.cfg.Now().Add(age) }
+	return d
+}
+
+// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp; every
+// event is deliveryAge old to it.
 func startDelivererGivingUp(e *env, m *metrics.Metrics, giveUp time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
+	d := newDeliverer(e, deliveryAge, DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
@@ -228,7 +243,25 @@ func TestEventsIffCommitted(t *testing.T) {
 	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
 	e.mustIssue("CH1", "") // before the webhook: no event
 	w := e.registerWebhook("http://127.0.0.1:9/never", "invoice.issued")
+	// A second seller, without a webhook, issues at the same time.
+	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "No Hooks"})
+	testfactory.Series(t, e.pool, other, &testfactory.SeriesOpts{Code: "OB1", Format: "OB1/{FY}/{SEQ:5}"})
+	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue)
 	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := range 5 {
+				r := e.do("POST", "/v1/series/OB1/invoices", otherKey, issueJSON(""), "Idempotency-Key", fmt.Sprintf("o%d-%d", g, i))
+				if r.status != http.StatusCreated {
+					t.Errorf("issue for the seller without a webhook: %d %s", r.status, r.body)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		items := []string{batchItemJSON("o1", ""), batchItemJSON("o2", "")}
+		e.batch(e.do("POST", "/v1/series/OB1/invoices/batch", otherKey, batchJSON(items)))
+	})
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 10 {
@@ -247,14 +280,20 @@ func TestEventsIffCommitted(t *testing.T) {
 	// A cancel is not subscribed: no event for it.
 	inv := e.mustIssue("CH1", "")
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"x"}`), http.StatusOK)
-	var events, deliveries, invoices int
-	err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries), (SELECT count(*) FROM invoices)`).Scan(&events, &deliveries, &invoices)
+	var events, deliveries, invoices, otherInvoices int
+	err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries),
+		(SELECT count(*) FROM invoices WHERE seller_id = $1), (SELECT count(*) FROM invoices WHERE seller_id = $2)`, e.seller.ID, other.ID).
+		Scan(&events, &deliveries, &invoices, &otherInvoices)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if invoices != 84 || events != 83 || deliveries != 83 {
 		t.Fatalf("%d invoices, %d events, %d deliveries; want 84, 83, 83", invoices, events, deliveries)
 	}
+	if otherInvoices != 12 {
+		t.Fatalf("the seller without a webhook has %d invoices, want 12", otherInvoices)
+	}
+	checkEventsIffCommitted(t, e, other.ID)
 	// After the webhook is deleted, nothing more is recorded and its
 	// pending deliveries are dropped.
 	e.wantStatus(e.do("DELETE", "/v1/webhooks/"+w.ID, e.all, ""), http.StatusNoContent)
@@ -263,6 +302,89 @@ func TestEventsIffCommitted(t *testing.T) {
 	var pending int
 	if err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&events, &pending); err != nil || events != 83 || pending != 0 {
 		t.Fatalf("after delete: %d events, %d pending (%v)", events, pending, err)
+	}
+}
+
+// checkEventsIffCommitted checks, row by row, what TestEventsIffCommitted
+// counts: the events are exactly one invoice.issued per invoice of e's
+// seller after its first (issued before the webhook), none of the seller
+// other's, each with exactly one delivery, all to one webhook.
+func checkEventsIffCommitted(t *testing.T, e *env, other int64) {
+	t.Helper()
+	ctx := context.Background()
+	serialOf := map[int64]int64{} // e's invoices: id → serial
+	rows, err := e.pool.Query(ctx, `SELECT id, serial FROM invoices WHERE seller_id = $1`, e.seller.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, serial int64
+		if err := rows.Scan(&id, &serial); err != nil {
+			t.Fatal(err)
+		}
+		serialOf[id] = serial
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventOf := map[int64]int64{} // invoice id → event id
+	rows, err = e.pool.Query(ctx, `SELECT id, seller_id, type, invoice_id FROM events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, seller, inv int64
+		var typ string
+		if err := rows.Scan(&id, &seller, &typ, &inv); err != nil {
+			t.Fatal(err)
+		}
+		serial, ours := serialOf[inv]
+		switch {
+		case seller == other:
+			t.Errorf("event %d (%s, invoice %d) of the seller without a webhook", id, typ, inv)
+		case seller != e.seller.ID || !ours:
+			t.Errorf("event %d of seller %d for invoice %d, which is not one of seller %d's", id, seller, inv, e.seller.ID)
+		case typ != "invoice.issued":
+			t.Errorf("event %d is %s, which no webhook subscribed to", id, typ)
+		case serial == 1:
+			t.Errorf("event %d for serial 1, issued before the webhook", id)
+		case eventOf[inv] != 0:
+			t.Errorf("invoice %d has events %d and %d", inv, eventOf[inv], id)
+		}
+		eventOf[inv] = id
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for id, serial := range serialOf {
+		if _, ok := eventOf[id]; !ok && serial != 1 {
+			t.Errorf("invoice %d (serial %d), committed after the webhook, has no event", id, serial)
+		}
+	}
+	deliveriesOf := map[int64]int{} // event id → deliveries
+	hooks := map[int64]bool{}
+	rows, err = e.pool.Query(ctx, `SELECT event_id, webhook_id FROM webhook_deliveries`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var ev, hook int64
+		if err := rows.Scan(&ev, &hook); err != nil {
+			t.Fatal(err)
+		}
+		deliveriesOf[ev]++
+		hooks[hook] = true
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for inv, ev := range eventOf {
+		if n := deliveriesOf[ev]; n != 1 {
+			t.Errorf("event %d (invoice %d) has %d deliveries, want 1", ev, inv, n)
+		}
+	}
+	if len(hooks) != 1 {
+		t.Errorf("deliveries to %d webhooks, want the one", len(hooks))
 	}
 }
 
@@ -324,7 +446,7 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	rc.secret = w.Secret
 	e.mustIssue("CH1", "")
 	ctx, cancel := context.WithCancel(context.Background())
-	d := NewDeliverer(DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
+	d := newDeliverer(e, 0, DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	var lastErr *string
@@ -352,9 +474,9 @@ func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
 		giveUp    time.Duration
 		wantState string
 	}{
-		// The events are dated testNow, days before the real clock.
-		{"past", time.Since(testNow) - time.Minute, "failed"},
-		{"within", time.Since(testNow) + time.Hour, "pending"},
+		// Every event is deliveryAge old to the deliverer.
+		{"past", deliveryAge - time.Minute, "failed"},
+		{"within", deliveryAge + time.Hour, "pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -168,6 +168,34 @@ func TestRetriesFollowTheAnswerTable(t *testing.T) {
 	if ae := (&Error{}); errors.As(fmt.Errorf("w: %w", &Error{RetryAfter: time.Second}), &ae) && ae.RetryAfter != time.Second {
 		t.Fatal("RetryAfter lost through wrapping")
 	}
+	// The check above exercises errors.As on a value of its own. What a
+	// caller gets: when its context ends while the client waits out a
+	// Retry-After, the error the call returns (ctx's joined with the last
+	// answer, or an outcome-unknown error) still holds that answer, its
+	// status and Retry-After, for errors.As.
+	defer e.proxy.set(nil)
+	for _, tc := range []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"issue", func(ctx context.Context) error { _, err := c.IssueInvoice(ctx, "CH1", sale()); return err }},
+		{"list series", func(ctx context.Context) error { _, err := c.ListSeries(ctx); return err }},
+	} {
+		e.proxy.set(&step{fault: synthesized, status: 503, body: errBody("series_busy"), retryAfter: "7"})
+		ctx := newEventDeadline()
+		done := make(chan error, 1)
+		go func() { done <- tc.call(ctx) }()
+		testwait.Until(t, 10*time.Second, func() bool { return len(e.proxy.seen()) >= 1 }, "the %s call's first attempt", tc.name)
+		ctx.fall()
+		err := <-done
+		var ae *Error
+		if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || ae.RetryAfter != 7*time.Second || ae.Code != "series_busy" {
+			t.Errorf("%s: the call ended by its context returned %v; want it to hold the *Error of the 503 with Retry-After 7s (got %+v)", tc.name, err, ae)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v does not hold the context's error", tc.name, err)
+		}
+	}
 }
 
 // eventDeadline is a context whose deadline falls when the test calls fall,

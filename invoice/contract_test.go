@@ -87,9 +87,10 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	})
 	wg.Wait()
 	close(gated.gate)
-	// Let the transaction that waited finish, and anything queued after it.
+	// Let the transaction that waited finish, and anything queued after it
+	// be taken: an event (the queues are empty), not a guessed while.
 	waitUntil(t, "the taken request to commit", func() bool { return keyCount(t, f, "taken") == 1 })
-	time.Sleep(300 * time.Millisecond)
+	waitUntil(t, "the Committer's queues to empty", func() bool { return invoice.PendingOf(c) == 0 })
 	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "last")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -282,7 +283,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	time.AfterFunc(600*time.Millisecond, release)
 	const clients, each = 16, 12
 	var wg sync.WaitGroup
-	var refused atomic.Int64
+	var refused, issued atomic.Int64
 	for w := range clients {
 		wg.Go(func() {
 			for i := range each {
@@ -302,6 +303,25 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 				if errors.Is(r.Err, series.ErrDateOutOfOrder) {
 					refused.Add(1)
 				}
+				// Every answer is one the request may get: a bad key
+				// fails (its batch's others are retried alone); only
+				// yesterday's date may be refused, once today's is in
+				// (today's date is never out of order, so refusing it
+				// could only be the Committer's own reordering); nothing
+				// else fails.
+				bad := d.IdempotencyKey == "bad\x00key"
+				switch {
+				case bad && r.Err == nil:
+					t.Errorf("w%d-%d: the bad key was issued %s", w, i, r.Invoice.Number)
+				case bad:
+				case errors.Is(r.Err, series.ErrDateOutOfOrder) && w%2 == 1:
+					t.Errorf("w%d-%d: today's date refused: %v", w, i, r.Err)
+				case errors.Is(r.Err, series.ErrDateOutOfOrder):
+				case r.Err != nil:
+					t.Errorf("w%d-%d: %v", w, i, r.Err)
+				default:
+					issued.Add(1)
+				}
 			}
 		})
 	}
@@ -315,6 +335,30 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	serials := serialsOf(t, f)
 	checkContiguous(t, serials, len(serials))
 	t.Logf("%d issued, %d refused date_out_of_order, stats %+v", len(serials), refused.Load(), c.Stats())
+	if n := int64(len(serials)) - 1; issued.Load() != n { // the first is issued before the clients
+		t.Errorf("%d requests answered issued, %d invoices stored after the first", issued.Load(), n)
+	}
+	// A later date never committed before an earlier one: by serial, the
+	// dates never go back.
+	rows, err := f.pool.Query(ctx, `SELECT serial, invoice_date FROM invoices WHERE seller_id = $1 AND series_id = $2 ORDER BY serial`, f.seller.ID, f.s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for rows.Next() {
+		var serial int64
+		var day time.Time
+		if err := rows.Scan(&serial, &day); err != nil {
+			t.Fatal(err)
+		}
+		if day.Before(last) {
+			t.Errorf("serial %d dated %s after an invoice dated %s", serial, day.Format(time.DateOnly), last.Format(time.DateOnly))
+		}
+		last = day
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // commitFails is a Beginner whose transactions fail COMMIT with err after

@@ -334,15 +334,61 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	f := setup(t)
 	ss := f.moreSeries(t, 6)
 	ctx := context.Background()
-	// Every other series must finish well inside the stuck series' lock
-	// timeout. Citus statements cost about 1 ms each on this machine's two
-	// cores, so a round there takes longer and gets a longer timeout; the
-	// property is the same: nobody waits for the stuck series to time out.
+	// Nobody waits for the stuck series to time out. Every issue of
+	// another series that begins while the stuck one waits must end
+	// before the stuck one's answer (an event), and within 3/4 of its lock
+	// timeout; that timeout is 2 s or, on a loaded machine, ten rounds as
+	// one takes there now without a stuck series (a measured reference),
+	// so that load slows the test instead of failing it. A round begins
+	// while the stuck series waits only in the first half of its lock
+	// timeout (later ones wait for its answer first), so that an issue
+	// cannot straddle the answer by bad luck. Citus statements cost about
+	// 1 ms each on this machine's two cores, so a round there takes longer
+	// and gets a longer timeout.
 	lockTimeout := 2 * time.Second
 	if dbtest.Citus(t) {
 		lockTimeout = 5 * time.Second
 	}
+	// The reference: the faster of two rounds (the first one warms the
+	// pool) on series of their own, through a Committer of their own.
+	ref := time.Hour
+	{
+		rc := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
+		refSeries := make([]series.Series, len(ss))
+		for i := range refSeries {
+			s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: fmt.Sprintf("R%d", i), DocType: "invoice", Format: fmt.Sprintf("R%d/{FY}/{SEQ:6}", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			refSeries[i] = s
+		}
+		for range 2 {
+			var mu sync.Mutex
+			var slowest time.Duration
+			var rw sync.WaitGroup
+			for _, s := range refSeries {
+				rw.Go(func() {
+					d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					began := time.Now()
+					if r := rc.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: s, Draft: d}); r.Err != nil {
+						t.Error(r.Err)
+					}
+					mu.Lock()
+					slowest = max(slowest, time.Since(began))
+					mu.Unlock()
+				})
+			}
+			rw.Wait()
+			ref = min(ref, slowest)
+		}
+	}
+	lockTimeout = max(lockTimeout, 10*ref)
 	bound := lockTimeout * 3 / 4
+	t.Logf("a round without a stuck series took %v: lock timeout %v", ref, lockTimeout)
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: lockTimeout}})))
 	holder, err := f.pool.Begin(ctx)
@@ -365,8 +411,24 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	var wg sync.WaitGroup
 	var stuck invoice.Result
 	var stuckTook time.Duration
-	wg.Go(func() { stuck, stuckTook = issue(f.s) })
+	stuckAnswered := make(chan struct{})
+	stuckBegan := time.Now()
+	wg.Go(func() {
+		stuck, stuckTook = issue(f.s)
+		close(stuckAnswered)
+	})
+	waiting := 0 // rounds begun while the stuck series waited
 	for round := range 5 {
+		select {
+		case <-stuckAnswered:
+		default:
+			if time.Since(stuckBegan) < lockTimeout/2 {
+				waiting++
+			} else {
+				<-stuckAnswered
+			}
+		}
+		whileStuck := waiting > round
 		var rw sync.WaitGroup
 		for _, s := range ss {
 			rw.Go(func() {
@@ -379,11 +441,21 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 				if took > bound {
 					t.Errorf("round %d, series %s waited %v behind the stuck series", round, s.Code, took)
 				}
+				if whileStuck {
+					select {
+					case <-stuckAnswered:
+						t.Errorf("round %d, series %s waited behind the stuck series: answered after it, %v after it began", round, s.Code, took)
+					default:
+					}
+				}
 			})
 		}
 		rw.Wait()
 	}
 	wg.Wait()
+	if waiting == 0 {
+		t.Errorf("no round began while the stuck series waited: the property was not exercised")
+	}
 	if !errors.Is(stuck.Err, series.ErrLockTimeout) || stuckTook < lockTimeout || stuckTook > lockTimeout+4*time.Second {
 		t.Fatalf("stuck series: %v after %v; want ErrLockTimeout after its %v lock timeout", stuck.Err, stuckTook, lockTimeout)
 	}

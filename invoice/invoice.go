@@ -8,6 +8,7 @@ import (
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/freetext"
+	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/series"
 	"github.com/shopspring/decimal"
 )
@@ -273,7 +274,7 @@ func PrepareContent(req Request, seller series.Seller, s series.Series, now time
 		d.PlaceOfSupply = seller.StateCode
 	}
 	if !validState(d.PlaceOfSupply) {
-		return Draft{}, apperr.Errorf(ErrInvalid, "place_of_supply %q is not a GST state code; valid codes: %s", clip(d.PlaceOfSupply), stateCodes)
+		return Draft{}, apperr.Errorf(ErrInvalid, "place_of_supply %q is not a GST state code; valid codes: %s", textcut.To(d.PlaceOfSupply, textcut.Echo), stateCodes)
 	}
 	interState := d.PlaceOfSupply != seller.StateCode
 	if s.DocType.NeedsOriginal() {
@@ -413,26 +414,19 @@ func (it *Item) decimalAmounts(interState bool) error {
 // A negative number is refused with the field's rule ("must be rule").
 func parseAmount(field, s string, places int, rule string) (decimal.Decimal, error) {
 	if strings.HasPrefix(s, "-") && isAmount(s[1:]) {
-		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be %s", field, clip(s), rule)
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be %s", field, textcut.To(s, textcut.Echo), rule)
 	}
 	if !isAmount(s) {
-		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, clip(s))
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q must be a decimal string such as \"10.50\"", field, textcut.To(s, textcut.Echo))
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > places {
-		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q has more than %d decimal places", field, clip(s), places)
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q has more than %d decimal places", field, textcut.To(s, textcut.Echo), places)
 	}
 	d, err := decimal.NewFromString(s)
 	if err != nil {
-		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q is not a decimal number", field, clip(s))
+		return decimal.Decimal{}, apperr.Errorf(ErrInvalid, "%s %q is not a decimal number", field, textcut.To(s, textcut.Echo))
 	}
 	return d, nil
-}
-
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }
 
 func validRate(r decimal.Decimal) bool {

@@ -184,3 +184,22 @@ func TestFastIssueHashMatchesTheRecord(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalEchoCutsBetweenCharacters: a refusal echoes at most 40 bytes
+// of the bad value, cut before a character that byte 40 would split, so
+// the message never holds half a character (%q showed it as "\xc3").
+func TestRefusalEchoCutsBetweenCharacters(t *testing.T) {
+	t.Parallel()
+	s := mustSeries(t, "invoice", "CH1/{FY}/{SEQ:5}")
+	long := strings.Repeat("a", 39) + "é and more" // é is bytes 40 and 41
+	want := `"` + strings.Repeat("a", 39) + `…"`
+	for name, req := range map[string]invoice.Request{
+		"place_of_supply": {PlaceOfSupply: long, Items: []invoice.ItemInput{chai("1", "10", "5")}},
+		"quantity":        {Items: []invoice.ItemInput{chai(long, "10", "5")}},
+	} {
+		_, err := invoice.Prepare(req, seller, s, now, invoice.Policy{})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v; want the value echoed as %s", name, err, want)
+		}
+	}
+}

@@ -52,7 +52,9 @@ func itemsJSON(items []Item) (string, error) {
 
 // appendJSONString appends s as json.Marshal writes a string: printable
 // ASCII other than '"', '\\', '<', '>' and '&' as is, anything else through
-// encoding/json itself.
+// encoding/json itself. api has a twin with the same guard (api may import
+// invoice, not the reverse, and neither exports it); both are tested
+// against json.Marshal for every byte.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

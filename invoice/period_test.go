@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -178,12 +180,27 @@ func TestPeriodLockRace(t *testing.T) {
 		t.Fatal("an invoice dated in the current month waited for a period lock being created")
 	}
 
+	// Both backdated requests are seen waiting for a lock, the one the
+	// locker holds (nothing else is held), and neither has answered: an
+	// event, where a 500 ms wait let one that answered later pass.
+	waits := `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
+	if dbtest.Citus(t) {
+		waits = `SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits`
+	}
+	testwait.Until(t, 30*time.Second, func() bool {
+		if len(alone) > 0 || len(batched) > 0 {
+			return true
+		}
+		var n int
+		err := f.pool.QueryRow(ctx, waits).Scan(&n)
+		return err == nil && n >= 2
+	}, "the two backdated requests to wait for the lock being created")
 	select {
 	case err := <-alone:
 		t.Fatalf("a backdated invoice did not wait for the lock being created: %v", err)
 	case err := <-batched:
 		t.Fatalf("a backdated batch did not wait for the lock being created: %v", err)
-	case <-time.After(500 * time.Millisecond):
+	default:
 	}
 	if err := locker.Commit(ctx); err != nil {
 		t.Fatal(err)

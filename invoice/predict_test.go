@@ -63,6 +63,16 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 	if tried := a.Predicted + b.Predicted + a.Mispredicted + b.Mispredicted; (tried == 0) != (predictions(t, 1) == 0) {
 		t.Errorf("%d transactions tried a prediction, want some (none on Citus)", tried)
 	}
+	// Both processes issued, between them every invoice; and where
+	// prediction runs, each mispredicted the other's writes (or the
+	// cancellations'), which is what the test is about: a wrong
+	// prediction costs nothing and loses no number.
+	if a.Invoices == 0 || b.Invoices == 0 || a.Invoices+b.Invoices != clients*each {
+		t.Errorf("the processes issued %d and %d invoices, want both some and %d in all", a.Invoices, b.Invoices, clients*each)
+	}
+	if predictions(t, 1) != 0 && (a.Mispredicted == 0 || b.Mispredicted == 0) {
+		t.Errorf("mispredictions %d and %d: want each process to have mispredicted the other's writes", a.Mispredicted, b.Mispredicted)
+	}
 }
 
 // TestPredictFallsBack walks one series through every way a prediction can

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/textcut"
 )
 
 // Errors of leases (docs/offline.md). Match them with errors.Is.
@@ -102,14 +103,7 @@ var deviceRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 // letters, digits, '.', '_' and '-', starting with a letter or digit.
 func CheckDeviceID(id string) error {
 	if !deviceRE.MatchString(id) {
-		return apperr.Errorf(ErrInvalidLease, "device_id %q must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", clipText(id))
+		return apperr.Errorf(ErrInvalidLease, "device_id %q must be 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' and '-', starting with a letter or digit", textcut.To(id, textcut.Echo))
 	}
 	return nil
-}
-
-func clipText(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
-	}
-	return s
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -20,7 +21,7 @@ import (
 func CheckLease(ctx context.Context, q db.Querier, s Series, leaseID string) error {
 	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
+		return apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))
 	}
 	if err != nil {
 		return translate(err, "read lease")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -233,7 +234,7 @@ func parseYears(b []byte) (map[FY]int64, error) {
 func GetLease(ctx context.Context, q db.Querier, s Series, leaseID string) (Lease, error) {
 	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
+		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))
 	}
 	if err != nil {
 		return Lease{}, translate(err, "read lease")
@@ -311,7 +312,7 @@ func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Leas
 func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
 	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3 FOR UPDATE`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", clipText(leaseID))
+		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))
 	}
 	if err != nil {
 		return Lease{}, translate(err, "lock lease")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,5 +75,16 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	want("settlement", err)
 	if _, err := series.HolderLease(ctx, f.pool, s); !errors.Is(err, series.ErrLeaseNotFound) {
 		t.Fatalf("after the settlement: %v, want no holder", err)
+	}
+}
+
+// TestDeviceIDEchoCutsBetweenCharacters: the refusal of a bad device id
+// echoes at most 40 bytes of it, cut before a character that byte 40
+// would split (%q showed half of it as "\xc3").
+func TestDeviceIDEchoCutsBetweenCharacters(t *testing.T) {
+	t.Parallel()
+	err := series.CheckDeviceID(strings.Repeat("a", 39) + "é and more")
+	if want := `"` + strings.Repeat("a", 39) + `…"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%v; want the id echoed as %s", err, want)
 	}
 }

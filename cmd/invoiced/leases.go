@@ -84,7 +84,7 @@ func runLeasesEnd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases end", err)
 	}
-	l, err := series.ForceEndLease(ctx, pool, s, *reason, "cli", time.Now())
+	l, err := series.ForceEndLease(ctx, pool, s, *reason, "cli", e.clock())
 	if err != nil {
 		return explain("leases end", err)
 	}
@@ -125,9 +125,9 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	}
 	var l series.Lease
 	if declared != nil {
-		l, err = series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", time.Now())
+		l, err = series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock())
 	} else {
-		l, err = series.SettleLease(ctx, pool, s, *through, *reason, "cli", time.Now())
+		l, err = series.SettleLease(ctx, pool, s, *through, *reason, "cli", e.clock())
 	}
 	if err != nil {
 		return explain("leases settle", err)

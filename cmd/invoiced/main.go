@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // main runs the command line under a context cancelled by SIGINT or SIGTERM.
@@ -43,6 +44,18 @@ type env struct {
 	getenv func(string) string
 	stdout io.Writer
 	stderr io.Writer
+	// now is the clock of the commands that date what they record (a
+	// lease's end or settlement); nil means time.Now. Tests whose data is
+	// dated by a fixed clock set it, so that they do not depend on today.
+	now func() time.Time
+}
+
+// clock returns the time by e's clock: e.now, else time.Now.
+func (e env) clock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
 }
 
 // command is one top-level subcommand.

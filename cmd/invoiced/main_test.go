@@ -22,6 +22,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -365,7 +366,21 @@ func TestSIGTERMDuringLoadLosesNoAcknowledgedInvoice(t *testing.T) {
 		})
 	}
 
-	time.Sleep(time.Second)
+	// SIGTERM once the load runs (every worker's requests answered 201,
+	// twice over, is an event), not after a guessed second: on a loaded
+	// machine the first requests may still be connecting then, and
+	// nothing would be in flight to drain.
+	testwait.Until(t, 30*time.Second, func() bool {
+		resultsMu.Lock()
+		defer resultsMu.Unlock()
+		n := 0
+		for _, o := range results {
+			if o.status == http.StatusCreated {
+				n++
+			}
+		}
+		return n >= 2*workers
+	}, "%d invoices acknowledged under load", 2*workers)
 	signalled = time.Now() // read only after wg.Wait
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

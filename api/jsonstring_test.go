@@ -1,0 +1,23 @@
+package api
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestAppendJSONStringIsMarshal: appendJSONString writes what json.Marshal
+// writes, for every byte value in a string (invoice has its twin, held to the
+// same test).
+func TestAppendJSONStringIsMarshal(t *testing.T) {
+	t.Parallel()
+	cases := []string{"", "plain", "Śrī Stores", "\u2028", "a\xffb", `"<&>\`}
+	for c := range 256 {
+		cases = append(cases, "a"+string([]byte{byte(c)})+"z")
+	}
+	for _, s := range cases {
+		want, _ := json.Marshal(s)
+		if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendJSONString(%q) = %s, json.Marshal %s", s, got[1:], want)
+		}
+	}
+}
