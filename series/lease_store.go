@@ -184,7 +184,7 @@ func NextPosition(ctx context.Context, q db.Querier, seriesID int64, fy FY) (Pos
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
 	ended_at, coalesce(end_kind, ''), coalesce(ended_by, ''), coalesce(end_reason, ''), coalesce(end_fy, 0), coalesce(end_serial, 0),
-	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years`
+	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years, end_epoch`
 
 func scanLease(row pgx.Row) (Lease, error) {
 	var l Lease
@@ -192,7 +192,7 @@ func scanLease(row pgx.Row) (Lease, error) {
 	var endYears, declaredYears []byte
 	err := row.Scan(&l.ID, &l.SeriesID, &l.DeviceID, &l.LeasedAt, &l.LeasedBy, &startFY, &l.Next.Serial,
 		&l.EndedAt, &l.EndKind, &l.EndedBy, &l.EndReason, &endFY, &l.EndSerial,
-		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears)
+		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears, &l.EndEpoch)
 	l.Next.FY, l.EndFY = FY(startFY), FY(endFY)
 	if err != nil {
 		return l, err
@@ -341,8 +341,12 @@ func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease,
 // (the lease ended otherwise), ErrNotUploaded (with the serial stored
 // last) when the series-year's counter is behind last, ErrInvalidLease
 // when it is ahead (the device claims fewer invoices than were stored),
-// and db.ErrOutcomeUnknown when the COMMIT's answer was lost.
-func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, now time.Time) (Lease, error) {
+// and db.ErrOutcomeUnknown when the COMMIT's answer was lost. With epoch
+// (not nil) the end is the one the device asked for at that end epoch: it
+// returns ErrEndSuperseded, and ends nothing, when the lease still holds
+// and its epoch has moved on (the device resumed after asking, see
+// ResumeLease).
+func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, epoch *int64, now time.Time) (Lease, error) {
 	if !fy.Valid() || last < 0 {
 		return Lease{}, apperr.Errorf(ErrInvalidLease, "fy and last_serial must name a series-year and a serial")
 	}
@@ -357,6 +361,11 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 				return nil // answered before: the same answer again
 			}
 			return apperr.Errorf(ErrLeaseNotHeld, "lease %s of device %s ended at %s", l.ID, l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339))
+		}
+		if epoch != nil && *epoch != l.EndEpoch {
+			// Sent before the device resumed (and sold on): ending the
+			// lease now would free serials the device has printed since.
+			return apperr.Errorf(ErrEndSuperseded, "this end was asked at end_epoch %d; device %s resumed the lease since (end_epoch %d)", *epoch, l.DeviceID, l.EndEpoch)
 		}
 		p, err := position(ctx, tx, s, fy)
 		if err != nil {
@@ -392,6 +401,32 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 			settled_at = $7, settled_by = $8, settle_reason = $9, declared_through = $10, declared_years = $12 WHERE lease_id = $1 AND seller_id = $11`,
 			l.ID, l.EndedAt, l.EndKind, l.EndedBy, int(l.EndFY), l.EndSerial, l.SettledAt, l.SettledBy, nullable(l.SettleReason), l.DeclaredThrough, s.SellerID, yearsJSON(declared))
 		return translate(err, "end lease")
+	})
+	if err != nil {
+		return Lease{}, leaseTxFailed(err)
+	}
+	return l, nil
+}
+
+// ResumeLease is the device's resume after an end whose outcome it could
+// not learn: under lease leaseID's row lock it returns the lease as it
+// stands, and when it is in force (not ended) first moves its end epoch
+// on, so that every end the device asked for before (and that may still
+// be in flight) is refused (ErrEndSuperseded) and the device may sell on.
+// An ended lease is returned unchanged: the device learns the end. It
+// returns ErrLeaseNotFound for a lease of another series or none, and
+// db.ErrOutcomeUnknown when the COMMIT's answer was lost (a resume again
+// is harmless: it only moves the epoch on once more).
+func ResumeLease(ctx context.Context, b db.Beginner, s Series, leaseID string) (Lease, error) {
+	var l Lease
+	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
+		var err error
+		if l, err = lockLease(ctx, tx, s, leaseID); err != nil || l.EndedAt != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `UPDATE series_leases SET end_epoch = end_epoch + 1 WHERE lease_id = $1 AND seller_id = $2 RETURNING end_epoch`,
+			l.ID, s.SellerID).Scan(&l.EndEpoch)
+		return translate(err, "resume lease")
 	})
 	if err != nil {
 		return Lease{}, leaseTxFailed(err)

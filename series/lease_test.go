@@ -56,13 +56,13 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the lease was taken: %v", err)
 	}
-	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, series.FY(2026), 0, now)
+	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, series.FY(2026), 0, nil, now)
 	want("the device's end", err)
 	// The end is idempotent: asked again, the same answer.
-	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
+	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, nil, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
 		t.Fatalf("the device's end asked again: %+v, %v", again, err)
 	}
-	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 1, now); !errors.Is(err, series.ErrLeaseNotHeld) {
+	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 1, nil, now); !errors.Is(err, series.ErrLeaseNotHeld) {
 		t.Fatalf("another end of an ended lease: %v, want lease_not_held", err)
 	}
 	if _, err := series.TakeLease(ctx, f.pool, s, "till-8", "test", now); err != nil {
@@ -74,5 +74,62 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	want("settlement", err)
 	if _, err := series.HolderLease(ctx, f.pool, s); !errors.Is(err, series.ErrLeaseNotFound) {
 		t.Fatalf("after the settlement: %v, want no holder", err)
+	}
+}
+
+// TestEndSentBeforeAResumeNeverCommits: an end the device asked for at an
+// end epoch is refused (ErrEndSuperseded), and ends nothing, once the
+// device resumed the lease (ResumeLease moved the epoch on): also for the
+// late end that would settle a lease ended by force meanwhile. A resume
+// of an ended lease changes nothing; a resume whose COMMIT's answer is
+// lost is an unknown outcome, and did commit.
+func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, series.IST)
+	epoch := func(n int64) *int64 { return &n }
+	for _, forced := range []bool{false, true} {
+		l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
+		if err != nil || l.EndEpoch != 0 {
+			t.Fatalf("take: %+v, %v", l, err)
+		}
+		r, err := series.ResumeLease(ctx, f.pool, s, l.ID)
+		if err != nil || r.EndEpoch != 1 || r.EndedAt != nil {
+			t.Fatalf("resume: epoch %d, ended %v, %v; want epoch 1, in force", r.EndEpoch, r.EndedAt, err)
+		}
+		if forced {
+			if _, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(0), now); !errors.Is(err, series.ErrEndSuperseded) {
+			t.Fatalf("forced %v: an end asked before the resume: %v, want lease_end_superseded", forced, err)
+		}
+		if h, err := series.HolderLease(ctx, f.pool, s); err != nil || h.ID != l.ID || h.SettledAt != nil {
+			t.Fatalf("forced %v: after the stale end the lease must still hold: %+v, %v", forced, h, err)
+		}
+		if forced {
+			// Ended by force: nothing to resume, nothing written.
+			if r, err := series.ResumeLease(ctx, f.pool, s, l.ID); err != nil || r.EndedAt == nil || r.EndEpoch != 1 {
+				t.Fatalf("resume of a lease ended by force: %+v, %v", r, err)
+			}
+		} else if _, err := series.ResumeLease(ctx, answerLost{f.pool}, s, l.ID); !errors.Is(err, db.ErrOutcomeUnknown) {
+			t.Fatalf("resume with its COMMIT's answer lost: %v, want commit_outcome_unknown", err)
+		}
+		want := int64(2)
+		if forced {
+			want = 1
+		}
+		if g, err := series.GetLease(ctx, f.pool, s, l.ID); err != nil || g.EndEpoch != want {
+			t.Fatalf("forced %v: epoch %d after the second resume, want %d (%v)", forced, g.EndEpoch, want, err)
+		}
+		if e, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(want), now); err != nil || e.SettledAt == nil {
+			t.Fatalf("forced %v: the end at the current epoch: %+v, %v", forced, e, err)
+		}
+		if r, err := series.ResumeLease(ctx, f.pool, s, l.ID); err != nil || r.EndEpoch != want || r.SettledAt == nil {
+			t.Fatalf("forced %v: resume of an ended lease: %+v, %v; want it unchanged", forced, r, err)
+		}
 	}
 }

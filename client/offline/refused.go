@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -108,6 +109,24 @@ func (t *Terminal) learnLease(ctx context.Context, cl *client.Client, refusal er
 		}
 		return &NotUploadedError{Lease: l, Records: recs, Err: refusal}
 	case l.EndedAt == "":
+		t.mu.Lock()
+		pending := t.pending
+		t.mu.Unlock()
+		if pending != nil {
+			// An end was asked for and may be in flight: only a resume
+			// (learnEnd) stops it from committing after selling goes on.
+			held := errors.New("the lease's end is pending")
+			ended, err := t.learnEnd(ctx, cl, pending, held)
+			switch {
+			case errors.Is(err, held):
+				return nil // resumed: selling goes on
+			case err == nil:
+				return fmt.Errorf("%w: the lease ended at serial %d of %s", ErrEnded, ended.EndSerial, ended.EndFY)
+			case errors.Is(err, ErrEndPending):
+				return fmt.Errorf("%w: %w", ErrLeaseInDoubt, err)
+			}
+			return err
+		}
 		return t.settle(record{Kind: "resume"})
 	case refusal != nil:
 		return fmt.Errorf("%w: %w (the lease was ended %s and is not settled)", ErrLeaseInDoubt, refusal, l.EndKind)
