@@ -133,3 +133,40 @@ func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestForcedEndYearsNeverBeforeTheLeaseStart: a lease whose floor (and so
+// its start year) is 2027-28, taken and ended by force and settled by a
+// server whose clock still says 31 March 2027: the forced end and the
+// settlement cover the lease's start year to the later of it and the
+// clock's (here the start year alone), never a year before the lease, and
+// the settlement spends the declared serials there.
+func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	// Two invoices of 2027-28 committed by an issuer whose clock ran ahead.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		VALUES ($1, 2027, $2, 2, $3, '2027-04-01', '2027-04-01T00:00:01+05:30')`, s.ID, s.SellerID, s.Format.Capacity()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2027, 3, 31, 23, 59, 0, 0, series.IST)
+	l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
+	if err != nil || l.StartFY() != series.FY(2027) || l.Next.Serial != 3 {
+		t.Fatalf("take: start %s serial %d, %v; want 2027-28 serial 3", l.StartFY(), l.Next.Serial, err)
+	}
+	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now)
+	if err != nil || len(forced.EndYears) != 1 || forced.EndYears[series.FY(2027)] != 2 || forced.EndFY != series.FY(2027) {
+		t.Fatalf("forced end with the clock before the lease's year: years %v, end %s/%d, %v; want 2027-28 through 2 only", forced.EndYears, forced.EndFY, forced.EndSerial, err)
+	}
+	settled, err := series.SettleLease(ctx, f.pool, s, 4, "paper receipts to 4", "test", now)
+	if err != nil || len(settled.DeclaredYears) != 1 || settled.DeclaredYears[series.FY(2027)] != 4 {
+		t.Fatalf("settle with the clock before the lease's year: %v, %v; want 2027-28 through 4 only", settled.DeclaredYears, err)
+	}
+	if p, err := series.NextPosition(ctx, f.pool, s.ID, series.FY(2027)); err != nil || p.Serial != 5 {
+		t.Fatalf("2027-28 after the settlement continues at %d, %v; want 5", p.Serial, err)
+	}
+	if p, err := series.NextPosition(ctx, f.pool, s.ID, series.FY(2026)); err != nil || p.Serial != 1 {
+		t.Fatalf("2026-27, before the lease, was touched: next %d, %v", p.Serial, err)
+	}
+}
