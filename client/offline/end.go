@@ -18,7 +18,10 @@ import (
 // record, then selling goes on). A lost answer, a crash between the
 // server's commit and the journal's record, or a 503
 // commit_outcome_unknown all leave the end pending; End asks again (the
-// server's end is idempotent) or reads the lease.
+// server's end is idempotent) or resumes the lease: a write that moves the
+// lease's end epoch on, so that an end sent before and still in flight
+// can no longer commit (the "ending" record holds the epoch the end is
+// asked at; a stale one is refused 409 lease_end_superseded).
 
 // endMark is the end the journal says was asked for: the last serial of
 // the latest series-year numbered, and the lease's end epoch then.
@@ -44,8 +47,8 @@ func (t *Terminal) EndPending() bool {
 //
 // After an error the lease still holds (Issue works again) only when that
 // is known: the upload failed before the end was asked for, or the
-// server's answer or a read of the lease (GET …/lease) shows the lease in
-// force. Otherwise the error wraps ErrEndPending, and End must be called
+// server's answer or a resume of the lease (POST …/lease/resume) shows
+// the lease in force. Otherwise the error wraps ErrEndPending, and End must be called
 // again: the server answers a repeated end with the ended lease.
 //
 // When the upload before the end is refused because the lease was ended

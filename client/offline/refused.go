@@ -83,7 +83,8 @@ func (t *Terminal) refused(ctx context.Context, cl *client.Client, refusal error
 // learnLease reads the lease while in doubt, after refusal (nil: a doubt
 // left by an earlier Sync). Settled: it journals the end and returns a
 // *NotUploadedError. In force (not ended): it journals "resume" and
-// returns nil. Ended by force and not settled (uploads are still taken):
+// returns nil; when an end is pending, it resumes the lease first
+// (learnEnd), so that the pending end cannot commit after selling goes on. Ended by force and not settled (uploads are still taken):
 // the doubt stays, and it returns nil without a refusal (Sync uploads,
 // End settles the lease) and an error wrapping ErrLeaseInDoubt with one.
 // No answer, or any error: the doubt stays and the error wraps
