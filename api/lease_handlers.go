@@ -427,7 +427,7 @@ type endLeaseBody struct {
 // Without it, scope manage: "force": true with a reason ends the lease of
 // a lost device, recording the last serial uploaded; "declared_through"
 // (a lease of one year) or "declared" (a serial per year from the lease's
-// start to now's) with a reason settles a lease ended by force. 200 with
+// start to the year of the server's tomorrow) with a reason settles a lease ended by force. 200 with
 // the lease; the device's end is idempotent (the same fy and last_serial
 // again answer the ended lease).
 func (s *Server) endLease(c echo.Context) error {

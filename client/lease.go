@@ -137,7 +137,8 @@ type UploadResult struct {
 // EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
 // LastSerial (and EndEpoch) for the device's own end; Force with Reason for a lost
 // device; DeclaredThrough (a lease of one financial year) or Declared (one
-// serial per year from the lease's start to now's) with Reason to settle a
+// serial per year from the lease's start to the year of the server's
+// tomorrow, or a later declared year) with Reason to settle a
 // forced end.
 type EndLeaseRequest struct {
 	FY         string `json:"fy,omitempty"`

@@ -450,7 +450,8 @@ func (l Lease) endedByDevice(fy FY, last int64) bool {
 // ForceEndLease ends the lease held on s, for a lost device, recording the
 // last serial uploaded (of the latest series-year the series numbered),
 // and in EndYears the last one of each year from the lease's start to
-// now's.
+// the year of the server's tomorrow (a till whose clock runs ahead numbers in the
+// new year before the server's midnight).
 // The series stays held until the lease is settled (SettleLease, or the
 // device's late upload and EndLeaseByDevice): until then the audit lists
 // the serials the device may have issued and never uploaded. It returns
@@ -480,10 +481,13 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read counter")
 		}
-		// Every year from the lease's start to now's: the device may have
-		// numbered in each, whether or not anything of it was uploaded.
+		// Every year from the lease's start to the year of the server's
+		// tomorrow (the latest invoice date an upload is accepted with: a
+		// till whose clock runs ahead numbers in the new year before the
+		// server's midnight): the device may have numbered in each,
+		// whether or not anything of it was uploaded.
 		years := map[FY]int64{}
-		for _, y := range l.YearsThrough(max(FYAt(now), fy)) {
+		for _, y := range l.YearsThrough(max(lastYear(now), fy)) {
 			p, err := position(ctx, tx, s, y)
 			if err != nil {
 				return err
@@ -503,7 +507,8 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 }
 
 // SettleLease settles, as SettleLeaseYears, a lease of s ended by force
-// whose years (from its start to now's) are one: through is the last
+// whose years (from its start to the year of the server's tomorrow) are
+// one: through is the last
 // serial the device may have issued in it. A lease spanning several years
 // is refused with ErrLeaseYearsUndeclared: settle it with
 // SettleLeaseYears.
@@ -514,8 +519,9 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 // SettleLeaseYears settles the lease of s ended by force whose device
 // never uploaded the rest: the accountant declares, with a reason, the
 // last serial the device may have issued in each financial year from the
-// lease's start to now's (declared, every one of those years and no
-// other). In each year, serials after the last stored one up to the
+// lease's start to the year of the server's tomorrow, or to a later year
+// it names (a till whose clock ran ahead printed in it): declared, every
+// one of those years, none before the lease's start. In each year, serials after the last stored one up to the
 // declared one are spent (the counter moves past them, so no number the
 // device may have printed is issued again; the audit shows them as a
 // gap), and the series is free again. A declared serial may not be below
@@ -549,7 +555,14 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		years := l.YearsThrough(max(FYAt(now), l.EndFY))
+		// From the lease's start to the year of the server's tomorrow (see
+		// ForceEndLease), or to a later year the accountant declares (a
+		// till whose clock ran further ahead printed in it).
+		last := max(lastYear(now), l.EndFY)
+		for y := range declared {
+			last = max(last, y)
+		}
+		years := l.YearsThrough(last)
 		if declared == nil {
 			if len(years) > 1 {
 				return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s spans %s to %s: declare the last serial device %s may have issued in each of them (declared), not declared_through alone",
@@ -602,6 +615,11 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 	}
 	return l, nil
 }
+
+// lastYear returns the latest financial year a device may have numbered
+// in by now: the year of the server's tomorrow (IST), the latest invoice
+// date an upload is accepted with.
+func lastYear(now time.Time) FY { return FYOf(DateIST(now).AddDate(0, 0, 1)) }
 
 func checkReason(reason string) error {
 	if reason == "" || len(reason) > 300 {

@@ -170,3 +170,38 @@ func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 		t.Fatalf("2026-27, before the lease, was touched: next %d, %v", p.Serial, err)
 	}
 }
+
+// TestForcedEndCoversTheYearOfTomorrow: a till leased at 23:48 IST on 31
+// March with its clock ahead prints the new year's first serial before
+// the server's midnight, and is lost. The forced end (at 23:57) covers
+// 2027-28 too, the settlement must declare it, and it spends the serial:
+// before, only 2026-27 was covered, and the next lease (or online
+// issuance) numbered 27-28/0001 again (TestLeaseLifecycleNeverNumbersTwice,
+// seed 1796199610702107012). A later year may be declared as well (a
+// clock further ahead).
+func TestForcedEndCoversTheYearOfTomorrow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	now := time.Date(2027, 3, 31, 23, 48, 0, 0, series.IST)
+	if _, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now); err != nil {
+		t.Fatal(err)
+	}
+	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now.Add(9*time.Minute))
+	if _, ok := forced.EndYears[series.FY(2027)]; err != nil || !ok {
+		t.Fatalf("forced end before midnight: years %v, %v; want 2026-27 and 2027-28", forced.EndYears, err)
+	}
+	if _, err := series.SettleLease(ctx, f.pool, s, 0, "nothing printed", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
+		t.Fatalf("declared_through alone for a lease reaching tomorrow's year: %v, want lease_years_undeclared", err)
+	}
+	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[series.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute))
+	if err != nil || len(settled.DeclaredYears) != 3 {
+		t.Fatalf("settle through 2028-29: %v, %v", settled.DeclaredYears, err)
+	}
+	for fy, next := range map[series.FY]int64{2026: 1, 2027: 2, 2028: 3} {
+		if p, err := series.NextPosition(ctx, f.pool, s.ID, fy); err != nil || p.Serial != next {
+			t.Fatalf("%s continues at %d, %v; want %d", fy, p.Serial, err, next)
+		}
+	}
+}

@@ -182,8 +182,15 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 		t.Errorf("seed %d: "+format, append([]any{seed}, args...)...)
 		ok = false
 	}
+	// With -seed the run logs its steps.
+	trace := func(format string, args ...any) {
+		if *lifecycleSeed != 0 {
+			t.Logf("%s "+format, append([]any{srv.now().In(series.IST).Format("01-02 15:04")}, args...)...)
+		}
+	}
 	printed := map[string]string{}
 	record := func(number, who string) {
+		trace("printed %s (%s)", number, who)
 		if first, dup := printed[number]; dup {
 			fail("%s printed by %s and again by %s", number, first, who)
 		}
@@ -221,7 +228,9 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 		if tills[0].term != nil && tills[1].term != nil {
 			st.overlap++
 		}
-		switch op := rng.IntN(12); {
+		op := rng.IntN(12)
+		trace("step %d: %s op %d", step, ln.code, op)
+		switch {
 		case op == 0 && ln.term == nil: // lease
 			c, cancel := opCtx()
 			l, err := cl.Lease(c, ln.code, "till")
@@ -448,7 +457,15 @@ func forceAndSettle(ctx context.Context, e *env, code string, srv *lockedClock, 
 			start = fy
 		}
 	}
-	for y := start; y <= max(start, series.FYAt(srv.now())); y++ {
+	// To the year of the server's tomorrow (what the forced end covers),
+	// or a later one the till printed in with its clock ahead.
+	last := max(start, series.FYAt(srv.now().Add(24*time.Hour)))
+	for y := range lastPrinted {
+		if fy, err := series.ParseFY(y); err == nil {
+			last = max(last, fy)
+		}
+	}
+	for y := start; y <= last; y++ {
 		n := max(years[y.String()], lastPrinted[y.String()], stored(ctx, e, code, y))
 		declared = append(declared, client.YearSerial{FY: y.String(), Through: n})
 	}
