@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/internal/testfactory"
 )
 
 // TestHolderLeaseHidesItsIDWithoutManage: the lease id is the device's
@@ -46,4 +47,34 @@ func TestHolderLeaseHidesItsIDWithoutManage(t *testing.T) {
 	// Without the id the issue key cannot end the lease: its DELETE
 	// without Lease-Id needs manage.
 	e.wantStatus(e.do("DELETE", "/v1/series/CH1/lease", issueRead, `{"force":true,"reason":"x"}`), http.StatusForbidden)
+}
+
+// TestResumeLeaseRoute: POST …/lease/resume is the device's (scope issue
+// with its Lease-Id): without the header 400 missing_lease_id, with a read
+// key 403, with another series' lease 404, nothing changed. The device's
+// resume answers its lease with end_epoch moved on; its DELETE with the
+// old epoch is 409 lease_end_superseded and ends nothing, with the new one
+// it ends the lease; end_epoch is refused from a manager (422).
+func TestResumeLeaseRoute(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	testfactory.Series(t, e.pool, e.seller, &testfactory.SeriesOpts{Code: "CH2", Format: "CH2/{FY}/{SEQ:5}"})
+	id := e.takeLease("CH1", "till-1")
+	other := e.takeLease("CH2", "till-2")
+	e.wantError(e.do("POST", "/v1/series/CH1/lease/resume", e.issue, ""), http.StatusBadRequest, "missing_lease_id")
+	e.wantStatus(e.do("POST", "/v1/series/CH1/lease/resume", e.read, "", headerLeaseID, id), http.StatusForbidden)
+	e.wantError(e.do("POST", "/v1/series/CH1/lease/resume", e.issue, "", headerLeaseID, other), http.StatusNotFound, "lease_not_found")
+	r := e.do("POST", "/v1/series/CH1/lease/resume", e.issue, "", headerLeaseID, id)
+	e.wantStatus(r, http.StatusOK)
+	var l struct {
+		EndEpoch int64  `json:"end_epoch"`
+		EndedAt  string `json:"ended_at"`
+	}
+	if err := json.Unmarshal(r.body, &l); err != nil || l.EndEpoch != 1 || l.EndedAt != "" {
+		t.Fatalf("resume: %s, %v; want end_epoch 1, in force", r.body, err)
+	}
+	e.wantError(e.do("DELETE", "/v1/series/CH1/lease", e.issue, `{"fy":"2026-27","last_serial":0,"end_epoch":0}`, headerLeaseID, id),
+		http.StatusConflict, "lease_end_superseded")
+	e.wantError(e.do("DELETE", "/v1/series/CH2/lease", e.all, `{"force":true,"reason":"x","end_epoch":0}`), http.StatusUnprocessableEntity, "invalid_lease")
+	e.wantStatus(e.do("DELETE", "/v1/series/CH1/lease", e.issue, `{"fy":"2026-27","last_serial":0,"end_epoch":1}`, headerLeaseID, id), http.StatusOK)
 }

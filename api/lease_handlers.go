@@ -31,6 +31,7 @@ func (s *Server) leaseRoutes(e *echo.Echo) {
 	// (endLease) without.
 	s.route(e, http.MethodGet, "/v1/series/:code/lease", ClassDevice, 0, s.getLease)
 	s.route(e, http.MethodDelete, "/v1/series/:code/lease", ClassDevice, 0, s.endLease)
+	s.route(e, http.MethodPost, "/v1/series/:code/lease/resume", ClassDevice, apikey.CanIssue, s.resumeLease)
 	s.route(e, http.MethodPost, "/v1/series/:code/device-invoices", ClassDevice, apikey.CanIssue, s.uploadOffline)
 	s.route(e, http.MethodPost, "/v1/series/:code/device-cancels", ClassDevice, apikey.CanIssue, s.uploadOfflineCancels)
 }
@@ -70,7 +71,10 @@ type leaseJSON struct {
 	Format      string        `json:"format,omitempty"`
 	Next        *positionJSON `json:"next,omitempty"`
 	// NotBefore (when leased): the device never issues before it.
-	NotBefore       string `json:"not_before,omitempty"`
+	NotBefore string `json:"not_before,omitempty"`
+	// EndEpoch counts the device's resumes (POST …/lease/resume); the
+	// device's end carries it. Omitted while 0.
+	EndEpoch        int64  `json:"end_epoch,omitempty"`
 	EndedAt         string `json:"ended_at,omitempty"`
 	EndKind         string `json:"end_kind,omitempty"`
 	EndReason       string `json:"end_reason,omitempty"`
@@ -109,7 +113,7 @@ func renderYears(m map[series.FY]int64) []yearSerialJSON {
 }
 
 func renderLease(l series.Lease, code string) leaseJSON {
-	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: invoice.Timestamp(l.LeasedAt)}
+	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: invoice.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
 	if l.EndedAt != nil {
 		out.EndedAt, out.EndKind, out.EndReason = invoice.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
 		out.EndFY, out.EndSerial = l.EndFY.String(), l.EndSerial
@@ -194,6 +198,32 @@ func (s *Server) getLease(c echo.Context) error {
 		out.LeaseID = ""
 	}
 	return writeJSON(c, http.StatusOK, out)
+}
+
+// resumeLease serves POST /v1/series/{code}/lease/resume (scope issue,
+// header Lease-Id): the device, which asked to end its lease and could not
+// learn the outcome, asks to sell on. 200 with the lease as it stands:
+// in force (no ended_at), its end_epoch moved on, so that no end the
+// device sent before can commit any more; ended, unchanged.
+func (s *Server) resumeLease(c echo.Context) error {
+	p, err := s.authorize(c, apikey.CanIssue)
+	if err != nil {
+		return err
+	}
+	leaseID := c.Request().Header.Get(headerLeaseID)
+	if leaseID == "" {
+		return errNoLeaseID
+	}
+	ctx := c.Request().Context()
+	sr, err := s.seriesOf(ctx, p, c.Param("code"))
+	if err != nil {
+		return err
+	}
+	l, err := series.ResumeLease(ctx, s.pool, sr, leaseID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, renderLease(l, sr.Code))
 }
 
 // offlineBody is the JSON body of POST /v1/series/{code}/device-invoices.
@@ -380,8 +410,11 @@ func writeUpload(c echo.Context, res invoice.UploadResult, err error) error {
 
 // endLeaseBody is the JSON body of DELETE /v1/series/{code}/lease.
 type endLeaseBody struct {
-	FY              string           `json:"fy"`
-	LastSerial      *int64           `json:"last_serial"`
+	FY         string `json:"fy"`
+	LastSerial *int64 `json:"last_serial"`
+	// EndEpoch (the device's end, optional): the lease's end_epoch when
+	// the device asked; refused 409 lease_end_superseded when stale.
+	EndEpoch        *int64           `json:"end_epoch"`
 	Force           bool             `json:"force"`
 	Reason          string           `json:"reason"`
 	DeclaredThrough *int64           `json:"declared_through"`
@@ -394,7 +427,7 @@ type endLeaseBody struct {
 // Without it, scope manage: "force": true with a reason ends the lease of
 // a lost device, recording the last serial uploaded; "declared_through"
 // (a lease of one year) or "declared" (a serial per year from the lease's
-// start to now's) with a reason settles a lease ended by force. 200 with
+// start to the year of the server's tomorrow) with a reason settles a lease ended by force. 200 with
 // the lease; the device's end is idempotent (the same fy and last_serial
 // again answer the ended lease).
 func (s *Server) endLease(c echo.Context) error {
@@ -434,7 +467,9 @@ func (s *Server) endLease(c echo.Context) error {
 		if ferr != nil {
 			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
 		}
-		l, err = series.EndLeaseByDevice(ctx, s.pool, sr, leaseID, fy, *b.LastSerial, s.now())
+		l, err = series.EndLeaseByDevice(ctx, s.pool, sr, leaseID, fy, *b.LastSerial, b.EndEpoch, s.now())
+	case b.EndEpoch != nil:
+		return apperr.Errorf(series.ErrInvalidLease, "end_epoch is sent by the device, with its Lease-Id")
 	case b.Force && b.DeclaredThrough == nil && b.Declared == nil && b.LastSerial == nil:
 		l, err = series.ForceEndLease(ctx, s.pool, sr, b.Reason, by, s.now())
 	case !b.Force && b.DeclaredThrough != nil && b.Declared == nil && b.LastSerial == nil:

@@ -22,6 +22,10 @@ const (
 	// CodeLeaseNotFound (404): the Lease-Id is no lease of the series.
 	CodeLeaseNotFound    = "lease_not_found"
 	CodeLeaseNotUploaded = "lease_not_uploaded"
+	// CodeLeaseEndSuperseded (409): the device's end carried an
+	// EndEpoch older than the lease's (the device resumed after sending
+	// it); nothing ended.
+	CodeLeaseEndSuperseded = "lease_end_superseded"
 	// CodeLeaseYearsUndeclared: settling a lease that spans several
 	// financial years needs Declared, one serial per year.
 	CodeLeaseYearsUndeclared = "lease_years_undeclared"
@@ -61,7 +65,10 @@ type Lease struct {
 	// NotBefore (when leased): the earliest issue time the device may
 	// use, the later of the server's time at the lease and the series'
 	// last issue time in any year.
-	NotBefore       string `json:"not_before,omitempty"`
+	NotBefore string `json:"not_before,omitempty"`
+	// EndEpoch counts the device's resumes (ResumeLease); the device's
+	// end carries it (EndLeaseRequest.EndEpoch).
+	EndEpoch        int64  `json:"end_epoch,omitempty"`
 	EndedAt         string `json:"ended_at,omitempty"`
 	EndKind         string `json:"end_kind,omitempty"` // "device" or "forced"
 	EndReason       string `json:"end_reason,omitempty"`
@@ -128,13 +135,18 @@ type UploadResult struct {
 }
 
 // EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
-// LastSerial for the device's own end; Force with Reason for a lost
+// LastSerial (and EndEpoch) for the device's own end; Force with Reason for a lost
 // device; DeclaredThrough (a lease of one financial year) or Declared (one
-// serial per year from the lease's start to now's) with Reason to settle a
+// serial per year from the lease's start to the year of the server's
+// tomorrow, or a later declared year) with Reason to settle a
 // forced end.
 type EndLeaseRequest struct {
-	FY              string       `json:"fy,omitempty"`
-	LastSerial      *int64       `json:"last_serial,omitempty"`
+	FY         string `json:"fy,omitempty"`
+	LastSerial *int64 `json:"last_serial,omitempty"`
+	// EndEpoch (the device's end): the lease's end epoch when the end
+	// was asked; a stale one is refused 409 lease_end_superseded. nil:
+	// not checked.
+	EndEpoch        *int64       `json:"end_epoch,omitempty"`
 	Force           bool         `json:"force,omitempty"`
 	Reason          string       `json:"reason,omitempty"`
 	DeclaredThrough *int64       `json:"declared_through,omitempty"`
@@ -241,6 +253,24 @@ func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLea
 func (cl *Client) GetLease(ctx context.Context, code, leaseID string) (Lease, error) {
 	a, err := cl.do(ctx, &call{method: http.MethodGet, path: "/v1/series/" + url.PathEscape(code) + "/lease",
 		accept: "application/json", lease: leaseID})
+	if err != nil {
+		return Lease{}, err
+	}
+	var l Lease
+	return l, decode(a.body, &l)
+}
+
+// ResumeLease is the device's resume of lease leaseID of series code
+// (POST /v1/series/{code}/lease/resume, scope issue) after an end whose
+// outcome it could not learn. It returns the lease as it stands: in force
+// (EndedAt ""), with a new EndEpoch, so that no end the device sent
+// before can commit any more (it is refused 409 lease_end_superseded);
+// or ended, unchanged. It fails with an *Error: 404 lease_not_found. A
+// resume repeated after a lost answer is harmless: it moves the epoch on
+// again.
+func (cl *Client) ResumeLease(ctx context.Context, code, leaseID string) (Lease, error) {
+	a, err := cl.do(ctx, &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + "/lease/resume",
+		mutating: true, accept: "application/json", lease: leaseID})
 	if err != nil {
 		return Lease{}, err
 	}

@@ -43,6 +43,7 @@ var operations = map[string]struct {
 	"takeLease":            {"Lease", reflect.TypeFor[Lease]()},
 	"endLease":             {"EndLease", reflect.TypeFor[Lease]()},
 	"getLease":             {"GetLease", reflect.TypeFor[Lease]()},
+	"resumeLease":          {"ResumeLease", reflect.TypeFor[Lease]()},
 	"uploadDeviceInvoices": {"UploadDeviceInvoices", reflect.TypeFor[UploadResult]()},
 	"uploadDeviceCancels":  {"UploadDeviceCancels", reflect.TypeFor[UploadResult]()},
 }

@@ -19,6 +19,9 @@ var (
 	// ErrLeaseYearsUndeclared: a settlement of a lease that spans several
 	// financial years must declare each of them.
 	ErrLeaseYearsUndeclared = apperr.New(apperr.Invalid, "lease_years_undeclared", "the lease spans several financial years: declare the last serial the device may have issued in each")
+	// ErrEndSuperseded: a device's end carried an end epoch older than
+	// the lease's: the device resumed after sending it, so it is not done.
+	ErrEndSuperseded = apperr.New(apperr.Conflict, "lease_end_superseded", "the device resumed its lease after this end was sent: the lease holds; end it again with the lease's end_epoch")
 )
 
 // Lease end kinds.
@@ -53,6 +56,11 @@ type Lease struct {
 	// time the device may use: the later of the server's time at the lease
 	// and the series' last issue time in any year. Not stored.
 	NotBefore time.Time
+
+	// EndEpoch counts the device's resumes (ResumeLease): a device's
+	// end carries the epoch it was asked at and is refused when the
+	// lease's has moved on since.
+	EndEpoch int64
 
 	EndedAt   *time.Time
 	EndKind   string // EndByDevice or EndForced; empty while held

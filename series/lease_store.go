@@ -174,7 +174,7 @@ func NextPosition(ctx context.Context, q db.Querier, s Series, fy FY) (Position,
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
 	ended_at, coalesce(end_kind, ''), coalesce(ended_by, ''), coalesce(end_reason, ''), coalesce(end_fy, 0), coalesce(end_serial, 0),
-	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years`
+	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years, end_epoch`
 
 func scanLease(row pgx.Row) (Lease, error) {
 	var l Lease
@@ -182,7 +182,7 @@ func scanLease(row pgx.Row) (Lease, error) {
 	var endYears, declaredYears []byte
 	err := row.Scan(&l.ID, &l.SeriesID, &l.DeviceID, &l.LeasedAt, &l.LeasedBy, &startFY, &l.Next.Serial,
 		&l.EndedAt, &l.EndKind, &l.EndedBy, &l.EndReason, &endFY, &l.EndSerial,
-		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears)
+		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears, &l.EndEpoch)
 	l.Next.FY, l.EndFY = FY(startFY), FY(endFY)
 	if err != nil {
 		return l, err
@@ -331,8 +331,12 @@ func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease,
 // (the lease ended otherwise), ErrNotUploaded (with the serial stored
 // last) when the series-year's counter is behind last, ErrInvalidLease
 // when it is ahead (the device claims fewer invoices than were stored),
-// and db.ErrOutcomeUnknown when the COMMIT's answer was lost.
-func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, now time.Time) (Lease, error) {
+// and db.ErrOutcomeUnknown when the COMMIT's answer was lost. With epoch
+// (not nil) the end is the one the device asked for at that end epoch: it
+// returns ErrEndSuperseded, and ends nothing, when the lease still holds
+// and its epoch has moved on (the device resumed after asking, see
+// ResumeLease).
+func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, epoch *int64, now time.Time) (Lease, error) {
 	if !fy.Valid() || last < 0 {
 		return Lease{}, apperr.Errorf(ErrInvalidLease, "fy and last_serial must name a series-year and a serial")
 	}
@@ -347,6 +351,11 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 				return nil // answered before: the same answer again
 			}
 			return apperr.Errorf(ErrLeaseNotHeld, "lease %s of device %s ended at %s", l.ID, l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339))
+		}
+		if epoch != nil && *epoch != l.EndEpoch {
+			// Sent before the device resumed (and sold on): ending the
+			// lease now would free serials the device has printed since.
+			return apperr.Errorf(ErrEndSuperseded, "this end was asked at end_epoch %d; device %s resumed the lease since (end_epoch %d)", *epoch, l.DeviceID, l.EndEpoch)
 		}
 		p, err := position(ctx, tx, s, fy)
 		if err != nil {
@@ -389,6 +398,32 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 	return l, nil
 }
 
+// ResumeLease is the device's resume after an end whose outcome it could
+// not learn: under lease leaseID's row lock it returns the lease as it
+// stands, and when it is in force (not ended) first moves its end epoch
+// on, so that every end the device asked for before (and that may still
+// be in flight) is refused (ErrEndSuperseded) and the device may sell on.
+// An ended lease is returned unchanged: the device learns the end. It
+// returns ErrLeaseNotFound for a lease of another series or none, and
+// db.ErrOutcomeUnknown when the COMMIT's answer was lost (a resume again
+// is harmless: it only moves the epoch on once more).
+func ResumeLease(ctx context.Context, b db.Beginner, s Series, leaseID string) (Lease, error) {
+	var l Lease
+	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
+		var err error
+		if l, err = lockLease(ctx, tx, s, leaseID); err != nil || l.EndedAt != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `UPDATE series_leases SET end_epoch = end_epoch + 1 WHERE lease_id = $1 AND seller_id = $2 RETURNING end_epoch`,
+			l.ID, s.SellerID).Scan(&l.EndEpoch)
+		return translate(err, "resume lease")
+	})
+	if err != nil {
+		return Lease{}, leaseTxFailed(err)
+	}
+	return l, nil
+}
+
 // endedByDevice reports whether l was ended (or settled) by its own
 // device with last as the last serial of fy.
 func (l Lease) endedByDevice(fy FY, last int64) bool {
@@ -405,7 +440,8 @@ func (l Lease) endedByDevice(fy FY, last int64) bool {
 // ForceEndLease ends the lease held on s, for a lost device, recording the
 // last serial uploaded (of the latest series-year the series numbered),
 // and in EndYears the last one of each year from the lease's start to
-// now's.
+// the year of the server's tomorrow (a till whose clock runs ahead numbers in the
+// new year before the server's midnight).
 // The series stays held until the lease is settled (SettleLease, or the
 // device's late upload and EndLeaseByDevice): until then the audit lists
 // the serials the device may have issued and never uploaded. It returns
@@ -435,10 +471,13 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return translate(err, "read counter")
 		}
-		// Every year from the lease's start to now's: the device may have
-		// numbered in each, whether or not anything of it was uploaded.
+		// Every year from the lease's start to the year of the server's
+		// tomorrow (the latest invoice date an upload is accepted with: a
+		// till whose clock runs ahead numbers in the new year before the
+		// server's midnight): the device may have numbered in each,
+		// whether or not anything of it was uploaded.
 		years := map[FY]int64{}
-		for _, y := range l.YearsThrough(max(FYAt(now), fy)) {
+		for _, y := range l.YearsThrough(max(lastYear(now), fy)) {
 			p, err := position(ctx, tx, s, y)
 			if err != nil {
 				return err
@@ -458,7 +497,8 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 }
 
 // SettleLease settles, as SettleLeaseYears, a lease of s ended by force
-// whose years (from its start to now's) are one: through is the last
+// whose years (from its start to the year of the server's tomorrow) are
+// one: through is the last
 // serial the device may have issued in it. A lease spanning several years
 // is refused with ErrLeaseYearsUndeclared: settle it with
 // SettleLeaseYears.
@@ -469,8 +509,9 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 // SettleLeaseYears settles the lease of s ended by force whose device
 // never uploaded the rest: the accountant declares, with a reason, the
 // last serial the device may have issued in each financial year from the
-// lease's start to now's (declared, every one of those years and no
-// other). In each year, serials after the last stored one up to the
+// lease's start to the year of the server's tomorrow, or to a later year
+// it names (a till whose clock ran ahead printed in it): declared, every
+// one of those years, none before the lease's start. In each year, serials after the last stored one up to the
 // declared one are spent (the counter moves past them, so no number the
 // device may have printed is issued again; the audit shows them as a
 // gap), and the series is free again. A declared serial may not be below
@@ -504,7 +545,14 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		years := l.YearsThrough(max(FYAt(now), l.EndFY))
+		// From the lease's start to the year of the server's tomorrow (see
+		// ForceEndLease), or to a later year the accountant declares (a
+		// till whose clock ran further ahead printed in it).
+		last := max(lastYear(now), l.EndFY)
+		for y := range declared {
+			last = max(last, y)
+		}
+		years := l.YearsThrough(last)
 		if declared == nil {
 			if len(years) > 1 {
 				return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s spans %s to %s: declare the last serial device %s may have issued in each of them (declared), not declared_through alone",
@@ -557,6 +605,11 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 	}
 	return l, nil
 }
+
+// lastYear returns the latest financial year a device may have numbered
+// in by now: the year of the server's tomorrow (IST), the latest invoice
+// date an upload is accepted with.
+func lastYear(now time.Time) FY { return FYOf(DateIST(now).AddDate(0, 0, 1)) }
 
 func checkReason(reason string) error {
 	if reason == "" || len(reason) > 300 {

@@ -57,13 +57,13 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the lease was taken: %v", err)
 	}
-	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, series.FY(2026), 0, now)
+	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, series.FY(2026), 0, nil, now)
 	want("the device's end", err)
 	// The end is idempotent: asked again, the same answer.
-	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
+	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, nil, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
 		t.Fatalf("the device's end asked again: %+v, %v", again, err)
 	}
-	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 1, now); !errors.Is(err, series.ErrLeaseNotHeld) {
+	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 1, nil, now); !errors.Is(err, series.ErrLeaseNotHeld) {
 		t.Fatalf("another end of an ended lease: %v, want lease_not_held", err)
 	}
 	if _, err := series.TakeLease(ctx, f.pool, s, "till-8", "test", now); err != nil {
@@ -86,5 +86,134 @@ func TestDeviceIDEchoCutsBetweenCharacters(t *testing.T) {
 	err := series.CheckDeviceID(strings.Repeat("a", 39) + "é and more")
 	if want := `"` + strings.Repeat("a", 39) + `…"`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("%v; want the id echoed as %s", err, want)
+	}
+}
+
+// TestEndSentBeforeAResumeNeverCommits: an end the device asked for at an
+// end epoch is refused (ErrEndSuperseded), and ends nothing, once the
+// device resumed the lease (ResumeLease moved the epoch on): also for the
+// late end that would settle a lease ended by force meanwhile. A resume
+// of an ended lease changes nothing; a resume whose COMMIT's answer is
+// lost is an unknown outcome, and did commit.
+func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, series.IST)
+	epoch := func(n int64) *int64 { return &n }
+	for _, forced := range []bool{false, true} {
+		l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
+		if err != nil || l.EndEpoch != 0 {
+			t.Fatalf("take: %+v, %v", l, err)
+		}
+		r, err := series.ResumeLease(ctx, f.pool, s, l.ID)
+		if err != nil || r.EndEpoch != 1 || r.EndedAt != nil {
+			t.Fatalf("resume: epoch %d, ended %v, %v; want epoch 1, in force", r.EndEpoch, r.EndedAt, err)
+		}
+		if forced {
+			if _, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(0), now); !errors.Is(err, series.ErrEndSuperseded) {
+			t.Fatalf("forced %v: an end asked before the resume: %v, want lease_end_superseded", forced, err)
+		}
+		if h, err := series.HolderLease(ctx, f.pool, s); err != nil || h.ID != l.ID || h.SettledAt != nil {
+			t.Fatalf("forced %v: after the stale end the lease must still hold: %+v, %v", forced, h, err)
+		}
+		if forced {
+			// Ended by force: nothing to resume, nothing written.
+			if r, err := series.ResumeLease(ctx, f.pool, s, l.ID); err != nil || r.EndedAt == nil || r.EndEpoch != 1 {
+				t.Fatalf("resume of a lease ended by force: %+v, %v", r, err)
+			}
+		} else if _, err := series.ResumeLease(ctx, answerLost{f.pool}, s, l.ID); !errors.Is(err, db.ErrOutcomeUnknown) {
+			t.Fatalf("resume with its COMMIT's answer lost: %v, want commit_outcome_unknown", err)
+		}
+		want := int64(2)
+		if forced {
+			want = 1
+		}
+		if g, err := series.GetLease(ctx, f.pool, s, l.ID); err != nil || g.EndEpoch != want {
+			t.Fatalf("forced %v: epoch %d after the second resume, want %d (%v)", forced, g.EndEpoch, want, err)
+		}
+		if e, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(want), now); err != nil || e.SettledAt == nil {
+			t.Fatalf("forced %v: the end at the current epoch: %+v, %v", forced, e, err)
+		}
+		if r, err := series.ResumeLease(ctx, f.pool, s, l.ID); err != nil || r.EndEpoch != want || r.SettledAt == nil {
+			t.Fatalf("forced %v: resume of an ended lease: %+v, %v; want it unchanged", forced, r, err)
+		}
+	}
+}
+
+// TestForcedEndYearsNeverBeforeTheLeaseStart: a lease whose floor (and so
+// its start year) is 2027-28, taken and ended by force and settled by a
+// server whose clock still says 31 March 2027: the forced end and the
+// settlement cover the lease's start year to the later of it and the
+// clock's (here the start year alone), never a year before the lease, and
+// the settlement spends the declared serials there.
+func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	// Two invoices of 2027-28 committed by an issuer whose clock ran ahead.
+	if _, err := f.pool.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		VALUES ($1, 2027, $2, 2, $3, '2027-04-01', '2027-04-01T00:00:01+05:30')`, s.ID, s.SellerID, s.Format.Capacity()); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2027, 3, 31, 23, 59, 0, 0, series.IST)
+	l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
+	if err != nil || l.StartFY() != series.FY(2027) || l.Next.Serial != 3 {
+		t.Fatalf("take: start %s serial %d, %v; want 2027-28 serial 3", l.StartFY(), l.Next.Serial, err)
+	}
+	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now)
+	if err != nil || len(forced.EndYears) != 1 || forced.EndYears[series.FY(2027)] != 2 || forced.EndFY != series.FY(2027) {
+		t.Fatalf("forced end with the clock before the lease's year: years %v, end %s/%d, %v; want 2027-28 through 2 only", forced.EndYears, forced.EndFY, forced.EndSerial, err)
+	}
+	settled, err := series.SettleLease(ctx, f.pool, s, 4, "paper receipts to 4", "test", now)
+	if err != nil || len(settled.DeclaredYears) != 1 || settled.DeclaredYears[series.FY(2027)] != 4 {
+		t.Fatalf("settle with the clock before the lease's year: %v, %v; want 2027-28 through 4 only", settled.DeclaredYears, err)
+	}
+	if p, err := series.NextPosition(ctx, f.pool, s, series.FY(2027)); err != nil || p.Serial != 5 {
+		t.Fatalf("2027-28 after the settlement continues at %d, %v; want 5", p.Serial, err)
+	}
+	if p, err := series.NextPosition(ctx, f.pool, s, series.FY(2026)); err != nil || p.Serial != 1 {
+		t.Fatalf("2026-27, before the lease, was touched: next %d, %v", p.Serial, err)
+	}
+}
+
+// TestForcedEndCoversTheYearOfTomorrow: a till leased at 23:48 IST on 31
+// March with its clock ahead prints the new year's first serial before
+// the server's midnight, and is lost. The forced end (at 23:57) covers
+// 2027-28 too, the settlement must declare it, and it spends the serial:
+// before, only 2026-27 was covered, and the next lease (or online
+// issuance) numbered 27-28/0001 again (TestLeaseLifecycleNeverNumbersTwice,
+// seed 1796199610702107012). A later year may be declared as well (a
+// clock further ahead).
+func TestForcedEndCoversTheYearOfTomorrow(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
+	now := time.Date(2027, 3, 31, 23, 48, 0, 0, series.IST)
+	if _, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now); err != nil {
+		t.Fatal(err)
+	}
+	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now.Add(9*time.Minute))
+	if _, ok := forced.EndYears[series.FY(2027)]; err != nil || !ok {
+		t.Fatalf("forced end before midnight: years %v, %v; want 2026-27 and 2027-28", forced.EndYears, err)
+	}
+	if _, err := series.SettleLease(ctx, f.pool, s, 0, "nothing printed", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
+		t.Fatalf("declared_through alone for a lease reaching tomorrow's year: %v, want lease_years_undeclared", err)
+	}
+	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[series.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute))
+	if err != nil || len(settled.DeclaredYears) != 3 {
+		t.Fatalf("settle through 2028-29: %v, %v", settled.DeclaredYears, err)
+	}
+	for fy, next := range map[series.FY]int64{2026: 1, 2027: 2, 2028: 3} {
+		if p, err := series.NextPosition(ctx, f.pool, s, fy); err != nil || p.Serial != next {
+			t.Fatalf("%s continues at %d, %v; want %d", fy, p.Serial, err, next)
+		}
 	}
 }

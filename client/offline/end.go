@@ -18,13 +18,17 @@ import (
 // record, then selling goes on). A lost answer, a crash between the
 // server's commit and the journal's record, or a 503
 // commit_outcome_unknown all leave the end pending; End asks again (the
-// server's end is idempotent) or reads the lease.
+// server's end is idempotent) or resumes the lease: a write that moves the
+// lease's end epoch on, so that an end sent before and still in flight
+// can no longer commit (the "ending" record holds the epoch the end is
+// asked at; a stale one is refused 409 lease_end_superseded).
 
 // endMark is the end the journal says was asked for: the last serial of
-// the latest series-year numbered.
+// the latest series-year numbered, and the lease's end epoch then.
 type endMark struct {
-	fy   series.FY
-	last int64
+	fy    series.FY
+	last  int64
+	epoch int64
 }
 
 // EndPending reports whether the lease's end was asked for and its
@@ -43,8 +47,8 @@ func (t *Terminal) EndPending() bool {
 //
 // After an error the lease still holds (Issue works again) only when that
 // is known: the upload failed before the end was asked for, or the
-// server's answer or a read of the lease (GET …/lease) shows the lease in
-// force. Otherwise the error wraps ErrEndPending, and End must be called
+// server's answer or a resume of the lease (POST …/lease/resume) shows
+// the lease in force. Otherwise the error wraps ErrEndPending, and End must be called
 // again: the server answers a repeated end with the ended lease.
 //
 // When the upload before the end is refused because the lease was ended
@@ -79,37 +83,44 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 		for y := range t.years {
 			fy = max(fy, y)
 		}
-		m = &endMark{fy: fy, last: t.years[fy].last}
-		if err := t.write(record{Kind: "ending", FY: fy.String(), Through: m.last}); err != nil {
+		m = &endMark{fy: fy, last: t.years[fy].last, epoch: t.epoch}
+		if err := t.write(record{Kind: "ending", FY: fy.String(), Through: m.last, Epoch: m.epoch}); err != nil {
 			t.mu.Unlock()
 			return client.Lease{}, err
 		}
 		t.pending = m
 	}
 	t.mu.Unlock()
-	last := m.last
-	l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: m.fy.String(), LastSerial: &last})
+	last, epoch := m.last, m.epoch
+	l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: m.fy.String(), LastSerial: &last, EndEpoch: &epoch})
 	if err == nil {
 		return l, t.settle(record{Kind: "end"})
 	}
 	return t.learnEnd(ctx, cl, m, err)
 }
 
-// learnEnd reads the lease after the end asked for at m failed with
-// endErr, and settles the journal when the read shows the outcome: the
-// lease ended by its device at m (it returns the lease), or the lease in
-// force (it returns endErr: sell on), or settled otherwise (it returns
-// the lease and an error wrapping ErrEnded). Otherwise (no answer, or a
-// forced end not yet settled, which End settles by asking again) the end
-// stays pending and the error wraps ErrEndPending.
+// learnEnd resumes the lease (ResumeLease) after the end asked for at m
+// failed with endErr, and settles the journal when the answer shows the
+// outcome: the lease ended by its device at m (it returns the lease), or
+// the lease in force (it returns endErr: sell on), or settled otherwise
+// (it returns the lease and an error wrapping ErrEnded). Otherwise (no
+// answer, or a forced end not yet settled, which End settles by asking
+// again) the end stays pending and the error wraps ErrEndPending.
+//
+// A resume, not a read: an end sent before may still be in flight (a
+// proxy gave up on it, the server has not run it yet), and a read saying
+// "in force" would not stop it from committing after the device sold on,
+// freeing serials the device printed since. The resume moves the lease's
+// end epoch on under its row lock, and the server refuses an end that
+// carries an older one (409 lease_end_superseded).
 func (t *Terminal) learnEnd(ctx context.Context, cl *client.Client, m *endMark, endErr error) (client.Lease, error) {
-	l, err := cl.GetLease(ctx, t.lease.Series, t.lease.LeaseID)
+	l, err := cl.ResumeLease(ctx, t.lease.Series, t.lease.LeaseID)
 	if err != nil {
-		return client.Lease{}, fmt.Errorf("%w: %w (reading the lease: %v)", ErrEndPending, endErr, err)
+		return client.Lease{}, fmt.Errorf("%w: %w (resuming the lease: %v)", ErrEndPending, endErr, err)
 	}
 	switch {
 	case l.EndedAt == "":
-		if err := t.settle(record{Kind: "resume"}); err != nil {
+		if err := t.settle(record{Kind: "resume", Epoch: l.EndEpoch}); err != nil {
 			return client.Lease{}, err
 		}
 		return client.Lease{}, endErr
@@ -146,5 +157,6 @@ func (t *Terminal) settle(r record) error {
 	}
 	t.pending, t.doubt = nil, false
 	t.ended = r.Kind == "end"
+	t.epoch = max(t.epoch, r.Epoch)
 	return nil
 }

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -82,7 +83,8 @@ func (t *Terminal) refused(ctx context.Context, cl *client.Client, refusal error
 // learnLease reads the lease while in doubt, after refusal (nil: a doubt
 // left by an earlier Sync). Settled: it journals the end and returns a
 // *NotUploadedError. In force (not ended): it journals "resume" and
-// returns nil. Ended by force and not settled (uploads are still taken):
+// returns nil; when an end is pending, it resumes the lease first
+// (learnEnd), so that the pending end cannot commit after selling goes on. Ended by force and not settled (uploads are still taken):
 // the doubt stays, and it returns nil without a refusal (Sync uploads,
 // End settles the lease) and an error wrapping ErrLeaseInDoubt with one.
 // No answer, or any error: the doubt stays and the error wraps
@@ -108,6 +110,24 @@ func (t *Terminal) learnLease(ctx context.Context, cl *client.Client, refusal er
 		}
 		return &NotUploadedError{Lease: l, Records: recs, Err: refusal}
 	case l.EndedAt == "":
+		t.mu.Lock()
+		pending := t.pending
+		t.mu.Unlock()
+		if pending != nil {
+			// An end was asked for and may be in flight: only a resume
+			// (learnEnd) stops it from committing after selling goes on.
+			held := errors.New("the lease's end is pending")
+			ended, err := t.learnEnd(ctx, cl, pending, held)
+			switch {
+			case errors.Is(err, held):
+				return nil // resumed: selling goes on
+			case err == nil:
+				return fmt.Errorf("%w: the lease ended at serial %d of %s", ErrEnded, ended.EndSerial, ended.EndFY)
+			case errors.Is(err, ErrEndPending):
+				return fmt.Errorf("%w: %w", ErrLeaseInDoubt, err)
+			}
+			return err
+		}
 		return t.settle(record{Kind: "resume"})
 	case refusal != nil:
 		return fmt.Errorf("%w: %w (the lease was ended %s and is not settled)", ErrLeaseInDoubt, refusal, l.EndKind)

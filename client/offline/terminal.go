@@ -66,6 +66,10 @@ type record struct {
 	// "up": invoices uploaded through this serial of FY; "upc":
 	// cancellations uploaded through this chain position of FY.
 	Through int64 `json:"through,omitempty"`
+	// Epoch: of an "ending", the lease's end epoch the end is asked at;
+	// of a "resume" learnt by resuming (not by a read), the lease's new
+	// end epoch.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // year is a series-year as the terminal numbered it.
@@ -98,6 +102,7 @@ type Terminal struct {
 	ended    bool
 	ending   bool      // End is running: Issue and Cancel wait for its outcome
 	pending  *endMark  // an "ending" journaled, its outcome not yet known
+	epoch    int64     // the lease's end epoch as last learnt (ResumeLease)
 	doubt    bool      // a "doubt" journaled: the lease may have ended
 	floor    time.Time // the lease's not_before
 	now      func() time.Time
@@ -235,11 +240,12 @@ func (t *Terminal) replay(r record, first bool) error {
 		if err != nil {
 			return err
 		}
-		t.pending = &endMark{fy: fy, last: r.Through}
+		t.pending = &endMark{fy: fy, last: r.Through, epoch: r.Epoch}
 	case "doubt":
 		t.doubt = true
 	case "resume":
 		t.pending, t.doubt = nil, false
+		t.epoch = max(t.epoch, r.Epoch)
 	case "end":
 		t.ended, t.pending, t.doubt = true, nil, false
 	default:
@@ -277,6 +283,7 @@ func (t *Terminal) setLease(l client.Lease) error {
 		head = nil
 	}
 	t.lease = l
+	t.epoch = l.EndEpoch
 	t.seller = series.Seller{GSTIN: g, StateCode: g.StateCode()}
 	t.series = series.Series{Code: l.Series, DocType: dt, Format: f}
 	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
