@@ -1,9 +1,9 @@
 package api
 
 import (
-	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/invoiced/invoiced/internal/jsonfast"
 )
 
 // The batch answer written by hand. json.Marshal of 500 rendered invoices
@@ -45,9 +45,9 @@ func appendBatchResult(b []byte, r *batchResultJSON) []byte {
 	}
 	if r.Error != nil {
 		b = append(b, `,"error":{"code":`...)
-		b = appendJSONString(b, r.Error.Code)
+		b = jsonfast.AppendString(b, r.Error.Code)
 		b = append(b, `,"message":`...)
-		b = appendJSONString(b, r.Error.Message)
+		b = jsonfast.AppendString(b, r.Error.Message)
 		b = append(b, '}')
 	}
 	return append(b, '}')
@@ -136,23 +136,5 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 // appendField appends prefix (the key and what comes before it) and the
 // JSON string s.
 func appendField(b []byte, prefix, s string) []byte {
-	return appendJSONString(append(b, prefix...), s)
-}
-
-// appendJSONString appends s as json.Marshal writes a string: ASCII
-// other than control characters, '"', '\\' and the HTML characters <, >
-// and & (which encoding/json escapes) is copied; any other string is
-// marshalled. It is invoice's appendJSONString, with the same guard
-// (DEL, which encoding/json copies, is copied too); both are tested
-// against json.Marshal for every byte.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return jsonfast.AppendString(append(b, prefix...), s)
 }

@@ -3,8 +3,8 @@ package invoice
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/internal/jsonfast"
 	"github.com/shopspring/decimal"
 )
 
@@ -29,9 +29,9 @@ func itemsJSON(items []Item) (string, error) {
 			b = append(b, ',')
 		}
 		b = append(b, `{"description":`...)
-		b = appendJSONString(b, it.Description)
+		b = jsonfast.AppendString(b, it.Description)
 		b = append(b, `,"hsn":`...)
-		b = appendJSONString(b, it.HSN)
+		b = jsonfast.AppendString(b, it.HSN)
 		for _, f := range [...]struct {
 			name string
 			d    *decimal.Decimal
@@ -48,24 +48,6 @@ func itemsJSON(items []Item) (string, error) {
 	}
 	b = append(b, ']')
 	return string(b), nil
-}
-
-// appendJSONString appends s as json.Marshal writes a string: printable
-// ASCII other than '"', '\\', '<', '>' and '&' as is, anything else through
-// encoding/json itself. api has a twin with the same guard (api may import
-// invoice, not the reverse, and neither exports it); both are tested
-// against json.Marshal for every byte.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // appendDecimal appends d.String(): without an exponent, trailing zeros of
