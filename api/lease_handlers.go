@@ -200,25 +200,37 @@ func (s *Server) getLease(c echo.Context) error {
 	return writeJSON(c, http.StatusOK, out)
 }
 
+// holderRequest authorises a request of a lease's holder (scope issue,
+// header Lease-Id) on the series of its path and returns the key's
+// principal, the series and the lease id. It fails with the errors of
+// authorisation and of seriesOf, and errNoLeaseID without the header.
+func (s *Server) holderRequest(c echo.Context) (apikey.Principal, series.Series, string, error) {
+	p, err := s.authorize(c, apikey.CanIssue)
+	if err != nil {
+		return apikey.Principal{}, series.Series{}, "", err
+	}
+	leaseID := c.Request().Header.Get(headerLeaseID)
+	if leaseID == "" {
+		return apikey.Principal{}, series.Series{}, "", errNoLeaseID
+	}
+	sr, err := s.seriesOf(c.Request().Context(), p, c.Param("code"))
+	if err != nil {
+		return apikey.Principal{}, series.Series{}, "", err
+	}
+	return p, sr, leaseID, nil
+}
+
 // resumeLease serves POST /v1/series/{code}/lease/resume (scope issue,
 // header Lease-Id): the device, which asked to end its lease and could not
 // learn the outcome, asks to sell on. 200 with the lease as it stands:
 // in force (no ended_at), its end_epoch moved on, so that no end the
 // device sent before can commit any more; ended, unchanged.
 func (s *Server) resumeLease(c echo.Context) error {
-	p, err := s.authorize(c, apikey.CanIssue)
+	_, sr, leaseID, err := s.holderRequest(c)
 	if err != nil {
 		return err
-	}
-	leaseID := c.Request().Header.Get(headerLeaseID)
-	if leaseID == "" {
-		return errNoLeaseID
 	}
 	ctx := c.Request().Context()
-	sr, err := s.seriesOf(ctx, p, c.Param("code"))
-	if err != nil {
-		return err
-	}
 	l, err := series.ResumeLease(ctx, s.pool, sr, leaseID)
 	if err != nil {
 		return err
@@ -351,19 +363,11 @@ func (s *Server) uploadOffline(c echo.Context) error {
 func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
 	store func(context.Context, db.Beginner, series.Seller, series.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
-	p, err := s.authorize(c, apikey.CanIssue)
+	p, sr, leaseID, err := s.holderRequest(c)
 	if err != nil {
 		return err
-	}
-	leaseID := c.Request().Header.Get(headerLeaseID)
-	if leaseID == "" {
-		return errNoLeaseID
 	}
 	ctx := c.Request().Context()
-	sr, err := s.seriesOf(ctx, p, c.Param("code"))
-	if err != nil {
-		return err
-	}
 	if err := series.CheckLease(ctx, s.pool, sr, leaseID); err != nil {
 		return err
 	}
