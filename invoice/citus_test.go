@@ -9,6 +9,7 @@ package invoice_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -47,6 +49,10 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // two-phase commit (pg_dist_transaction gains no record). The control, one
 // transaction writing the counter rows of two sellers on different
 // workers, adds records, so the count can fail the test.
+//
+// The Committer predicts, so every batch after a series' first is one
+// delegated call of invoiced_issue_batch (docs/scale-out.md, "One call
+// per batch"); the first is an ordinary routed transaction.
 //
 // It runs twice: batching per seller, and per shard (Config.ShardBatches:
 // sellers whose rows share a shard may share a transaction). Each logs
@@ -88,7 +94,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	if len(workers) != 2 {
 		t.Fatalf("the sellers' shard groups lie on %d workers, want 2: %v", len(workers), workers)
 	}
-	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4})
+	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4, Predict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +129,11 @@ func issueOnCitus(t *testing.T, perShard bool) {
 			t.Errorf("seller %d: %d invoices, serials %d..%d (%d distinct), want exactly 1..%d", sl.s.ID, n, lo, hi, distinct, each)
 		}
 	}
-	t.Logf("per shard %v: %d transactions for %d invoices of %d sellers", perShard, c.Stats().Batches, sellers*each, sellers)
+	st := c.Stats()
+	t.Logf("per shard %v: %d transactions for %d invoices of %d sellers (%d delegated calls)", perShard, st.Batches, sellers*each, sellers, st.Delegated)
+	if st.Delegated == 0 || st.Delegated != st.Predicted {
+		t.Errorf("stats %+v: want the predicted batches, and only they, sent as delegated calls", st)
+	}
 
 	// The control: one transaction that writes two sellers' rows on two
 	// workers is a two-phase commit, recorded.
@@ -150,5 +160,43 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	}
 	if got := twoPhase(t, pool) - before; got == 0 {
 		t.Fatal("the control, a transaction over two workers, left no two-phase commit record: the count proves nothing")
+	}
+}
+
+// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_batch for a
+// seller is planned by the coordinator as one task on the worker that holds
+// the seller's shard group, the call itself sent there whole: delegation
+// (create_distributed_function with its seller argument, by invoiced
+// migrate). Without it every statement inside would be a hop of its own.
+func TestCitusIssueBatchIsDelegated(t *testing.T) {
+	if !dbtest.Citus(t) {
+		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
+	}
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	s := testfactory.Seller(t, pool, nil)
+	empty := "'{}'"
+	args := []string{fmt.Sprint(s.ID), fmt.Sprintf("'{%d}'", s.ID)}
+	for range 10 {
+		args = append(args, empty)
+	}
+	args = append(args, "NULL", empty, "NULL", "NULL", "NULL")
+	for range 20 + 6 + 7 {
+		args = append(args, empty)
+	}
+	args = append(args, "NULL")
+	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_batch("+strings.Join(args, ", ")+")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	want := fmt.Sprintf("port=%d ", workerOf(t, pool, s.ID))
+	if !strings.Contains(plan, "Task Count: 1") || !strings.Contains(plan, want) || strings.Contains(plan, "Seq Scan") {
+		t.Fatalf("the call is not one task on the seller's worker (%s):\n%s", want, plan)
 	}
 }

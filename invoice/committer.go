@@ -53,6 +53,9 @@ type Committer struct {
 	rows map[rowKey]*rowState
 	// shards maps a seller's id to its shard group (ShardBatches).
 	shards sync.Map
+	// subscribers holds, for Delegated, the sellers a call found
+	// subscribed to invoice.issued: their batches take event ids first.
+	subscribers sync.Map
 }
 
 // Pool hands out the connections of pipelined transactions;
@@ -91,10 +94,11 @@ func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committ
 		cfg.Now = time.Now
 	}
 	if cfg.Citus {
-		// A predicted transaction writes everything in its one round trip
-		// with unnest; on Citus the writes take the routed form
-		// (series.Options.Routed) and events a round trip of their own.
-		cfg.Predict = false
+		// The ordinary transaction's writes take the routed form
+		// (series.Options.Routed), events a round trip of their own; a
+		// predicted batch is one delegated call (Delegated), which runs
+		// whole on the shard's worker.
+		cfg.Delegated = cfg.Predict
 		cfg.Options.Routed = true
 	}
 	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
@@ -127,6 +131,9 @@ type Stats struct {
 	// (they were then issued the ordinary way).
 	Predicted    int64
 	Mispredicted int64
+	// Delegated counts the predicted transactions that were one call of
+	// invoiced_issue_batch (Config.Delegated).
+	Delegated int64
 }
 
 // Stats returns a snapshot of the counters.

@@ -56,10 +56,20 @@ type Config struct {
 	// runs on one worker with no two-phase commit. It costs transactions
 	// (a batch no longer mixes sellers), so plain PostgreSQL leaves it
 	// off. The pool's sessions need custom plans (db.ForCitus). It also
-	// turns Predict off and Options.Routed on: the writes are multi-row
-	// VALUES, which Citus routes to one worker, where an insert from
-	// unnest would be copied in two phases (docs/scale-out.md).
+	// turns Options.Routed on: the writes of an ordinary transaction are
+	// multi-row VALUES, which Citus routes to one worker, where an insert
+	// from unnest would be copied in two phases (docs/scale-out.md); and
+	// Delegated on when Predict is.
 	Citus bool
+	// Delegated sends a predicted batch as one call of the database
+	// function invoiced_issue_batch (migration 00026) instead of a
+	// pipelined transaction: on Citus the call is delegated to the worker
+	// of the batch's shard and runs there whole, one coordinator hop per
+	// batch instead of one per statement (docs/scale-out.md, "One call per
+	// batch"). A batch that needs the period guard (dated in a month that
+	// may have ended) is issued the ordinary way. It needs Predict; Citus
+	// sets it. On plain PostgreSQL it is for tests and measurement.
+	Delegated bool
 	// ShardBatches, with Citus, lets a batch take the queues of every
 	// seller whose rows live in one shard, not of one seller only: one
 	// shard holds a hash range of sellers, and a transaction over sellers
@@ -122,6 +132,9 @@ func (cfg Config) check(tx transactions) error {
 	}
 	if cfg.Predict && tx != pipelined {
 		errs = append(errs, errors.New("invoice: Config.Predict needs pipelined transactions (NewCommitter with a pool), not NewPlainCommitter"))
+	}
+	if cfg.Delegated && !cfg.Predict {
+		errs = append(errs, errors.New("invoice: Config.Delegated needs Config.Predict: only a predicted batch is one call"))
 	}
 	if cfg.Predict && !cfg.Batching {
 		errs = append(errs, errors.New("invoice: Config.Predict needs Config.Batching: only a batch's reserved counter rows can be predicted"))

@@ -46,7 +46,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("old", processNow)}); !errors.Is(r.Err, series.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days before the database's: %+v", r)
 	}
-	if st := c.Stats(); (st.Predicted == 0) != (predictions(t, 1) == 0) {
+	if st := c.Stats(); st.Predicted == 0 {
 		t.Errorf("predicted transactions: %+v, want some (none on Citus)", st)
 	}
 	// A process whose clock is ahead: a date the database finds in the
@@ -63,7 +63,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-2", ahead)}); !errors.Is(r.Err, series.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days after the database's: %+v", r)
 	}
-	if st := c2.Stats(); st.Mispredicted != predictions(t, 1) {
+	if st := c2.Stats(); st.Mispredicted != 1 {
 		t.Errorf("the predicted batch with a date in the database's future: stats %+v, want one misprediction", st)
 	}
 	checkContiguous(t, serialsOf(t, f), 4)

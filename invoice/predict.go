@@ -194,14 +194,6 @@ func (c *Committer) forgetRows(rows []rowKey, until time.Time) {
 // caller issues parts the ordinary way. Otherwise err is the
 // transaction's failure, nil when it committed.
 func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows []rowKey, predicted []series.State, opt series.Options) (done bool, err error) {
-	tx, pipe, end, err := c.begin(ctx)
-	if err != nil {
-		return true, translate(err, "begin")
-	}
-	defer end()
-	if pipe == nil {
-		panic("invoice: a predicted transaction that is not pipelined")
-	}
 	now := c.now()
 	groups := make([]Group, len(parts))
 	var claims []KeyClaim
@@ -239,8 +231,31 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 			}
 		}
 	}
-	invs, states, err := issuePredicted(ctx, tx, groups, predicted, claims, window, now, opt)
+	var invs [][]Invoice
+	var states []*series.State
+	if c.cfg.Delegated {
+		invs, states, err = c.issueDelegated(ctx, groups, predicted, claims, window, now, opt)
+	} else {
+		tx, pipe, end, berr := c.begin(ctx)
+		if berr != nil {
+			return true, translate(berr, "begin")
+		}
+		defer end()
+		if pipe == nil {
+			panic("invoice: a predicted transaction that is not pipelined")
+		}
+		if invs, states, err = issuePredicted(ctx, tx, groups, predicted, claims, window, now, opt); err == nil {
+			pipe.committed()
+		}
+	}
 	switch {
+	case errors.Is(err, errNeedsEventIDs):
+		// A seller subscribes: the ordinary path issues this batch, and
+		// the next delegated one takes event ids for the sellers first.
+		for _, g := range groups {
+			c.subscribers.Store(g.Seller.ID, true)
+		}
+		return false, nil
 	case errors.Is(err, errPredictRefused):
 		return false, nil // only the ordinary path words the refusal
 	case series.IsLeased(err):
@@ -273,11 +288,15 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 		c.forgetRows(rows, time.Time{})
 		return true, err
 	}
-	pipe.committed()
 	// Stats first: an answered caller may read them at once.
 	n := 0
 	for _, p := range parts {
 		n += len(p)
+	}
+	if c.cfg.Delegated {
+		c.mu.Lock()
+		c.stats.Delegated++
+		c.mu.Unlock()
 	}
 	c.recordCommit(parts, states, n, true)
 	for g, p := range parts {

@@ -26,19 +26,6 @@ func setup(t *testing.T) fixture {
 	return fixture{pool: pool, seller: sel, s: testfactory.Series(t, pool, sel, nil)}
 }
 
-// predictions returns n, the count of predicted (or mispredicted)
-// transactions a test expects of a Committer made with Predict, on plain
-// PostgreSQL; on Citus it returns 0, for Config.Citus turns prediction off
-// (its writes take the routed form, docs/scale-out.md), so there the test
-// asserts that nothing was predicted.
-func predictions(t testing.TB, n int64) int64 {
-	t.Helper()
-	if dbtest.Citus(t) {
-		return 0
-	}
-	return n
-}
-
 func (f fixture) draft(t *testing.T, key string) invoice.Draft {
 	t.Helper()
 	return testfactory.Draft(t, f.seller, f.s, now, &testfactory.DraftOpts{Key: key})

@@ -47,8 +47,26 @@ var referenceTables = []string{"sellers", "api_keys", "console_sessions"}
 // bookkeeping, read only by invoiced at start.
 var coordinatorTables = []string{"goose_db_version", "schema_compat", "invoiced_migration_history"}
 
-// Functions that statements on distributed tables call on the workers.
-var distributedFunctions = []string{"invoiced_require(boolean,text,text)", "invoiced_lease_guard()"}
+// Functions that statements on distributed tables call on the workers,
+// and invoiced_issue_batch (00026), which is delegated: a call whose seller
+// (its first argument) is a constant runs whole on the worker that holds
+// the seller's shard group (docs/scale-out.md, "One call per batch").
+var distributedFunctions = []distributedFunction{
+	{sig: "invoiced_require(boolean,text,text)"},
+	{sig: "invoiced_lease_guard()"},
+	{sig: "invoiced_issue_batch(" + issueBatchArgs + ")", arg: "p_seller"},
+}
+
+// distributedFunction is a function Citus copies to every node; with arg,
+// calls are delegated by that argument, co-located with series.
+type distributedFunction struct{ sig, arg string }
+
+// issueBatchArgs are invoiced_issue_batch's argument types (00026).
+const issueBatchArgs = "bigint,bigint[],bigint[],int[],bigint[],bigint[],bytea[],bigint[],date[]," +
+	"timestamptz[],bigint[],bytea[],text,text[],date,date,int,bigint[],bigint[],int[],bigint[],text[]," +
+	"date[],timestamptz[],text[],text[],text[],text[],text[],date[],text[],text[],text[],text[],text[]," +
+	"text[],text[],bigint[],bigint[],int[],bigint[],text[],bytea[],bigint[],int[],bigint[],bigint[]," +
+	"timestamptz[],bytea[],bigint[],bigint[]"
 
 // Citus reports whether the database behind pool has the citus extension
 // (it is then a Citus coordinator, and Up distributes the tables). It fails
@@ -121,10 +139,13 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	for _, f := range distributedFunctions {
+		if f.arg != "" {
+			continue // co-located with series: after the tables
+		}
 		_, err := conn.Exec(ctx, `SELECT create_distributed_function($1)
-			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure)`, f)
+			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure)`, f.sig)
 		if err != nil {
-			return fmt.Errorf("migrations: citus: function %s: %w", f, err)
+			return fmt.Errorf("migrations: citus: function %s: %w", f.sig, err)
 		}
 	}
 	for i, t := range distributedTables {
@@ -138,6 +159,20 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 		if err != nil {
 			return fmt.Errorf("migrations: citus: distribute %s: %w%s", t, err, detail(err))
+		}
+	}
+	// Delegated functions last: they are co-located with a distributed
+	// table. A function distributed earlier without its argument (none
+	// here yet) would be left as it is.
+	for _, f := range distributedFunctions {
+		if f.arg == "" {
+			continue
+		}
+		_, err := conn.Exec(ctx, `SELECT create_distributed_function($1::regprocedure, $2, colocate_with => 'series')
+			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure
+				AND distribution_argument_index IS NOT NULL)`, f.sig, f.arg)
+		if err != nil {
+			return fmt.Errorf("migrations: citus: function %s: %w", f.sig, err)
 		}
 	}
 	return nil

@@ -71,6 +71,9 @@ const (
 	CodeKeyHeld      = "IV002" // an idempotency key is held by another transaction
 	CodeOutOfWindow  = "IV004" // an invoice date is outside the backdating window by the database's clock
 	CodePeriodLocked = "IV005" // an invoice is dated in a locked month
+	// CodeEventIDsShort: invoiced_issue_batch (00026) found a seller
+	// subscribed to invoice.issued and was given too few event ids.
+	CodeEventIDsShort = "IV006"
 )
 
 // Classify returns the class of err, None for nil. It looks through

@@ -1,0 +1,176 @@
+package invoice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// This file holds the SQL of a delegated batch (Config.Delegated,
+// docs/scale-out.md "One call per batch"): a predicted transaction sent as
+// one call of invoiced_issue_batch (migration 00026), which Citus runs
+// whole on the worker of the batch's shard.
+
+// errNeedsEventIDs: the call found a seller subscribed to invoice.issued
+// and had too few event ids for its invoices (IV006); nothing was taken.
+var errNeedsEventIDs = errors.New("invoice: a subscribed seller's events need ids")
+
+// conner runs one statement outside any transaction: its own, on Citus
+// the delegated call's. *pgxpool.Conn satisfies it.
+type conner interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	db.Querier
+}
+
+// takeEventIDs returns n ids of table events from its sequence (on Citus,
+// the coordinator's), in ascending order, so that events inserted on a
+// worker keep the order of those inserted through the coordinator. It
+// fails when the database does.
+func takeEventIDs(ctx context.Context, q db.Querier, n int) ([]int64, error) {
+	var ids []int64
+	if err := q.QueryRow(ctx, `SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM
+		(SELECT nextval(pg_get_serial_sequence('events', 'id')) AS id FROM generate_series(1, $1)) s`, n).Scan(&ids); err != nil {
+		return nil, translate(err, "take event ids")
+	}
+	return ids, nil
+}
+
+// issueDelegated is issuePredicted as one call of invoiced_issue_batch on
+// conn, which must not be in a transaction: the call is its own. The
+// groups' sellers must lie in one shard on Citus; eventIDs are ids for the
+// events of subscribed sellers (takeEventIDs), at most one per invoice.
+// When a prediction or precondition fails nothing was taken, and it
+// returns an error matched by mispredicted, series.IsLeased, or
+// errNeedsEventIDs; errPredictRefused before calling when some group's
+// prediction says NextMany would refuse it. A failure after the call was
+// sent that is not the database's answer is ErrOutcomeUnknown: the call
+// may have committed.
+func issueDelegated(ctx context.Context, conn conner, groups []Group, predicted []series.State, claims []KeyClaim,
+	window *dateWindow, now time.Time, opt series.Options, eventIDs []int64) (out [][]Invoice, states []*series.State, err error) {
+	seals, takes, err := sealGroups(groups)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := len(groups)
+	blocks := make([]series.Block, n)
+	for g, t := range takes {
+		var ok bool
+		if blocks[g], ok = series.Predict(t, predicted[g], now); !ok {
+			return nil, nil, errPredictRefused
+		}
+	}
+	w := numberGroups(groups, blocks, make([]error, n), seals)
+
+	var sellers []int64
+	seen := map[int64]bool{}
+	ids, fys, lasts, lens0, news, lens := make([]int64, n), make([]int32, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	heads0, heads := make([][]byte, n), make([][]byte, n)
+	dates, ats := make([]time.Time, n), make([]time.Time, n)
+	for g, b := range blocks {
+		after := w.states[g]
+		ids[g], fys[g] = b.Series.ID, int32(b.FY)
+		lasts[g], lens0[g], heads0[g] = b.First-1, b.ChainLength, b.ChainHead
+		news[g], dates[g], ats[g], lens[g], heads[g] = after.LastSerial, after.LastDate, after.LastIssuedAt, after.ChainLength, after.ChainHead
+		if s := b.Series.SellerID; !seen[s] {
+			seen[s] = true
+			sellers = append(sellers, s)
+		}
+	}
+	var lockTimeout *string
+	if opt.LockTimeout > 0 {
+		t := fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds()))
+		lockTimeout = &t
+	}
+	var first, last *time.Time
+	var backdate *int
+	if window != nil {
+		first, last, backdate = &window.First, &window.Last, &window.BackdateDays
+	}
+	args := []any{sellers[0], sellers, ids, fys, lasts, lens0, heads0, news, dates, ats, lens, heads,
+		lockTimeout, lockNames(claims), first, last, backdate}
+	args = append(args, invoiceColumns(w.invoices)...)
+	args = append(args, keyColumns(w.keys)...)
+	args = append(args, chainColumns(w.chain)...)
+	args = append(args, eventIDs)
+	var got []int64
+	err = conn.QueryRow(ctx, issueBatchSQL, args...).Scan(&got)
+	if err != nil {
+		return nil, nil, delegatedFailed(err)
+	}
+	if len(got) != len(w.all) {
+		// The call committed: the invoices are stored, their ids unknown.
+		return nil, nil, apperr.WithCause(ErrOutcomeUnknown, fmt.Errorf("invoice: %d ids for %d invoices", len(got), len(w.all)))
+	}
+	for i, inv := range w.all {
+		inv.ID = got[i]
+	}
+	return w.out, w.states, nil
+}
+
+// delegatedFailed returns the error of a failed invoiced_issue_batch call:
+// ErrKeyRace for a key already used, errNeedsEventIDs, the database's
+// error (translated) for any other answer of the server, which rolled the
+// call back, and ErrOutcomeUnknown when the call may have run to its
+// commit (the session was lost after it was sent).
+func delegatedFailed(err error) error {
+	v, _ := db.Violated(err)
+	switch {
+	case v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey":
+		return apperr.WithCause(ErrKeyRace, err)
+	case db.SQLState(err) == db.CodeEventIDsShort:
+		return errNeedsEventIDs
+	case commitMayHaveRun(err):
+		return apperr.WithCause(ErrOutcomeUnknown, err)
+	}
+	return translate(err, "issue batch")
+}
+
+// issueBatchSQL calls invoiced_issue_batch with every parameter typed.
+const issueBatchSQL = `SELECT invoiced_issue_batch($1::bigint, $2::bigint[],
+	$3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[],
+	$8::bigint[], $9::date[], $10::timestamptz[], $11::bigint[], $12::bytea[],
+	$13::text, $14::text[], $15::date, $16::date, $17::int,
+	$18::bigint[], $19::bigint[], $20::int[], $21::bigint[], $22::text[], $23::date[], $24::timestamptz[],
+	$25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::date[], $31::text[],
+	$32::text[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[],
+	$38::bigint[], $39::bigint[], $40::int[], $41::bigint[], $42::text[], $43::bytea[],
+	$44::bigint[], $45::int[], $46::bigint[], $47::bigint[], $48::timestamptz[], $49::bytea[], $50::bigint[],
+	$51::bigint[])`
+
+// issueDelegated issues a predicted batch as one call (Config.Delegated)
+// on a connection of c's pool. It returns errPredictRefused, having sent
+// nothing, when a group is dated in a month that may have ended by the
+// time the call runs (the ordinary path takes the period guard); otherwise
+// it takes event ids for the sellers c knows to subscribe and returns
+// what the package's issueDelegated returns.
+func (c *Committer) issueDelegated(ctx context.Context, groups []Group, predicted []series.State, claims []KeyClaim,
+	window *dateWindow, now time.Time, opt series.Options) ([][]Invoice, []*series.State, error) {
+	events := 0
+	for _, g := range groups {
+		if nearMonthEnd(g.Drafts[0].InvoiceDate, now) {
+			return nil, nil, errPredictRefused
+		}
+		if _, ok := c.subscribers.Load(g.Seller.ID); ok {
+			events += len(g.Drafts)
+		}
+	}
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, translate(err, "begin")
+	}
+	defer conn.Release()
+	var eventIDs []int64
+	if events > 0 {
+		if eventIDs, err = takeEventIDs(ctx, conn, events); err != nil {
+			return nil, nil, err
+		}
+	}
+	return issueDelegated(ctx, conn, groups, predicted, claims, window, now, opt, eventIDs)
+}
