@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -94,7 +95,8 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	if len(workers) != 2 {
 		t.Fatalf("the sellers' shard groups lie on %d workers, want 2: %v", len(workers), workers)
 	}
-	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4, Predict: true})
+	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4, Predict: true,
+		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 	if a.Invoices == 0 || b.Invoices == 0 || a.Invoices+b.Invoices != clients*each {
 		t.Errorf("the processes issued %d and %d invoices, want both some and %d in all", a.Invoices, b.Invoices, clients*each)
 	}
-	if (a.Mispredicted == 0 || b.Mispredicted == 0) {
+	if a.Mispredicted == 0 || b.Mispredicted == 0 {
 		t.Errorf("mispredictions %d and %d: want each process to have mispredicted the other's writes", a.Mispredicted, b.Mispredicted)
 	}
 }
@@ -105,7 +105,7 @@ func TestPredictFallsBack(t *testing.T) {
 
 	// The first transaction reads the row; the second predicts it.
 	first := issue("a", nil)
-		want(first, 1, 0, 0)
+	want(first, 1, 0, 0)
 	want(issue("b", nil), 2, 1, 0)
 
 	// Another writer (a library caller) takes number 3: the prediction
