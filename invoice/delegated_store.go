@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -116,9 +117,9 @@ func issueDelegated(ctx context.Context, conn conner, groups []Group, predicted 
 
 // delegatedFailed returns the error of a failed invoiced_issue_batch call:
 // ErrKeyRace for a key already used, errNeedsEventIDs, the database's
-// error (translated) for any other answer of the server, which rolled the
-// call back, and ErrOutcomeUnknown when the call may have run to its
-// commit (the session was lost after it was sent).
+// error (translated) for an answer that says the call rolled back
+// (rolledBack), and ErrOutcomeUnknown for any other failure: the call may
+// have committed.
 func delegatedFailed(err error) error {
 	v, _ := db.Violated(err)
 	switch {
@@ -126,10 +127,40 @@ func delegatedFailed(err error) error {
 		return apperr.WithCause(ErrKeyRace, err)
 	case db.SQLState(err) == db.CodeEventIDsShort:
 		return errNeedsEventIDs
-	case commitMayHaveRun(err):
+	case !rolledBack(err):
 		return apperr.WithCause(ErrOutcomeUnknown, err)
 	}
 	return translate(err, "issue batch")
+}
+
+// rolledBack reports whether err, a failed invoiced_issue_batch call, says
+// the call took nothing. On Citus the call commits on the worker, inside
+// the statement, and the coordinator relays the answer: a connection to
+// the worker lost, or a cancel (statement timeout, a caller gone) that
+// reaches the coordinator after the worker committed, comes back as an
+// error of the statement although the invoices are stored. So only the
+// errors that the function's own transaction raises (its preconditions'
+// IV codes, the lease guard, constraints, bad data, lock timeouts,
+// deadlocks and serialisation failures), an unknown function, and a
+// worker the coordinator could not reach, mean nothing was committed; any
+// other failure is a lost answer, not a no (docs/api.md).
+func rolledBack(err error) bool {
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		return pgconn.SafeToRetry(err) // not sent
+	}
+	code := pg.Code
+	switch {
+	case strings.HasPrefix(code, "IV"),
+		pgerrcode.IsIntegrityConstraintViolation(code),
+		pgerrcode.IsDataException(code),
+		pgerrcode.IsSyntaxErrororAccessRuleViolation(code),
+		pgerrcode.IsTransactionRollback(code),
+		code == pgerrcode.LockNotAvailable,
+		code == pgerrcode.SQLClientUnableToEstablishSQLConnection:
+		return true
+	}
+	return false
 }
 
 // issueBatchSQL calls invoiced_issue_batch with every parameter typed.

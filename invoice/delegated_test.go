@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // delegating returns a Committer whose predicted batches are calls of
@@ -157,4 +158,40 @@ func TestDelegatedLeasedSeriesIsRefused(t *testing.T) {
 		t.Fatalf("issue on a leased series: %+v, want ErrLeased", r)
 	}
 	checkContiguous(t, serialsOf(t, f), 2)
+}
+
+// TestDelegatedFailureIsALostAnswerUnlessItSaysRolledBack: on Citus the
+// delegated call commits on the worker inside the statement, so an error
+// of the statement is a "no" only when the function's own transaction
+// raised it; a lost connection to the worker, a cancel or an internal
+// error relayed by the coordinator may come after the worker committed.
+func TestDelegatedFailureIsALostAnswerUnlessItSaysRolledBack(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err     error
+		unknown bool
+	}{
+		{&pgconn.PgError{Code: "IV001"}, false},
+		{&pgconn.PgError{Code: "IV017"}, false},
+		{&pgconn.PgError{Code: "23505", ConstraintName: "idempotency_keys_pkey"}, false},
+		{&pgconn.PgError{Code: "23514"}, false},
+		{&pgconn.PgError{Code: "22021"}, false},
+		{&pgconn.PgError{Code: "42883"}, false},
+		{&pgconn.PgError{Code: "40P01"}, false},
+		{&pgconn.PgError{Code: "55P03"}, false},
+		{&pgconn.PgError{Code: "08001"}, false},
+		{&pgconn.PgError{Code: "08006"}, true},
+		{&pgconn.PgError{Code: "57014"}, true},
+		{&pgconn.PgError{Code: "XX000"}, true},
+		{&pgconn.PgError{Code: "57P01", Severity: "FATAL"}, true},
+		{errors.New("unexpected EOF"), true},
+	} {
+		err := invoice.DelegatedFailed(c.err)
+		if got := errors.Is(err, invoice.ErrOutcomeUnknown); got != c.unknown {
+			t.Errorf("%v: outcome unknown %v, want %v (%v)", c.err, got, c.unknown, err)
+		}
+	}
+	if err := invoice.DelegatedFailed(&pgconn.PgError{Code: "23505", ConstraintName: "idempotency_keys_pkey"}); !errors.Is(err, invoice.ErrKeyRace) {
+		t.Errorf("a used key: %v, want ErrKeyRace", err)
+	}
 }

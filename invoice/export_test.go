@@ -15,3 +15,6 @@ func FastIssueHash(gstin string, inv *Invoice, position int64, prev []byte, d *D
 // LockPeriods takes the seller's period lock exclusively in tx, as
 // LockPeriod does before it writes a lock (for tests that hold it open).
 var LockPeriods = lockPeriods
+
+// DelegatedFailed is the error a failed invoiced_issue_batch call becomes.
+var DelegatedFailed = delegatedFailed
