@@ -37,7 +37,7 @@ type cpuSample struct {
 	ok                  bool
 	server, pg, load    time.Duration
 	pgDirs              map[string]time.Duration // postgres processes' time by working directory
-	machBusy, machTotal int64 // ticks, from /proc/stat
+	machBusy, machTotal int64                    // ticks, from /proc/stat
 }
 
 // sampleCPU reads the processor time used so far by serverPID (0: none),
