@@ -65,7 +65,8 @@ type Result struct {
 	// during the measurement (GET /debug/stats).
 	Predicted    int64 `json:"predicted,omitempty"`
 	Mispredicted int64 `json:"mispredicted,omitempty"`
-	// CPU is processor time per invoice by process (invoiced only).
+	// CPU is processor time per invoice by process (invoiced; for the
+	// pgbench baselines only on Citus, PostgreSQL's by node).
 	CPU CPU `json:"cpu"`
 	// GapFree says whether the design claims gap-free numbering; Checked
 	// whether its contiguity was verified and Problem what was wrong ("" =
@@ -120,8 +121,13 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 	if err := os.MkdirAll(rep.Out, 0o755); err != nil {
 		return rep, err
 	}
+	var cl *citusCluster // the Citus cluster, nil on plain PostgreSQL
 	if cfg.DatabaseURL != "" {
 		rep.Postgres = pgVersion(ctx, cfg.DatabaseURL)
+		var err error
+		if cl, err = findCitus(ctx, cfg.DatabaseURL); err != nil {
+			return rep, err
+		}
 	}
 
 	// The database URL clients use: through the proxy when latency is
@@ -227,7 +233,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 							break
 						}
 						run++
-						r, err := measureInvoiced(ctx, cfg, base, keys, t.design, tag, run, nseries, c, v, srv.pid(), stderr)
+						r, err := measureInvoiced(ctx, cfg, base, keys, t.design, tag, run, nseries, c, v, srv.pid(), cl, stderr)
 						if err != nil {
 							if srv != nil {
 								_ = srv.stop() // err, the measurement's, is the one to report
@@ -272,14 +278,21 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			fmt.Fprintf(stderr, "bench: %v\n", err)
 		} else {
 			rep.Pgbench = bin
+			if cl != nil {
+				rep.Notes = append(rep.Notes, cl.note(max(1, cfg.Sellers)))
+			}
 			for _, name := range cfg.Baselines {
 				b, _ := baselineByName(name)
+				if cl != nil && b.citus == "" {
+					rep.Notes = append(rep.Notes, fmt.Sprintf("pgbench %s skipped: it has no form distributed by seller for Citus", b.name))
+					continue
+				}
 				for _, nseries := range cfg.Phases {
 					for _, c := range cfg.Concurrency {
 						if ctx.Err() != nil {
 							break
 						}
-						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries*max(1, cfg.Sellers), c, stderr) // as many series as ours, in all
+						r, err := measureBaseline(ctx, cfg, bin, clientDB, b, nseries*max(1, cfg.Sellers), c, cl, stderr) // as many series as ours, in all
 						if err != nil {
 							return rep, err
 						}
@@ -316,8 +329,9 @@ type variant struct {
 
 // measureInvoiced creates nseries fresh series for each seller (one API
 // key each, keys) on the server at base and drives them with c clients for
-// cfg.Duration as v says, then checks contiguity.
-func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string, design, tag string, run, nseries, c int, v variant, serverPID int, stderr io.Writer) (Result, error) {
+// cfg.Duration as v says, then checks contiguity. On a Citus cluster (cl
+// not nil) PostgreSQL's CPU is split by node.
+func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string, design, tag string, run, nseries, c int, v variant, serverPID int, cl *citusCluster, stderr io.Writer) (Result, error) {
 	batch := v.batch
 	if batch > 0 {
 		design = fmt.Sprintf("%s batch=%d", design, batch)
@@ -372,7 +386,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string
 		PerSecond: float64(lr.OK) / lr.Elapsed.Seconds(),
 		Latency:   summarize(lr.Lat),
 		GapFree:   true,
-		CPU:       cpuBetween(cpu0, cpu1, lr.OK),
+		CPU:       cpuBetween(cpu0, cpu1, lr.OK, cl),
 	}
 	if len(r.Errors) == 0 {
 		r.Errors, r.Samples = nil, nil
@@ -398,28 +412,44 @@ func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string
 }
 
 // measureBaseline resets the bench schema, runs baseline b with pgbench
-// through clientDB, and checks contiguity when b claims to be gap-free.
-func measureBaseline(ctx context.Context, cfg Config, bin, clientDB string, b baseline, nseries, c int, stderr io.Writer) (Result, error) {
-	if err := resetBaseline(ctx, cfg.DatabaseURL, nseries); err != nil {
+// through clientDB, and checks contiguity when b claims to be gap-free. On
+// a Citus coordinator (cl not nil) it runs b's form on tables distributed
+// by seller, cfg.Sellers of them, and measures PostgreSQL's CPU per
+// invoice, by node.
+func measureBaseline(ctx context.Context, cfg Config, bin, clientDB string, b baseline, nseries, c int, cl *citusCluster, stderr io.Writer) (Result, error) {
+	run := pgbenchRun{bin: bin, dbURL: clientDB, clients: c, nseries: nseries, duration: cfg.Duration, script: b.script}
+	if cl != nil {
+		run.nsellers, run.script = max(1, cfg.Sellers), "citus/"+b.citus
+	}
+	if err := resetBaseline(ctx, cfg.DatabaseURL, nseries, run.nsellers); err != nil {
 		return Result{}, err
 	}
 	label := fmt.Sprintf("pgbench %s S=%d C=%d", b.name, nseries, c)
 	fmt.Fprintf(stderr, "bench: %s, %v\n", label, cfg.Duration)
-	pr, lat, err := pgbenchRun{bin: bin, dbURL: clientDB, clients: c, nseries: nseries, duration: cfg.Duration, script: b.script}.run(ctx)
+	var cpu0 cpuSample
+	if cl != nil {
+		cpu0 = sampleCPU(0)
+	}
+	pr, lat, err := run.run(ctx)
 	if err != nil {
 		return Result{}, err
+	}
+	var cpu CPU
+	if cl != nil {
+		cpu = cpuBetween(cpu0, sampleCPU(0), pr.Processed, cl)
+		cpu.Load = 0 // pgbench, not this process, is the load
 	}
 	r := Result{
 		Design: "pgbench " + b.name, Kind: "pgbench", Label: b.label, Series: nseries, Concurrency: c,
 		DBLatencyMS: float64(cfg.DBLatency) / float64(time.Millisecond),
 		Seconds:     cfg.Duration.Round(time.Second).Seconds(),
 		PerSecond:   pr.TPS, OK: pr.Processed, Failed: pr.Failed, AbortedClients: pr.AbortedClients,
-		Latency: summarize(lat), GapFree: b.gapFree,
+		Latency: summarize(lat), GapFree: b.gapFree, CPU: cpu,
 	}
 	if pr.AbortedClients > 0 {
 		r.Note = fmt.Sprintf("%d of %d clients aborted: %s", pr.AbortedClients, c, pr.AbortReason)
 	}
-	rows, problem, err := checkBaseline(context.WithoutCancel(ctx), cfg.DatabaseURL, b)
+	rows, problem, err := checkBaseline(context.WithoutCancel(ctx), cfg.DatabaseURL, b, cl != nil)
 	if err != nil {
 		return r, fmt.Errorf("bench: %s check: %w", b.name, err)
 	}

@@ -86,8 +86,10 @@ With --sellers N the load is spread over N sellers, each with its own GSTIN
 (valid, in the state of --gstin), API key and series: --series then counts
 series per seller (default 1), every request picks one series of one seller at
 random, and the numbering is checked per series as always. On a Citus
-coordinator the sellers' shard groups lie on every worker:
-  scripts/citus run -- bin/invoiced bench --sellers 64 --baselines none
+coordinator the sellers' shard groups lie on every worker, the pgbench
+baselines run on tables distributed by seller, and PostgreSQL's CPU is split
+into coordinator and workers:
+  scripts/citus run -- bin/invoiced bench --sellers 64 --baselines interactive,onestatement
   scripts/bench --citus-compare    # the same on plain PostgreSQL and on Citus
 
 Flags:

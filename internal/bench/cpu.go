@@ -21,6 +21,11 @@ type CPU struct {
 	Postgres float64 `json:"postgres_us_per_invoice"`
 	Load     float64 `json:"load_us_per_invoice"`
 	Busy     float64 `json:"machine_busy"`
+	// Coordinator and Workers split Postgres on a Citus cluster whose
+	// nodes run on this machine: the coordinator's processes, and every
+	// worker's together (zero otherwise).
+	Coordinator float64 `json:"coordinator_us_per_invoice,omitempty"`
+	Workers     float64 `json:"workers_us_per_invoice,omitempty"`
 }
 
 // clockTick is the unit of /proc's utime and stime: USER_HZ, 100 on every
@@ -31,12 +36,14 @@ const clockTick = 10 * time.Millisecond
 type cpuSample struct {
 	ok                  bool
 	server, pg, load    time.Duration
-	machBusy, machTotal int64 // ticks, from /proc/stat
+	pgDirs              map[string]time.Duration // postgres processes' time by working directory
+	machBusy, machTotal int64                    // ticks, from /proc/stat
 }
 
 // sampleCPU reads the processor time used so far by serverPID (0: none),
-// by every process named postgres, by this process, and by the machine.
-// ok is false when /proc cannot be read.
+// by every process named postgres (also by its working directory, which is
+// its server's data directory), by this process, and by the machine. ok is
+// false when /proc cannot be read.
 func sampleCPU(serverPID int) cpuSample {
 	var s cpuSample
 	stat, err := os.ReadFile("/proc/stat")
@@ -56,15 +63,23 @@ func sampleCPU(serverPID int) cpuSample {
 		}
 	}
 	if serverPID > 0 {
-		s.server, _ = procCPU(filepath.Join("/proc", strconv.Itoa(serverPID), "stat"))
+		s.server, _, _ = procCPU(filepath.Join("/proc", strconv.Itoa(serverPID), "stat"))
 	}
 	dirs, _ := os.ReadDir("/proc")
+	s.pgDirs = map[string]time.Duration{}
 	for _, d := range dirs {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		if t, comm := procCPU(filepath.Join("/proc", d.Name(), "stat")); comm == "postgres" {
+		if t, children, comm := procCPU(filepath.Join("/proc", d.Name(), "stat")); comm == "postgres" {
 			s.pg += t
+			// By node, the time of exited backends too, which their
+			// postmaster reaped: pgbench's sessions, and the
+			// connections a coordinator's session opened to the workers,
+			// end before the second sample.
+			if cwd, err := os.Readlink(filepath.Join("/proc", d.Name(), "cwd")); err == nil {
+				s.pgDirs[cwd] += t + children
+			}
 		}
 	}
 	var ru syscall.Rusage
@@ -75,32 +90,36 @@ func sampleCPU(serverPID int) cpuSample {
 	return s
 }
 
-// procCPU returns the user+system time and the command name in a
-// /proc/PID/stat file, or zero and "" when it cannot be read.
-func procCPU(path string) (time.Duration, string) {
+// procCPU returns the user+system time, that of its reaped children and
+// the command name in a /proc/PID/stat file, or zeros and "" when it
+// cannot be read.
+func procCPU(path string) (own, children time.Duration, comm string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, ""
+		return 0, 0, ""
 	}
 	// pid (comm) state ppid … utime(14) stime(15): comm may hold spaces
 	// and parentheses, so fields are counted after the last ')'.
 	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
 	if open < 0 || end < open {
-		return 0, ""
+		return 0, 0, ""
 	}
 	f := bytes.Fields(b[end+1:]) // state is f[0], field 3 of the file
-	if len(f) < 13 {
-		return 0, ""
+	if len(f) < 15 {
+		return 0, 0, ""
 	}
-	u, _ := strconv.ParseInt(string(f[11]), 10, 64)
-	st, _ := strconv.ParseInt(string(f[12]), 10, 64)
-	return time.Duration(u+st) * clockTick, string(b[open+1 : end])
+	n := func(i int) time.Duration {
+		v, _ := strconv.ParseInt(string(f[i]), 10, 64)
+		return time.Duration(v) * clockTick
+	}
+	return n(11) + n(12), n(13) + n(14), string(b[open+1 : end]) // utime stime cutime cstime
 }
 
-// cpuBetween works out the CPU figures of n invoices from two samples. A
-// postgres process that exited in between is missed, which is why the
+// cpuBetween works out the CPU figures of n invoices from two samples,
+// split by node when cl (nil on plain PostgreSQL) names a Citus cluster.
+// A postgres process that exited in between is missed, which is why the
 // server's pool keeps its connections; the figure is then a lower bound.
-func cpuBetween(a, b cpuSample, n int64) CPU {
+func cpuBetween(a, b cpuSample, n int64, cl *citusCluster) CPU {
 	if !a.ok || !b.ok || n <= 0 {
 		return CPU{}
 	}
@@ -109,5 +128,6 @@ func cpuBetween(a, b cpuSample, n int64) CPU {
 	if t := b.machTotal - a.machTotal; t > 0 {
 		c.Busy = float64(b.machBusy-a.machBusy) / float64(t)
 	}
+	cl.split(&c, a, b, n)
 	return c
 }

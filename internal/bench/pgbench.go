@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 
 // scripts holds the pgbench scripts and the schema they run on.
 //
-//go:embed pgbench/*.sql
+//go:embed pgbench/*.sql pgbench/citus/*.sql
 var scripts embed.FS
 
 // baseline is one single-invoice-per-transaction design run with pgbench.
@@ -33,16 +34,19 @@ type baseline struct {
 	label   string // what the table calls it
 	gapFree bool   // whether it claims gap-free numbering (checked if so)
 	counter string // how its counter is read for the check: "counter", "django" or ""
+	// citus is its form on a Citus coordinator, under pgbench/citus/, on
+	// tables distributed by seller; "" when it has none (not run there).
+	citus string
 }
 
 // baselines lists the designs in the order they are run and printed.
 var baselines = []baseline{
-	{"interactive", "interactive.sql", "(a) interactive BEGIN/UPDATE/INSERT/COMMIT", true, "counter"},
-	{"onestatement", "onestatement.sql", "(b) one statement (CTE)", true, "counter"},
-	{"django", "django.sql", "(c) django-sequences upsert", true, "django"},
-	{"forupdate", "forupdate.sql", "(c) SELECT FOR UPDATE + UPDATE", true, "counter"},
-	{"nowait", "nowait.sql", "(c) Odoo FOR UPDATE NOWAIT", true, "counter"},
-	{"nextval", "nextval.sql", "(c) nextval (not gap-free)", false, ""},
+	{"interactive", "interactive.sql", "(a) interactive BEGIN/UPDATE/INSERT/COMMIT", true, "counter", "interactive.sql"},
+	{"onestatement", "onestatement.sql", "(b) one statement (CTE)", true, "counter", "onestatement.sql"},
+	{"django", "django.sql", "(c) django-sequences upsert", true, "django", ""},
+	{"forupdate", "forupdate.sql", "(c) SELECT FOR UPDATE + UPDATE", true, "counter", "forupdate.sql"},
+	{"nowait", "nowait.sql", "(c) Odoo FOR UPDATE NOWAIT", true, "counter", "nowait.sql"},
+	{"nextval", "nextval.sql", "(c) nextval (not gap-free)", false, "", ""},
 }
 
 // BaselineNames returns the names --baselines accepts, in run order.
@@ -171,19 +175,33 @@ func versionOf(p string) int {
 }
 
 // resetBaseline recreates the bench schema and seeds nseries counter rows
-// and sequences, connecting directly (not through the proxy).
-func resetBaseline(ctx context.Context, dbURL string, nseries int) error {
+// and sequences, connecting directly (not through the proxy). With
+// nsellers > 0 (a Citus coordinator) it makes pgbench/citus/setup.sql's
+// tables, distributed by seller, series s of seller 1 + (s-1) % nsellers,
+// and no sequences.
+func resetBaseline(ctx context.Context, dbURL string, nseries, nsellers int) error {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return fmt.Errorf("pgbench setup: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	setup, err := scripts.ReadFile("pgbench/setup.sql")
+	file := "pgbench/setup.sql"
+	if nsellers > 0 {
+		file = "pgbench/citus/setup.sql"
+	}
+	setup, err := scripts.ReadFile(file)
 	if err != nil {
 		return err
 	}
 	if _, err := conn.Exec(ctx, string(setup)); err != nil {
 		return fmt.Errorf("pgbench setup: %w", err)
+	}
+	if nsellers > 0 {
+		if _, err := conn.Exec(ctx, `INSERT INTO bench.bench_counter (seller, series, last_serial)
+			SELECT 1 + (g - 1) % $2::int, g, 0 FROM generate_series(1, $1::int) g`, nseries, nsellers); err != nil {
+			return fmt.Errorf("pgbench setup: %w", err)
+		}
+		return nil
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO bench.bench_counter (series, last_serial) SELECT g, 0 FROM generate_series(1, $1::int) g`, nseries); err != nil {
 		return fmt.Errorf("pgbench setup: %w", err)
@@ -201,9 +219,10 @@ func resetBaseline(ctx context.Context, dbURL string, nseries int) error {
 }
 
 // checkBaseline verifies, for a gap-free baseline, that each series' serials
-// are exactly 1..N and its counter equals N. It returns the total row
-// count, and a description of the first violation ("" when contiguous).
-func checkBaseline(ctx context.Context, dbURL string, b baseline) (rows int64, problem string, err error) {
+// are exactly 1..N and its counter equals N (on Citus, with the tables of
+// pgbench/citus/setup.sql). It returns the total row count, and a
+// description of the first violation ("" when contiguous).
+func checkBaseline(ctx context.Context, dbURL string, b baseline, citus bool) (rows int64, problem string, err error) {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return 0, "", err
@@ -218,6 +237,13 @@ func checkBaseline(ctx context.Context, dbURL string, b baseline) (rows int64, p
 	}
 	q := `SELECT series, count(*), count(DISTINCT serial), min(serial), max(serial), ` + counterSQL + `
 		FROM bench.bench_invoice i GROUP BY series ORDER BY series`
+	if citus {
+		// A join on the distribution column instead of a correlated
+		// subquery, grouped by it too: Citus runs it on every shard.
+		q = `SELECT i.series, count(*), count(DISTINCT i.serial), min(i.serial), max(i.serial), c.last_serial
+			FROM bench.bench_invoice i JOIN bench.bench_counter c ON c.seller = i.seller AND c.series = i.series
+			GROUP BY i.seller, i.series, c.last_serial ORDER BY i.series`
+	}
 	r, err := conn.Query(ctx, q)
 	if err != nil {
 		return 0, "", err
@@ -250,8 +276,9 @@ type pgbenchRun struct {
 	dbURL    string // through the proxy when latency is injected
 	clients  int
 	nseries  int
+	nsellers int // passed as :nsellers when above 0 (the Citus scripts)
 	duration time.Duration
-	script   string
+	script   string // under pgbench/
 }
 
 // run writes the script to a temporary folder, runs pgbench with per-
@@ -268,7 +295,7 @@ func (p pgbenchRun) run(ctx context.Context) (pgbenchResult, []time.Duration, er
 	if err != nil {
 		return pgbenchResult{}, nil, err
 	}
-	scriptPath := filepath.Join(dir, p.script)
+	scriptPath := filepath.Join(dir, filepath.Base(p.script))
 	if err := os.WriteFile(scriptPath, body, 0o644); err != nil {
 		return pgbenchResult{}, nil, err
 	}
@@ -283,6 +310,9 @@ func (p pgbenchRun) run(ctx context.Context) (pgbenchResult, []time.Duration, er
 		"-l", "--log-prefix=" + filepath.Join(dir, "tx"),
 		"-f", scriptPath,
 		p.dbURL,
+	}
+	if p.nsellers > 0 {
+		args = slices.Insert(args, len(args)-3, "-D", "nsellers="+strconv.Itoa(p.nsellers))
 	}
 	cmd := exec.CommandContext(ctx, p.bin, args...)
 	cmd.Dir = dir

@@ -87,12 +87,17 @@ func writeTable(w io.Writer, rep Report) {
 }
 
 // cpuText shows a result's CPU per invoice as "srv+pg+load" microseconds
-// and the machine's busy share, or "-" when it was not measured.
+// and the machine's busy share, then PostgreSQL's on a Citus cluster's
+// coordinator and workers when measured, or "-" when nothing was.
 func cpuText(c CPU) string {
 	if c == (CPU{}) {
 		return "-"
 	}
-	return fmt.Sprintf("%.0f+%.0f+%.0f (%.0f%%)", c.Server, c.Postgres, c.Load, 100*c.Busy)
+	s := fmt.Sprintf("%.0f+%.0f+%.0f (%.0f%%)", c.Server, c.Postgres, c.Load, 100*c.Busy)
+	if c.Coordinator > 0 || c.Workers > 0 {
+		s += fmt.Sprintf(" coordinator %.0f workers %.0f", c.Coordinator, c.Workers)
+	}
+	return s
 }
 
 // errorText summarises a result's errors: "0", "503:12 transport:1", or

@@ -103,8 +103,10 @@ func body(key string) string {
 	return `{"items":[{"description":"` + key + `","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`
 }
 
-// answer is what the checker needs from a 201.
+// answer is what the checker needs from a 201 (and the invoice's id, for
+// a test that cancels it).
 type answer struct {
+	ID       string `json:"id"`
 	Number   string `json:"number"`
 	Serial   int64  `json:"serial"`
 	FY       string `json:"fy"`
@@ -148,7 +150,7 @@ func (c *client) attempt(ctx context.Context, id int, code, key string) (status 
 			op.Type, op.Err = Unknown, fmt.Sprintf("201 with an unreadable body %q", b)
 			break
 		}
-		op.Type, op.Number, op.Serial, op.FY = OK, a.Number, a.Serial, a.FY
+		op.Type, op.Number, op.Serial, op.FY, op.ID = OK, a.Number, a.Serial, a.FY, a.ID
 		op.Series = a.Series
 		op.IssuedAt, _ = time.Parse(time.RFC3339Nano, a.IssuedAt)
 		op.Replayed = res.Header.Get("Idempotent-Replayed") == "true"

@@ -36,6 +36,7 @@ type Op struct {
 	Status   int // HTTP status, 0 for a transport error
 	Serial   int64
 	Number   string
+	ID       string // the invoice's id in the API, of an OK
 	FY       string
 	IssuedAt time.Time
 	Replayed bool

@@ -1,0 +1,358 @@
+//go:build citus
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/jackc/pgx/v5"
+)
+
+// TestCitusRebalanceOntoANewWorker grows the cluster as docs/scale-out.md
+// ("Adding workers later") says, while sellers on both workers issue
+// through `invoiced serve` with clients that retry with their
+// Idempotency-Key, and another client cancels acknowledged invoices: a
+// third worker (its own PostgreSQL, citus preloaded, wal_level = logical)
+// joins with citus_add_node, and citus_rebalance_start moves shard groups
+// onto it by logical replication. Nothing acknowledged is lost, each series
+// is exactly 1..N, every acknowledged cancellation is stored, every
+// seller's chain verifies, shard groups did move to the new worker and its
+// sellers issue there afterwards. Issuing's p99 during the move is logged.
+//
+// The node joins only the test's own database: Citus keeps its metadata
+// (pg_dist_node) per database, so the shared cluster's other databases,
+// and the maintenance database dbtest finds the workers in, never see it;
+// the test checks that, and the node is stopped and removed at the end.
+func TestCitusRebalanceOntoANewWorker(t *testing.T) {
+	if !dbtest.Citus(t) {
+		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
+	}
+	t.Parallel()
+	ctx := t.Context()
+	dbURL := dbtest.NewURL(t)
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	workers := dbtest.CitusWorkers(t)
+	sellers := seedCitusSellers(t, dbURL, 12)
+
+	// The new worker, as scripts/citus configures a node. Its cleanup
+	// (stop, remove) runs before dbtest's, which drops the database on
+	// the coordinator and the original workers.
+	node := newCluster(t, "shared_preload_libraries = 'citus'", "wal_level = logical", "max_worker_processes = 32",
+		"max_prepared_transactions = 100", "citus.propagate_set_commands = 'local'")
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(node.dir, "server.log"))
+			t.Logf("the new worker's log:\n%s", b)
+		}
+	})
+	execAdmin(t, ctx, node.url("postgres"), fmt.Sprintf(`CREATE DATABASE %s`, pgx.Identifier{name}.Sanitize()))
+	execAdmin(t, ctx, node.url(name), `CREATE EXTENSION citus`)
+	// The test's database is a clone of dbtest's template, whose Citus
+	// metadata records the template as a distributed database; the sync of
+	// citus_add_node registers it on the new node, where it must exist
+	// ("database … does not exist" otherwise). A database made with
+	// CREATE DATABASE on its own would not need this.
+	for _, db := range queryStrings(t, dbURL, `SELECT (pg_identify_object_as_address(classid, objid, objsubid)).object_names[1]
+		FROM pg_dist_object WHERE classid = 'pg_database'::regclass`) {
+		if db != name {
+			execAdmin(t, ctx, node.url("postgres"), fmt.Sprintf(`CREATE DATABASE %s`, pgx.Identifier{db}.Sanitize()))
+		}
+	}
+
+	srv := startServer(t, dbURL, "127.0.0.1:0", "--log-requests=false")
+	defer logInternalErrors(t, srv)
+	base := "http://" + srv.Addr
+	h := &History{}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, s := range sellers {
+		c := newClient(h, s.key, base, "rb")
+		defer c.close()
+		for g := range 2 {
+			id := i*2 + g
+			wg.Go(func() {
+				for n := 0; ; n++ {
+					select {
+					case <-stop:
+						return
+					case <-ctx.Done():
+						return
+					default:
+					}
+					c.issue(ctx, id, s.code, fmt.Sprintf("rb-%s-%d-%05d", s.code, g, n), time.Now().Add(retryWindow))
+				}
+			})
+		}
+	}
+	keyOf := map[string]string{} // series code → the seller's API key
+	for _, s := range sellers {
+		keyOf[s.code] = s.key
+	}
+	var cancelMu sync.Mutex
+	cancelled := map[string]bool{} // issue key → its cancellation was acknowledged
+	tried := map[string]bool{}     // issue key → a cancellation was sent (the canceller's own)
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for _, op := range h.Ops() {
+				if op.Type != OK || op.ID == "" || tried[op.Key] {
+					continue
+				}
+				tried[op.Key] = true
+				if cancelInvoice(ctx, base, keyOf[strings.ToUpper(op.Series)], op.ID, "cancel-"+op.Key, time.Now().Add(retryWindow)) {
+					cancelMu.Lock()
+					cancelled[op.Key] = true
+					cancelMu.Unlock()
+				}
+				break // one a round, so issuing dominates
+			}
+		}
+	})
+	ended := false
+	endLoad := func() {
+		if ended {
+			return
+		}
+		ended = true
+		close(stop)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(retryWindow + 30*time.Second):
+			t.Fatalf("the clients did not finish within %s", retryWindow+30*time.Second)
+		}
+	}
+	defer endLoad()
+	issuedSince := func(since time.Time, codes []string) bool {
+		n := map[string]int{}
+		for _, op := range h.Ops() {
+			if op.Type == OK && op.Time.After(since) {
+				n[strings.ToUpper(op.Series)]++
+			}
+		}
+		for _, c := range codes {
+			if n[c] < 3 {
+				return false
+			}
+		}
+		return true
+	}
+	allCodes := make([]string, len(sellers))
+	for i, s := range sellers {
+		allCodes[i] = s.code
+	}
+	waitUntil := func(timeout time.Duration, cond func() bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(timeout)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out after %s waiting for %s; the server's log ends:\n%s", timeout, what, srv.Stderr())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	started := time.Now()
+	waitUntil(60*time.Second, func() bool { return issuedSince(started, allCodes) }, "every seller to issue three invoices")
+	time.Sleep(time.Second) // a second of issuing before the move, to compare with
+
+	placements := func() map[int]int { // node port → shard placements of the distributed tables
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		rows, err := conn.Query(ctx, `SELECT p.nodeport, count(*) FROM pg_dist_shard_placement p
+			JOIN pg_dist_shard s USING (shardid) JOIN pg_dist_partition d USING (logicalrelid)
+			WHERE d.partmethod = 'h' GROUP BY p.nodeport`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int]int{}
+		for rows.Next() {
+			var port, n int
+			if err := rows.Scan(&port, &n); err != nil {
+				t.Fatal(err)
+			}
+			out[port] = n
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	before := placements()
+
+	h.Mark("citus_add_node and citus_rebalance_start")
+	moveStart := time.Now()
+	execAdmin(t, ctx, dbURL, fmt.Sprintf(`SELECT citus_add_node('127.0.0.1', %d)`, node.port))
+	execAdmin(t, ctx, dbURL, `SELECT citus_rebalance_start()`)
+	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	execAdmin(t, waitCtx, dbURL, `SELECT citus_rebalance_wait()`)
+	moveEnd := time.Now()
+	h.Mark("citus_rebalance_wait returned")
+	after := placements()
+	if after[node.port] == 0 {
+		t.Fatalf("no shard placement moved to the new worker %d: before %v, after %v", node.port, before, after)
+	}
+	if sum := func(m map[int]int) (n int) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}; sum(after) != sum(before) {
+		t.Fatalf("%d placements after the move, %d before (%v, %v)", sum(after), sum(before), after, before)
+	}
+	if st := queryStrings(t, dbURL, `SELECT state::text FROM citus_rebalance_status()`); len(st) != 1 || st[0] != "finished" {
+		t.Fatalf("the rebalance job ended %v, want finished", st)
+	}
+
+	// The sellers now on the new worker issue there.
+	var moved []string
+	for _, s := range sellers {
+		if queryInt(t, dbURL, fmt.Sprintf(`SELECT p.nodeport FROM sellers s, pg_dist_shard_placement p
+			WHERE s.gstin = '%s' AND p.shardid = get_shard_id_for_distribution_column('series', s.id)`, s.gstin)) == node.port {
+			moved = append(moved, s.code)
+		}
+	}
+	if len(moved) == 0 {
+		t.Fatalf("none of the %d sellers' shard groups moved to the new worker (placements %v)", len(sellers), after)
+	}
+	waitUntil(60*time.Second, func() bool { return issuedSince(moveEnd, moved) }, "the moved sellers to issue three invoices each")
+	endLoad()
+
+	r := verdict(t, "citus-rebalance", h, dbURL, CheckOptions{RequireAllAcked: true})
+	for _, s := range sellers {
+		cli(t, dbURL, "verify", "--gstin", s.gstin)
+	}
+	stored := map[string]bool{}
+	for _, k := range queryStrings(t, dbURL, `SELECT items->0->>'description' FROM invoices WHERE status = 'cancelled'`) {
+		stored[k] = true
+	}
+	for k := range cancelled {
+		if !stored[k] {
+			t.Errorf("the cancellation of %s was acknowledged but the invoice is not stored cancelled", k)
+		}
+	}
+	if len(cancelled) == 0 {
+		t.Error("no cancellation was acknowledged")
+	}
+
+	// Logical replication cleaned up after itself on the old workers (a
+	// slot left behind would also keep the test's database from being
+	// dropped), and the shared cluster does not know the new node.
+	for _, w := range workers {
+		if n := queryInt(t, w.URL, fmt.Sprintf(`SELECT count(*) FROM pg_replication_slots WHERE database = '%s'`, name)); n != 0 {
+			t.Errorf("%d replication slots left in %s on worker %d", n, name, w.Port)
+		}
+	}
+	if n := queryInt(t, dbtest.AdminURL(t), fmt.Sprintf(`SELECT count(*) FROM pg_dist_node WHERE nodeport = %d`, node.port)); n != 0 {
+		t.Errorf("the shared cluster's maintenance database lists the new worker")
+	}
+	if n := queryInt(t, dbtest.NewURL(t), fmt.Sprintf(`SELECT count(*) FROM pg_dist_node WHERE nodeport = %d`, node.port)); n != 0 {
+		t.Errorf("another test database lists the new worker")
+	}
+
+	p99 := func(from, to time.Time) (time.Duration, int) {
+		return issueP99(h.Ops(), from, to)
+	}
+	during, nDuring := p99(moveStart, moveEnd)
+	beforeP99, nBefore := p99(moveStart.Add(-time.Second), moveStart)
+	t.Logf("FAULTS citus-rebalance sellers=%d moved-sellers=%d placements-before=%v after=%v move-took=%v issued-during=%d issue-p99-during=%v issue-p99-1s-before=%v (%d) cancels=%d acked=%d unknown=%d",
+		len(sellers), len(moved), before, after, moveEnd.Sub(moveStart).Round(time.Millisecond), nDuring, during.Round(time.Millisecond),
+		beforeP99.Round(time.Millisecond), nBefore, len(cancelled), r.Acked, r.Unknown)
+}
+
+// issueP99 returns the 99th percentile, by nearest rank, of the time from
+// a key's first attempt to its 201 (retries included), over the keys
+// acknowledged between from and to, and how many there were.
+func issueP99(ops []Op, from, to time.Time) (time.Duration, int) {
+	first := map[string]time.Time{}
+	var lat []time.Duration
+	for _, op := range ops {
+		switch {
+		case op.Type == Invoke:
+			if _, ok := first[op.Key]; !ok {
+				first[op.Key] = op.Time
+			}
+		case op.Type == OK && !op.Time.Before(from) && op.Time.Before(to):
+			lat = append(lat, op.Time.Sub(first[op.Key]))
+		}
+	}
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	return lat[(len(lat)*99+99)/100-1], len(lat)
+}
+
+// cancelInvoice cancels invoice id with apiKey and Idempotency-Key key,
+// retrying on transport errors, 5xx and 409 until deadline. It reports
+// whether the cancellation was acknowledged (200).
+func cancelInvoice(ctx context.Context, base, apiKey, id, key string, deadline time.Time) bool {
+	c := &http.Client{Timeout: 20 * time.Second}
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/invoices/"+id+"/cancel", strings.NewReader(`{"reason":"returned"}`))
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		res, err := c.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			switch {
+			case res.StatusCode == http.StatusOK:
+				return true
+			case res.StatusCode < 500 && res.StatusCode != http.StatusConflict:
+				return false
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// queryStrings returns the first column of query's rows on rawURL.
+func queryStrings(t *testing.T, rawURL, query string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return out
+}
