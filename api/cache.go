@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
@@ -101,7 +102,7 @@ func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now ti
 // not cached, so a series is usable as soon as it is created.
 type seriesCache struct {
 	mu    sync.Mutex
-	m     map[seriesKey]series.Series
+	m     map[seriesKey]gst.Series
 	fills singleflight.Group
 }
 
@@ -114,10 +115,10 @@ type seriesKey struct {
 // normalised (series.ParseCode) before the cache is consulted, so that
 // spellings of one code share an entry and a path segment that cannot be
 // a code never reaches the database.
-func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (series.Series, error) {
+func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (gst.Series, error) {
 	code, err := series.ParseCode(raw)
 	if err != nil {
-		return series.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
+		return gst.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
 	}
 	k := seriesKey{sellerID, code}
 	c.mu.Lock()
@@ -126,7 +127,7 @@ func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw
 	if ok {
 		return s, nil
 	}
-	return fill(ctx, &c.fills, strconv.FormatInt(sellerID, 10)+"\x00"+code, func(ctx context.Context) (series.Series, error) {
+	return fill(ctx, &c.fills, strconv.FormatInt(sellerID, 10)+"\x00"+code, func(ctx context.Context) (gst.Series, error) {
 		s, err := series.Get(ctx, db, sellerID, code)
 		if err != nil {
 			return s, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -51,7 +52,7 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	var arrived atomic.Int64
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	got := make([]series.Series, n)
+	got := make([]gst.Series, n)
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {

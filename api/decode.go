@@ -11,9 +11,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Strict JSON decoding of request bodies. Everything a client can send
@@ -432,7 +432,7 @@ type itemBody struct {
 // decodeIssueRequest decodes the body of an issue request strictly. It
 // fails with a 400 error for malformed JSON, unknown fields or trailing
 // data, and with invoice.ErrInvalid (422) for numbers sent as JSON numbers,
-// too many items or values of the wrong type, and series.ErrInvalidDate for
+// too many items or values of the wrong type, and gst.ErrInvalidDate for
 // a date not written YYYY-MM-DD.
 func decodeIssueRequest(body []byte) (invoice.Request, error) {
 	var b issueBody
@@ -451,9 +451,9 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 func (b *issueBody) request() (invoice.Request, error) {
 	var req invoice.Request
 	if b.InvoiceDate != nil {
-		d, err := series.ParseDate(*b.InvoiceDate)
+		d, err := gst.ParseDate(*b.InvoiceDate)
 		if err != nil {
-			return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date: %s", apperr.MessageOf(err))
+			return invoice.Request{}, apperr.Errorf(gst.ErrInvalidDate, "invoice_date: %s", apperr.MessageOf(err))
 		}
 		req.InvoiceDate = d
 	}
@@ -467,9 +467,9 @@ func (b *issueBody) request() (invoice.Request, error) {
 		}
 		req.Original = &invoice.Original{Number: b.Original.Number, ExternalReason: b.Original.Reason}
 		if b.Original.InvoiceDate != "" {
-			d, err := series.ParseDate(b.Original.InvoiceDate)
+			d, err := gst.ParseDate(b.Original.InvoiceDate)
 			if err != nil {
-				return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "original.invoice_date: %s", apperr.MessageOf(err))
+				return invoice.Request{}, apperr.Errorf(gst.ErrInvalidDate, "original.invoice_date: %s", apperr.MessageOf(err))
 			}
 			req.Original.InvoiceDate = d
 		}
@@ -512,26 +512,26 @@ type openingBody struct {
 
 func decodeSeriesRequest(body []byte) (seriesBody, error) {
 	var b seriesBody
-	err := decodeStrict(body, &b, series.ErrInvalidSeries, 0)
+	err := decodeStrict(body, &b, gst.ErrInvalidSeries, 0)
 	if errors.Is(err, errTooManyElements) {
-		err = apperr.Errorf(series.ErrInvalidSeries, "a series request holds no arrays")
+		err = apperr.Errorf(gst.ErrInvalidSeries, "a series request holds no arrays")
 	}
 	return b, err
 }
 
 // opening returns the declared opening, nil when there is none. It fails
-// with series.ErrInvalidDate for a year or date not written as expected.
+// with gst.ErrInvalidDate for a year or date not written as expected.
 func (b seriesBody) opening() (*invoice.Opening, error) {
 	if b.Opening == nil {
 		return nil, nil
 	}
-	fy, err := series.ParseFY(b.Opening.FY)
+	fy, err := gst.ParseFY(b.Opening.FY)
 	if err != nil {
-		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
+		return nil, apperr.Errorf(gst.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
 	}
-	d, err := series.ParseDate(b.Opening.LastInvoiceDate)
+	d, err := gst.ParseDate(b.Opening.LastInvoiceDate)
 	if err != nil {
-		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
+		return nil, apperr.Errorf(gst.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
 	}
 	return &invoice.Opening{FY: fy, LastSerial: b.Opening.LastSerial, LastInvoiceDate: d, LastNumber: b.Opening.LastNumber}, nil
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 func TestDecodeIssueRequest(t *testing.T) {
@@ -113,14 +113,14 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	seller := series.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "S", StateCode: "27"}
-	fmtCN, err := series.ParseFormat("CN/{FY}/{SEQ:5}")
+	seller := gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "S", StateCode: "27"}
+	fmtCN, err := gst.ParseFormat("CN/{FY}/{SEQ:5}")
 	if err != nil {
 		f.Fatal(err)
 	}
-	sr := series.Series{ID: 1, SellerID: 1, Code: "CN", DocType: series.CreditNote, Format: fmtCN}
+	sr := gst.Series{ID: 1, SellerID: 1, Code: "CN", DocType: gst.CreditNote, Format: fmtCN}
 	inv := sr
-	inv.DocType = series.Invoice
+	inv.DocType = gst.Invoice
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeIssueRequest(body)
 		if err != nil {
@@ -129,7 +129,7 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 			}
 			return
 		}
-		for _, s := range []series.Series{sr, inv} {
+		for _, s := range []gst.Series{sr, inv} {
 			_, err := invoice.Prepare(req, seller, s, testNow, invoice.Policy{BackdateDays: 30})
 			if err != nil {
 				if st := statusOf[apperr.KindOf(err)]; st < 400 || st > 499 {

@@ -6,9 +6,9 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
 
@@ -82,7 +82,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 // invoice.PrepareContent), then checks a note's original and a backdated
 // invoice's month; it returns the draft, or the refusal (4xx) or a
 // database error. The date window is not judged here (see issueInvoice).
-func (s *Server) prepare(ctx context.Context, seller series.Seller, sr series.Series, req invoice.Request) (invoice.Draft, error) {
+func (s *Server) prepare(ctx context.Context, seller gst.Seller, sr gst.Series, req invoice.Request) (invoice.Draft, error) {
 	now := s.now()
 	d, err := invoice.PrepareContent(req, seller, sr, now)
 	if err == nil {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
 
@@ -49,7 +49,7 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 	}
 	out := make([]invoice.OfflineCancel, len(b.Cancels))
 	for i, cb := range b.Cancels {
-		fy, err := series.ParseFY(cb.FY)
+		fy, err := gst.ParseFY(cb.FY)
 		if err != nil {
 			return nil, apperr.Errorf(invoice.ErrInvalid, "cancels[%d].fy: %s", i, apperr.MessageOf(err))
 		}

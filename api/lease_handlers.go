@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/metrics"
@@ -96,11 +97,11 @@ type yearSerialJSON struct {
 }
 
 // renderYears returns m in year order.
-func renderYears(m map[series.FY]int64) []yearSerialJSON {
+func renderYears(m map[gst.FY]int64) []yearSerialJSON {
 	if len(m) == 0 {
 		return nil
 	}
-	ys := make([]series.FY, 0, len(m))
+	ys := make([]gst.FY, 0, len(m))
 	for y := range m {
 		ys = append(ys, y)
 	}
@@ -204,18 +205,18 @@ func (s *Server) getLease(c echo.Context) error {
 // header Lease-Id) on the series of its path and returns the key's
 // principal, the series and the lease id. It fails with the errors of
 // authorisation and of seriesOf, and errNoLeaseID without the header.
-func (s *Server) holderRequest(c echo.Context) (apikey.Principal, series.Series, string, error) {
+func (s *Server) holderRequest(c echo.Context) (apikey.Principal, gst.Series, string, error) {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
-		return apikey.Principal{}, series.Series{}, "", err
+		return apikey.Principal{}, gst.Series{}, "", err
 	}
 	leaseID := c.Request().Header.Get(headerLeaseID)
 	if leaseID == "" {
-		return apikey.Principal{}, series.Series{}, "", errNoLeaseID
+		return apikey.Principal{}, gst.Series{}, "", errNoLeaseID
 	}
 	sr, err := s.seriesOf(c.Request().Context(), p, c.Param("code"))
 	if err != nil {
-		return apikey.Principal{}, series.Series{}, "", err
+		return apikey.Principal{}, gst.Series{}, "", err
 	}
 	return p, sr, leaseID, nil
 }
@@ -361,7 +362,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // decode, chargeInvoices and store, and invoice.ErrInvalid naming the
 // array past its limit.
 func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
-	store func(context.Context, db.Beginner, series.Seller, series.Series, string, []E, time.Time) (invoice.UploadResult, error),
+	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, sr, leaseID, err := s.holderRequest(c)
 	if err != nil {
@@ -467,7 +468,7 @@ func (s *Server) endLease(c echo.Context) error {
 		if b.LastSerial == nil || b.Force || b.DeclaredThrough != nil {
 			return apperr.Errorf(series.ErrInvalidLease, "a device ends its lease with fy and last_serial only")
 		}
-		fy, ferr := series.ParseFY(b.FY)
+		fy, ferr := gst.ParseFY(b.FY)
 		if ferr != nil {
 			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
 		}
@@ -499,14 +500,14 @@ func (s *Server) endLease(c echo.Context) error {
 
 // maxDeclaredYears bounds a settlement's declared years: every financial
 // year the series package numbers.
-const maxDeclaredYears = int(series.MaxFY - series.MinFY + 1)
+const maxDeclaredYears = int(gst.MaxFY - gst.MinFY + 1)
 
 // parseDeclared returns a settlement's serials per year; ErrInvalidLease
 // for a bad or repeated year or a negative serial.
-func parseDeclared(in []yearSerialJSON) (map[series.FY]int64, error) {
-	out := make(map[series.FY]int64, len(in))
+func parseDeclared(in []yearSerialJSON) (map[gst.FY]int64, error) {
+	out := make(map[gst.FY]int64, len(in))
 	for i, d := range in {
-		fy, err := series.ParseFY(d.FY)
+		fy, err := gst.ParseFY(d.FY)
 		if err != nil {
 			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d].fy: %s", i, apperr.MessageOf(err))
 		}

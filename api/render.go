@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -173,7 +174,7 @@ func asIssued(inv invoice.Invoice) invoice.Invoice {
 	return inv
 }
 
-func renderSeries(s series.Series, years []series.Usage) seriesJSON {
+func renderSeries(s gst.Series, years []series.Usage) seriesJSON {
 	out := seriesJSON{
 		Code: s.Code, DocType: string(s.DocType), Format: s.Format.String(), Shop: s.Shop,
 		Capacity: s.Format.Capacity(), CreatedAt: invoice.Timestamp(s.CreatedAt),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
@@ -18,7 +19,7 @@ import (
 )
 
 // testNow is 2026-11-29 10:00 IST, the default clock of the tests.
-var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)
+var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)
 
 const (
 	sellerGSTIN = "27AAPFU0939F1ZV" // Maharashtra
@@ -33,7 +34,7 @@ type env struct {
 	url    string
 	pool   *pgxpool.Pool
 	client *http.Client
-	seller series.Seller
+	seller gst.Seller
 	all    string // issue, read, manage
 	read   string // read only
 	issue  string // issue only

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -46,7 +47,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// The accountant works late on 30 November, and locks November just
 	// after midnight, within the session's idle limit.
-	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, series.IST))
+	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, gst.IST))
 	ctx := browser(t)
 	dir := screenshotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -216,7 +217,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// On 1 December, once November's GSTR-1 is filed: lock November.
-	f.clock.set(time.Date(2026, 12, 1, 0, 5, 0, 0, series.IST))
+	f.clock.set(time.Date(2026, 12, 1, 0, 5, 0, 0, gst.IST))
 	do("GSTR-1 in December", chromedp.Navigate(f.url+"/console/gstr1?fp=112026"), chromedp.WaitVisible(chromedp.CSS("#table13")),
 		chromedp.Click(chromedp.CSS(`a[data-fp="112026"]`)), chromedp.WaitVisible(chromedp.CSS("#confirm-lock")))
 	wantText("main", "Lock Nov 2026?", "7 documents are dated in Nov 2026, 1 of them cancelled")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -16,7 +17,7 @@ import (
 
 // issueIn issues one invoice dated date (YYYY-MM-DD) in series s of f's
 // seller and returns it.
-func issueIn(t *testing.T, f *fixture, s series.Series, date string) invoice.Invoice {
+func issueIn(t *testing.T, f *fixture, s gst.Series, date string) invoice.Invoice {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, date)
 	req := invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -44,22 +45,22 @@ var funcs = template.FuncMap{
 		return d.Format(dateLayout)
 	},
 	// when writes an instant in IST.
-	"when":    func(t time.Time) string { return t.In(series.IST).Format(timeLayout) },
-	"fyPath":  func(fy series.FY) string { return fy.String() },
+	"when":    func(t time.Time) string { return t.In(gst.IST).Format(timeLayout) },
+	"fyPath":  func(fy gst.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
 	// key is the API's id of the invoice with serial in series code and
 	// year fy (invoice.Key): the console's links use it, never the
 	// database's id.
 	"key":   invoice.Key,
 	"ts":    invoice.Timestamp,
-	"state": series.StateLabel,
+	"state": gst.StateLabel,
 	// istTime writes an instant given as invoice.Timestamp in IST.
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
 		if err != nil {
 			return s
 		}
-		return t.In(series.IST).Format(timeLayout)
+		return t.In(gst.IST).Format(timeLayout)
 	},
 	"plural": plural,
 	// deref returns *t (zero when nil), for the optional times of leases.
@@ -187,7 +188,7 @@ func plainText(msg string) string {
 		if err != nil {
 			return s
 		}
-		return t.In(series.IST).Format(timeLayout)
+		return t.In(gst.IST).Format(timeLayout)
 	})
 	msg = isoDate.ReplaceAllStringFunc(msg, func(s string) string {
 		d, err := time.Parse(time.DateOnly, s)
@@ -201,7 +202,7 @@ func plainText(msg string) string {
 
 // exampleNumber returns the first number format gives in year fy, to show
 // a series' format as a number instead of its template.
-func exampleNumber(f series.Format, fy series.FY) string {
+func exampleNumber(f gst.Format, fy gst.FY) string {
 	n, err := f.Render(fy, 1)
 	if err != nil {
 		return f.String()
@@ -225,11 +226,11 @@ func require(s *session, scope string) error {
 type seriesLine struct {
 	reports.Activity
 	Numbers   []yearNumber
-	CurrentFY series.FY
+	CurrentFY gst.FY
 }
 
 type yearNumber struct {
-	FY     series.FY
+	FY     gst.FY
 	Last   string // the last number issued
 	Serial int64
 }
@@ -249,8 +250,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	today := series.DateIST(c.now())
-	fy := series.FYOf(today)
+	today := gst.DateIST(c.now())
+	fy := gst.FYOf(today)
 	acts, err := reports.SeriesActivity(ctx, c.pool, s.principal.Seller, today)
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -271,8 +272,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 // ---- series-year
 
 type seriesYearView struct {
-	Series    series.Series
-	FY        series.FY
+	Series    gst.Series
+	FY        gst.FY
 	Head      reports.Head
 	Checked   bool // Summary holds the whole year's check
 	Summary   reports.Summary
@@ -290,10 +291,10 @@ type seriesYearView struct {
 }
 
 // seriesYearOf reads the {code} and {fy} of the path.
-func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, series.FY, error) {
-	fy, err := series.ParseFY(r.PathValue("fy"))
+func (c *Console) seriesYearOf(r *http.Request, s *session) (gst.Series, gst.FY, error) {
+	fy, err := gst.ParseFY(r.PathValue("fy"))
 	if err != nil {
-		return series.Series{}, 0, err
+		return gst.Series{}, 0, err
 	}
 	sr, err := series.Get(r.Context(), c.pool, s.principal.Seller.ID, r.PathValue("code"))
 	return sr, fy, err
@@ -366,7 +367,7 @@ func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check b
 		v.Elsewhere = found
 	}
 	v.Rows = rows
-	v.Chart = chartSVG(pageDays(rows), fy, series.DateIST(c.now()))
+	v.Chart = chartSVG(pageDays(rows), fy, gst.DateIST(c.now()))
 	c.page(w, r, http.StatusOK, "series", s, sr.Code+" "+fy.String(), v)
 }
 
@@ -574,7 +575,7 @@ type quickPeriod struct{ Label, FP string }
 func quickPeriods(today time.Time) []quickPeriod {
 	month := time.Date(today.Year(), today.Month(), 1, 0, 0, 0, 0, time.UTC)
 	last := month.AddDate(0, -1, 0)
-	fy := series.FYOf(today)
+	fy := gst.FYOf(today)
 	q := (int(month.Month())+8)%12/3 + 1 // April–June is Q1
 	return []quickPeriod{
 		{"This month", month.Format("012006")},
@@ -592,7 +593,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	today := series.DateIST(c.now())
+	today := gst.DateIST(c.now())
 	v := gstr1View{FP: strings.TrimSpace(r.URL.Query().Get("fp")), Quick: quickPeriods(today),
 		CanLock: s.principal.Has(apikey.ScopeManage)}
 	if m, err := invoice.ParseMonth(r.URL.Query().Get("locked")); err == nil {
@@ -629,7 +630,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, d := range rep.DocIssue.DocDet {
 		for _, doc := range d.Docs {
-			v.Rows = append(v.Rows, gstr1Row{Nature: series.NatureOf(d.DocNum), DocRange: doc})
+			v.Rows = append(v.Rows, gstr1Row{Nature: gst.NatureOf(d.DocNum), DocRange: doc})
 			v.TotalCount += doc.TotNum
 		}
 	}

@@ -7,10 +7,10 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds the locking of a month after its GSTR-1 is filed
@@ -36,7 +36,7 @@ type lockView struct {
 
 // monthEnded reports whether m ended before now's month (IST).
 func monthEnded(m invoice.Month, now time.Time) bool {
-	return m.Start().Before(invoice.MonthOf(series.DateIST(now)).Start())
+	return m.Start().Before(invoice.MonthOf(gst.DateIST(now)).Start())
 }
 
 // lockViewOf returns the confirmation of locking the month the path's

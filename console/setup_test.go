@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -26,7 +27,7 @@ import (
 const sellerGSTIN = "27AAPFU0939F1ZV"
 
 // start is the tests' clock at setup: 29 November 2026, 10:00 IST.
-var start = time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)
+var start = time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)
 
 // clock is a settable clock.
 type clock struct{ t atomic.Int64 }
@@ -41,8 +42,8 @@ func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
 type fixture struct {
 	url    string
 	pool   *pgxpool.Pool
-	seller series.Seller
-	ch1    series.Series
+	seller gst.Seller
+	ch1    gst.Series
 	all    string
 	read   string
 	clock  *clock

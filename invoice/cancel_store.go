@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -15,7 +16,7 @@ import (
 
 // Cancel cancels an invoice in its own transaction; see CancelTx. It also
 // returns ErrOutcomeUnknown when the COMMIT's answer was lost.
-func Cancel(ctx context.Context, b db.Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+func Cancel(ctx context.Context, b db.Beginner, seller gst.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
 	inv, _, err := CancelOnce(ctx, b, seller, CancelRequest{ID: id, Reason: reason}, now, opt)
 	return inv, err
 }
@@ -39,7 +40,7 @@ type CancelRequest struct {
 // transaction ErrKeyInProgress, a key used for another request
 // ErrKeyReused. Other errors are CancelTx's, and ErrOutcomeUnknown when
 // the COMMIT's answer was lost.
-func CancelOnce(ctx context.Context, b db.Beginner, seller series.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
+func CancelOnce(ctx context.Context, b db.Beginner, seller gst.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if req.IdempotencyKey != "" {
 			id, err := ClaimKey(ctx, tx, seller.ID, req.IdempotencyKey, req.RequestHash)
@@ -83,7 +84,7 @@ var errReplayed = errors.New("invoice: replayed")
 // ErrPeriodLocked when the invoice's month is locked, and
 // series.ErrLockTimeout when the invoice row or the counter stays locked
 // past opt.LockTimeout.
-func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+func CancelTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
 	if err := checkText("reason", reason, false); err != nil {
 		return Invoice{}, err
 	}

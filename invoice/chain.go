@@ -3,11 +3,10 @@ package invoice
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/invoiced/invoiced/gst"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 // Record kinds in a chain.
@@ -24,9 +23,9 @@ const ChainVersion = "1"
 // covers. docs/chain.md documents the canonical form for third parties.
 type Record struct {
 	GSTIN       string
-	FY          series.FY
+	FY          gst.FY
 	Series      string
-	DocType     series.DocType
+	DocType     gst.DocType
 	Position    int64 // 1-based within the series-year
 	Kind        string
 	Serial      int64

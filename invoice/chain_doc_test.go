@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // TestChainDocWorkedExample pins docs/chain.md's worked example to the
@@ -46,17 +46,17 @@ func TestChainDocWorkedExample(t *testing.T) {
 	// series CH1 in 2026-27 of seller 27AAPFU0939F1ZV (Maharashtra); two
 	// masala chai at ₹10.00, 5 % IGST, to Bangalore Traders (Karnataka),
 	// issued 2026-11-29 08:50 IST.
-	format, err := series.ParseFormat("CH1/{FY}/{SEQ:5}")
+	format, err := gst.ParseFormat("CH1/{FY}/{SEQ:5}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	docType, err := series.ParseDocType("invoice")
+	docType, err := gst.ParseDocType("invoice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sr := series.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: docType, Format: format}
-	seller := series.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
-	issuedAt := time.Date(2026, 11, 29, 8, 50, 0, 0, series.IST)
+	sr := gst.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: docType, Format: format}
+	seller := gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
+	issuedAt := time.Date(2026, 11, 29, 8, 50, 0, 0, gst.IST)
 	d, err := invoice.Prepare(invoice.Request{
 		Buyer:         &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
 		PlaceOfSupply: "29",
@@ -65,7 +65,7 @@ func TestChainDocWorkedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fy := series.FYOf(d.InvoiceDate)
+	fy := gst.FYOf(d.InvoiceDate)
 	number, err := format.Render(fy, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -22,13 +23,13 @@ import (
 
 // citusSellers makes n sellers with a series each, whose shard groups lie
 // on both workers (the test fails otherwise), on a fresh Citus database.
-func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]series.Seller, []series.Series) {
+func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]gst.Seller, []gst.Series) {
 	t.Helper()
-	sellers, ss := make([]series.Seller, n), make([]series.Series, n)
+	sellers, ss := make([]gst.Seller, n), make([]gst.Series, n)
 	workers := map[int]bool{}
 	for i := range n {
 		first14 := fmt.Sprintf("29AAPFU%04dF1Z", i)
-		check, err := series.CheckChar(first14)
+		check, err := gst.CheckChar(first14)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]series.Seller, []s
 }
 
 // subscribe registers a webhook of seller for both event types.
-func subscribe(t *testing.T, pool *pgxpool.Pool, seller series.Seller) {
+func subscribe(t *testing.T, pool *pgxpool.Pool, seller gst.Seller) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), `INSERT INTO webhooks (public_id, seller_id, url, events, secret)
 		VALUES ($1, $2, 'https://hooks.example/in', '{invoice.issued,invoice.cancelled}', 'secret')`,

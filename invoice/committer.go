@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/groupcommit"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Committer issues invoices, gathering concurrent requests into one
@@ -156,7 +156,7 @@ type rowKey = groupcommit.Row
 // counter row of the date's financial year.
 func queueOf(r IssueRequest) groupcommit.Key {
 	d := r.Draft.InvoiceDate
-	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(series.FYOf(d)), Owner: r.Seller.ID}, Date: d}
+	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(gst.FYOf(d)), Owner: r.Seller.ID}, Date: d}
 }
 
 // rowOf returns the counter row that numbers r.
@@ -164,8 +164,8 @@ func rowOf(r IssueRequest) rowKey { return queueOf(r).Row }
 
 // IssueRequest is one invoice to issue.
 type IssueRequest struct {
-	Seller series.Seller
-	Series series.Series
+	Seller gst.Seller
+	Series gst.Series
 	Draft  Draft
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -43,7 +44,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 			t.Fatalf("%s, dated the database's today: %+v", key, r)
 		}
 	}
-	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("old", processNow)}); !errors.Is(r.Err, series.ErrInvalidDate) {
+	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("old", processNow)}); !errors.Is(r.Err, gst.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days before the database's: %+v", r)
 	}
 	if st := c.Stats(); (st.Predicted == 0) != (predictions(t, 1) == 0) {
@@ -60,7 +61,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-1", today)}); r.Err != nil || r.Invoice.Serial != 4 {
 		t.Fatalf("second process, dated the database's today: %+v", r)
 	}
-	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-2", ahead)}); !errors.Is(r.Err, series.ErrInvalidDate) {
+	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-2", ahead)}); !errors.Is(r.Err, gst.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days after the database's: %+v", r)
 	}
 	if st := c2.Stats(); st.Mispredicted != predictions(t, 1) {

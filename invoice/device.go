@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 	"github.com/shopspring/decimal"
@@ -61,22 +62,22 @@ type OfflineInvoice struct {
 // issuedAt, dated req.InvoiceDate (which must be issuedAt's date in IST),
 // as record position of the series-year's chain after prev, and returns
 // the invoice with its record's hash. It fails as PrepareContent does, with
-// series.ErrInvalidDate when the date is not issuedAt's, and with
-// series.ErrExhausted when serial is beyond the format's capacity.
-func NumberOffline(seller series.Seller, s series.Series, req Request, serial, position int64, prev []byte, issuedAt time.Time) (Invoice, []byte, error) {
+// gst.ErrInvalidDate when the date is not issuedAt's, and with
+// gst.ErrExhausted when serial is beyond the format's capacity.
+func NumberOffline(seller gst.Seller, s gst.Series, req Request, serial, position int64, prev []byte, issuedAt time.Time) (Invoice, []byte, error) {
 	issuedAt = issuedAt.UTC().Truncate(time.Microsecond)
-	if day := series.DateIST(issuedAt); !req.InvoiceDate.Equal(day) {
-		return Invoice{}, nil, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is not the date of issued_at %s in IST (%s)",
+	if day := gst.DateIST(issuedAt); !req.InvoiceDate.Equal(day) {
+		return Invoice{}, nil, apperr.Errorf(gst.ErrInvalidDate, "invoice_date %s is not the date of issued_at %s in IST (%s)",
 			req.InvoiceDate.Format(time.DateOnly), Timestamp(issuedAt), day.Format(time.DateOnly))
 	}
 	d, err := PrepareContent(req, seller, s, issuedAt)
 	if err != nil {
 		return Invoice{}, nil, err
 	}
-	fy := series.FYOf(d.InvoiceDate)
+	fy := gst.FYOf(d.InvoiceDate)
 	number, err := s.Format.Render(fy, serial)
 	if err != nil {
-		return Invoice{}, nil, apperr.Errorf(series.ErrExhausted, "serial %d: %s", serial, apperr.MessageOf(err))
+		return Invoice{}, nil, apperr.Errorf(gst.ErrExhausted, "serial %d: %s", serial, apperr.MessageOf(err))
 	}
 	inv := Invoice{
 		SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code, DocType: s.DocType, FY: fy, Serial: serial, Number: number,
@@ -126,7 +127,7 @@ func ParseMoney(s string) (decimal.Decimal, error) {
 // it: the invoice (its series-year, serial and number), the cancellation
 // time and reason, and the cancel record's position and hash.
 type OfflineCancel struct {
-	FY          series.FY
+	FY          gst.FY
 	Position    int64
 	Serial      int64
 	Number      string
@@ -140,7 +141,7 @@ type OfflineCancel struct {
 // (CancelRecord, docs/chain.md). Both the device and the server call it,
 // so they compute the same hash. It fails with ErrInvalid for an empty or
 // overlong reason.
-func CancelOffline(gstin series.GSTIN, inv Invoice, reason string, at time.Time, position int64, prev []byte) (Invoice, []byte, error) {
+func CancelOffline(gstin gst.GSTIN, inv Invoice, reason string, at time.Time, position int64, prev []byte) (Invoice, []byte, error) {
 	if err := checkText("reason", reason, false); err != nil {
 		return Invoice{}, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -41,7 +42,7 @@ type cancelYear struct {
 // where the chain stands when a position does not continue it,
 // ErrNotLeasedInvoice, ErrPeriodLocked, and ErrInvalid naming the first
 // bad cancellation and field.
-func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, cs []OfflineCancel, now time.Time) (UploadResult, error) {
+func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, leaseID string, cs []OfflineCancel, now time.Time) (UploadResult, error) {
 	if len(cs) == 0 || len(cs) > MaxOfflineBatch {
 		return UploadResult{}, apperr.Errorf(ErrInvalid, "cancels must hold 1 to %d cancellations", MaxOfflineBatch)
 	}
@@ -69,9 +70,9 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 				return errs[i]
 			}
 		}
-		years := map[series.FY]*cancelYear{}
+		years := map[gst.FY]*cancelYear{}
 		done := map[[2]int64]bool{} // (fy, serial) cancelled by this batch
-		var order []series.FY
+		var order []gst.FY
 		write := &pgx.Batch{}
 		var st *cancelYear
 		for i, c := range cs {
@@ -115,7 +116,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 					i, c.Serial, inv.Number, Timestamp(inv.IssuedAt), lease.ID, lease.Next.Serial, lease.StartFY(), Timestamp(lease.LeasedAt))
 			case c.CancelledAt.Before(st.lastAt):
 				return bad("cancelled_at", "%s is before %s, the chain's last record's", Timestamp(c.CancelledAt), Timestamp(st.lastAt))
-			case series.DateIST(c.CancelledAt).After(series.DateIST(now).AddDate(0, 0, 1)):
+			case gst.DateIST(c.CancelledAt).After(gst.DateIST(now).AddDate(0, 0, 1)):
 				return bad("cancelled_at", "%s is in the future", Timestamp(c.CancelledAt))
 			}
 			if err := checkPeriodTx(ctx, tx, inv, now); errors.Is(err, ErrPeriodLocked) {
@@ -164,7 +165,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 
 // lockCancelYear locks the counter row of (s, fy) and returns its state
 // with the recorded time of the chain's last record.
-func lockCancelYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*cancelYear, error) {
+func lockCancelYear(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (*cancelYear, error) {
 	st, err := lockYear(ctx, tx, s, fy)
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func lockCancelYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.F
 
 // lockInvoiceBySerial locks and returns the seller's invoice serial of
 // series seriesID in fy; ErrNotFound when there is none.
-func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy series.FY, serial int64) (Invoice, error) {
+func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy gst.FY, serial int64) (Invoice, error) {
 	inv, err := scanInvoice(tx.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.seller_id = $1 AND i.series_id = $2 AND i.fy = $3 AND i.serial = $4 FOR UPDATE OF i`,
 		sellerID, seriesID, int(fy), serial))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -207,7 +208,7 @@ func numberedUnder(l series.Lease, inv Invoice) bool {
 
 // cancelStored reports whether c is stored already: the record at its
 // position is a cancel of its serial with its hash.
-func cancelStored(ctx context.Context, tx pgx.Tx, s series.Series, c OfflineCancel) (bool, error) {
+func cancelStored(ctx context.Context, tx pgx.Tx, s gst.Series, c OfflineCancel) (bool, error) {
 	var h []byte
 	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3 AND kind = 'cancel' AND serial = $4 AND seller_id = $5`,
 		s.ID, int(c.FY), c.Position, c.Serial, s.SellerID).Scan(&h)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -52,7 +53,7 @@ type yearState struct {
 // the expected next serial and chain head when a serial does not
 // continue, ErrYearBeforeLease and ErrIssuedBeforeLease, and ErrInvalid (or the errors of PrepareContent) naming the
 // first bad invoice and field.
-func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
+func UploadOffline(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
 	if len(invs) == 0 || len(invs) > MaxOfflineBatch {
 		return UploadResult{}, apperr.Errorf(ErrInvalid, "invoices must hold 1 to %d invoices", MaxOfflineBatch)
 	}
@@ -62,16 +63,16 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 		if err != nil {
 			return err
 		}
-		years := map[series.FY]*yearState{}
-		var fy series.FY
+		years := map[gst.FY]*yearState{}
+		var fy gst.FY
 		var st *yearState
 		var rows []Invoice
 		var hashes [][]byte
 		var positions []int64
 		for i, o := range invs {
-			y := series.FYOf(o.Request.InvoiceDate)
+			y := gst.FYOf(o.Request.InvoiceDate)
 			if !y.Valid() {
-				return apperr.Errorf(series.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
+				return apperr.Errorf(gst.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
 			}
 			if y < lease.StartFY() {
 				return apperr.Errorf(ErrYearBeforeLease, "invoices[%d].invoice_date %s is in %s, before %s, the year lease %s started in", i, o.Request.InvoiceDate.Format(time.DateOnly), y, lease.StartFY(), lease.ID)
@@ -112,7 +113,7 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 			if o.IssuedAt.Before(lease.LeasedAt) {
 				return apperr.Errorf(ErrIssuedBeforeLease, "invoices[%d].issued_at %s is before %s, when lease %s was taken", i, Timestamp(o.IssuedAt), Timestamp(lease.LeasedAt), lease.ID)
 			}
-			if o.Request.InvoiceDate.After(series.DateIST(now).AddDate(0, 0, 1)) {
+			if o.Request.InvoiceDate.After(gst.DateIST(now).AddDate(0, 0, 1)) {
 				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is in the future", i, o.Request.InvoiceDate.Format(time.DateOnly))
 			}
 			inv, hash, err := NumberOffline(seller, s, o.Request, o.Serial, st.length+1, st.head, o.IssuedAt)
@@ -151,7 +152,7 @@ func apperrOf(err error) *apperr.Error {
 
 // lockYear locks the counter row of (s, fy), when there is one, and
 // returns its state.
-func lockYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*yearState, error) {
+func lockYear(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (*yearState, error) {
 	st := &yearState{stored: series.Position{FY: fy, Serial: 1}}
 	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at, chain_length, chain_head
 		FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`, s.ID, int(fy), s.SellerID).
@@ -168,7 +169,7 @@ func lockYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*y
 
 // storedSame reports whether o is stored already: its serial's issue
 // record has o's chain hash (which seals every field).
-func storedSame(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, o OfflineInvoice) (bool, error) {
+func storedSame(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, o OfflineInvoice) (bool, error) {
 	var h []byte
 	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND serial = $3 AND kind = 'issue' AND seller_id = $4`,
 		s.ID, int(fy), o.Serial, s.SellerID).Scan(&h)
@@ -184,7 +185,7 @@ func storedSame(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, o
 // writeOffline inserts the verified invoices and their issue records and
 // advances the counter rows of years, in one round trip, and records their
 // events in a second when the seller subscribes.
-func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, rows []Invoice, hashes [][]byte, positions []int64, years map[series.FY]*yearState) error {
+func writeOffline(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, rows []Invoice, hashes [][]byte, positions []int64, years map[gst.FY]*yearState) error {
 	b := &pgx.Batch{}
 	for y, st := range years {
 		if !st.touched {

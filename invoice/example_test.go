@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // ExamplePrepare validates a request and computes its amounts before any
 // database work: an intra-state sale splits the tax into CGST and SGST.
 func ExamplePrepare() {
-	f, _ := series.ParseFormat("CH1/{FY}/{SEQ:5}")
-	s := series.Series{Code: "CH1", DocType: series.Invoice, Format: f}
-	seller := series.Seller{GSTIN: "27AAPFU0939F1ZV", StateCode: "27"}
+	f, _ := gst.ParseFormat("CH1/{FY}/{SEQ:5}")
+	s := gst.Series{Code: "CH1", DocType: gst.Invoice, Format: f}
+	seller := gst.Seller{GSTIN: "27AAPFU0939F1ZV", StateCode: "27"}
 	now := time.Date(2026, 11, 29, 3, 20, 0, 0, time.UTC)
 	d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{
 		{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"},

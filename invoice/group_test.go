@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -229,9 +230,9 @@ func date(t *testing.T, s string) time.Time {
 }
 
 // moreSeries creates n more series S0..S(n-1) for f's seller.
-func (f fixture) moreSeries(t *testing.T, n int) []series.Series {
+func (f fixture) moreSeries(t *testing.T, n int) []gst.Series {
 	t.Helper()
-	out := make([]series.Series, n)
+	out := make([]gst.Series, n)
 	for i := range n {
 		s, err := series.CreateSeries(context.Background(), f.pool, series.NewSeries{
 			SellerID: f.seller.ID, Code: fmt.Sprintf("S%d", i), DocType: "invoice", Format: fmt.Sprintf("S%d/{FY}/{SEQ:6}", i)})
@@ -243,7 +244,7 @@ func (f fixture) moreSeries(t *testing.T, n int) []series.Series {
 	return out
 }
 
-func (f fixture) serialsOfSeries(t *testing.T, s series.Series) []int64 {
+func (f fixture) serialsOfSeries(t *testing.T, s gst.Series) []int64 {
 	t.Helper()
 	rows, err := f.pool.Query(context.Background(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, s.ID)
 	if err != nil {
@@ -354,7 +355,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	ref := time.Hour
 	{
 		rc := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
-		refSeries := make([]series.Series, len(ss))
+		refSeries := make([]gst.Series, len(ss))
 		for i := range refSeries {
 			s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: fmt.Sprintf("R%d", i), DocType: "invoice", Format: fmt.Sprintf("R%d/{FY}/{SEQ:6}", i)})
 			if err != nil {
@@ -399,7 +400,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	issue := func(s series.Series) (invoice.Result, time.Duration) {
+	issue := func(s gst.Series) (invoice.Result, time.Duration) {
 		d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
 		if err != nil {
 			t.Fatal(err)
@@ -478,7 +479,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ctx := context.Background()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
-	prep := func(s series.Series, day string) invoice.Draft {
+	prep := func(s gst.Series, day string) invoice.Draft {
 		d, err := invoice.Prepare(invoice.Request{InvoiceDate: date(t, day), Items: []invoice.ItemInput{chai("1", "10", "5")}},
 			f.seller, s, now, invoice.Policy{BackdateDays: 5})
 		if err != nil {

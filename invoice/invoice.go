@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/internal/textcut"
-	"github.com/invoiced/invoiced/series"
 	"github.com/shopspring/decimal"
 )
 
@@ -149,8 +149,8 @@ type Invoice struct {
 	SellerID      int64
 	SeriesID      int64
 	SeriesCode    string
-	DocType       series.DocType
-	FY            series.FY
+	DocType       gst.DocType
+	FY            gst.FY
 	Serial        int64
 	Number        string
 	InvoiceDate   time.Time
@@ -204,28 +204,28 @@ var stateCodes = func() string {
 	return b.String() + " (96 other country, 97 other territory)"
 }()
 
-// Check returns series.ErrInvalidDate when date (a civil date) lies outside
+// Check returns gst.ErrInvalidDate when date (a civil date) lies outside
 // p's window on the day now (IST): in the future, or more than
 // BackdateDays before today; nil otherwise.
 func (p Policy) Check(date, now time.Time) error {
-	today := series.DateIST(now)
+	today := gst.DateIST(now)
 	if date.After(today) {
-		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", date.Format(time.DateOnly), today.Format(time.DateOnly))
+		return apperr.Errorf(gst.ErrInvalidDate, "invoice_date %s is in the future (today in IST is %s)", date.Format(time.DateOnly), today.Format(time.DateOnly))
 	}
 	if earliest := today.AddDate(0, 0, -p.BackdateDays); date.Before(earliest) {
-		return apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s): this server accepts dates from %s, %d days back, a window its operator sets (serve --backdate-days)",
+		return apperr.Errorf(gst.ErrInvalidDate, "invoice_date %s is more than %d days before today (%s): this server accepts dates from %s, %d days back, a window its operator sets (serve --backdate-days)",
 			date.Format(time.DateOnly), p.BackdateDays, today.Format(time.DateOnly), earliest.Format(time.DateOnly), p.BackdateDays)
 	}
 	return nil
 }
 
 // Prepare validates req for seller's series s on the day now (IST) and
-// computes its amounts. It returns ErrInvalid, series.ErrInvalidGSTIN or
-// series.ErrInvalidDate with a message naming the offending field (a
+// computes its amounts. It returns ErrInvalid, gst.ErrInvalidGSTIN or
+// gst.ErrInvalidDate with a message naming the offending field (a
 // buyer GSTIN equal to the seller's is ErrInvalid); it touches no database
 // and consumes no number. A note's original is checked against the
 // database by CheckOriginal.
-func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, p Policy) (Draft, error) {
+func Prepare(req Request, seller gst.Seller, s gst.Series, now time.Time, p Policy) (Draft, error) {
 	d, err := PrepareContent(req, seller, s, now)
 	if err != nil {
 		return Draft{}, err
@@ -243,21 +243,21 @@ func Prepare(req Request, seller series.Seller, s series.Series, now time.Time, 
 // the time it is judged, is given only once the request's idempotency key
 // is claimed: never while an earlier attempt with the same key may still
 // commit.
-func PrepareContent(req Request, seller series.Seller, s series.Series, now time.Time) (Draft, error) {
-	today := series.DateIST(now)
+func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time) (Draft, error) {
+	today := gst.DateIST(now)
 	d := Draft{InvoiceDate: req.InvoiceDate}
 	if d.InvoiceDate.IsZero() {
 		d.InvoiceDate = today
 	}
-	if !series.FYOf(d.InvoiceDate).Valid() {
-		return Draft{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date %s is outside the supported financial years %s to %s", d.InvoiceDate.Format(time.DateOnly), series.FY(series.MinFY), series.FY(series.MaxFY))
+	if !gst.FYOf(d.InvoiceDate).Valid() {
+		return Draft{}, apperr.Errorf(gst.ErrInvalidDate, "invoice_date %s is outside the supported financial years %s to %s", d.InvoiceDate.Format(time.DateOnly), gst.FY(gst.MinFY), gst.FY(gst.MaxFY))
 	}
 	if req.Buyer != nil {
 		b := Buyer{Name: strings.TrimSpace(req.Buyer.Name)}
 		if req.Buyer.GSTIN != "" {
-			g, err := series.ParseGSTIN(req.Buyer.GSTIN)
+			g, err := gst.ParseGSTIN(req.Buyer.GSTIN)
 			if err != nil {
-				return Draft{}, apperr.Errorf(series.ErrInvalidGSTIN, "buyer.gstin: %s", apperr.MessageOf(err))
+				return Draft{}, apperr.Errorf(gst.ErrInvalidGSTIN, "buyer.gstin: %s", apperr.MessageOf(err))
 			}
 			b.GSTIN = string(g)
 		}

@@ -7,28 +7,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 var (
-	seller = series.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
+	seller = gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
 	// 2026-11-29 08:50 IST
 	now = time.Date(2026, 11, 29, 3, 20, 0, 0, time.UTC)
 )
 
-func mustSeries(t testing.TB, docType, format string) series.Series {
+func mustSeries(t testing.TB, docType, format string) gst.Series {
 	t.Helper()
-	f, err := series.ParseFormat(format)
+	f, err := gst.ParseFormat(format)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dt, err := series.ParseDocType(docType)
+	dt, err := gst.ParseDocType(docType)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return series.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: dt, Format: f}
+	return gst.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: dt, Format: f}
 }
 
 // chai returns a line of masala chai.
@@ -80,7 +80,7 @@ func TestPrepareRefusesBadInput(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		s    series.Series
+		s    gst.Series
 		req  invoice.Request
 		p    invoice.Policy
 		want error
@@ -96,9 +96,9 @@ func TestPrepareRefusesBadInput(t *testing.T) {
 		{"bad HSN", s, invoice.Request{Items: []invoice.ItemInput{{Description: "x", HSN: "09 2", Quantity: "1", UnitPrice: "1", GSTRate: "5"}}}, invoice.Policy{}, invoice.ErrInvalid, "hsn"},
 		{"empty description", s, invoice.Request{Items: []invoice.ItemInput{{HSN: "0902", Quantity: "1", UnitPrice: "1", GSTRate: "5"}}}, invoice.Policy{}, invoice.ErrInvalid, "description"},
 		{"bad place of supply", s, invoice.Request{PlaceOfSupply: "40", Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "place_of_supply"},
-		{"bad buyer GSTIN", s, invoice.Request{Buyer: &invoice.Buyer{GSTIN: "01AABCE2207R1Z5", Name: "X"}, Items: ok}, invoice.Policy{}, series.ErrInvalidGSTIN, "buyer.gstin"},
-		{"future date", s, invoice.Request{InvoiceDate: day("2026-11-30"), Items: ok}, invoice.Policy{}, series.ErrInvalidDate, "future"},
-		{"too far back", s, invoice.Request{InvoiceDate: day("2026-11-26"), Items: ok}, invoice.Policy{BackdateDays: 2}, series.ErrInvalidDate, "more than 2 days"},
+		{"bad buyer GSTIN", s, invoice.Request{Buyer: &invoice.Buyer{GSTIN: "01AABCE2207R1Z5", Name: "X"}, Items: ok}, invoice.Policy{}, gst.ErrInvalidGSTIN, "buyer.gstin"},
+		{"future date", s, invoice.Request{InvoiceDate: day("2026-11-30"), Items: ok}, invoice.Policy{}, gst.ErrInvalidDate, "future"},
+		{"too far back", s, invoice.Request{InvoiceDate: day("2026-11-26"), Items: ok}, invoice.Policy{BackdateDays: 2}, gst.ErrInvalidDate, "more than 2 days"},
 		{"note without original", cn, invoice.Request{Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "original"},
 		{"buyer is the seller", s, invoice.Request{Buyer: &invoice.Buyer{GSTIN: "27aapfu0939f1zv", Name: "Self"}, Items: ok}, invoice.Policy{}, invoice.ErrInvalid, "seller's own GSTIN"},
 		{"external original, reason of spaces", cn, invoice.Request{Items: ok, Original: &invoice.Original{Number: "OLD/1", InvoiceDate: day("2026-11-01"), ExternalReason: "   "}}, invoice.Policy{}, invoice.ErrInvalid, "original.reason"},

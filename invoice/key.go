@@ -1,10 +1,9 @@
 package invoice
 
 import (
+	"github.com/invoiced/invoiced/gst"
 	"strconv"
 	"strings"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 // An invoice's key is its id in the API and the console: series code,
@@ -14,7 +13,7 @@ import (
 
 // Key returns the key of the invoice with serial in series code and year
 // fy: "CH1-2026-7".
-func Key(code string, fy series.FY, serial int64) string {
+func Key(code string, fy gst.FY, serial int64) string {
 	return code + "-" + strconv.Itoa(int(fy)) + "-" + strconv.FormatInt(serial, 10)
 }
 
@@ -25,7 +24,7 @@ func KeyOf(inv Invoice) string { return Key(inv.SeriesCode, inv.FY, inv.Serial) 
 // financial year and serial of key, and false when key is not of Key's
 // form: a valid year and a serial from 1, both written canonically (no
 // sign, no leading zero).
-func ParseKey(key string) (code string, fy series.FY, serial int64, ok bool) {
+func ParseKey(key string) (code string, fy gst.FY, serial int64, ok bool) {
 	i := strings.LastIndexByte(key, '-')
 	if i < 0 {
 		return "", 0, 0, false
@@ -36,9 +35,9 @@ func ParseKey(key string) (code string, fy series.FY, serial int64, ok bool) {
 	}
 	y, ferr := strconv.Atoi(key[j+1 : i])
 	n, serr := strconv.ParseInt(key[i+1:], 10, 64)
-	if ferr != nil || serr != nil || !series.FY(y).Valid() || n < 1 ||
+	if ferr != nil || serr != nil || !gst.FY(y).Valid() || n < 1 ||
 		strconv.Itoa(y) != key[j+1:i] || strconv.FormatInt(n, 10) != key[i+1:] {
 		return "", 0, 0, false
 	}
-	return key[:j], series.FY(y), n, true
+	return key[:j], gst.FY(y), n, true
 }

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/series"
 )
 
 // KindOpening is the kind of the chain record that seals an opening
@@ -22,7 +22,7 @@ var ErrOpeningTooLate = apperr.New(apperr.Conflict, "opening_too_late", "the ser
 // issues in that year is LastSerial+1, dated no earlier than
 // LastInvoiceDate.
 type Opening struct {
-	FY              series.FY
+	FY              gst.FY
 	LastSerial      int64
 	LastInvoiceDate time.Time // civil date
 	LastNumber      string
@@ -34,14 +34,14 @@ type Opening struct {
 // a valid year, a serial below the format's capacity, a date inside the
 // year and not after today, and the number the format renders for the
 // serial.
-func (o *Opening) check(s series.Series, today time.Time) error {
+func (o *Opening) check(s gst.Series, today time.Time) error {
 	if !o.FY.Valid() {
 		return apperr.Errorf(ErrInvalid, "opening.fy is not a financial year")
 	}
 	if o.LastSerial < 1 || o.LastSerial >= s.Format.Capacity() {
 		return apperr.Errorf(ErrInvalid, "opening.last_serial must be 1 to %d (the format's capacity is %d)", s.Format.Capacity()-1, s.Format.Capacity())
 	}
-	if series.FYOf(o.LastInvoiceDate) != o.FY || o.LastInvoiceDate.After(today) {
+	if gst.FYOf(o.LastInvoiceDate) != o.FY || o.LastInvoiceDate.After(today) {
 		return apperr.Errorf(ErrInvalid, "opening.last_invoice_date %s must lie in %s and not after today (%s)", o.LastInvoiceDate.Format(time.DateOnly), o.FY, today.Format(time.DateOnly))
 	}
 	want, err := s.Format.Render(o.FY, o.LastSerial)
@@ -60,7 +60,7 @@ func (o *Opening) check(s series.Series, today time.Time) error {
 // the last document issued before, its date, issued_at and recorded_at
 // the declaration's time, reason "declared by …", no buyer, items or
 // amounts (0.00), no previous hash. docs/chain.md documents it.
-func OpeningRecord(gstin string, s series.Series, o Opening) Record {
+func OpeningRecord(gstin string, s gst.Series, o Opening) Record {
 	return Record{
 		GSTIN: gstin, FY: o.FY, Series: s.Code, DocType: s.DocType, Position: 1, Kind: KindOpening,
 		Serial: o.LastSerial, Number: o.LastNumber, InvoiceDate: o.LastInvoiceDate,

@@ -4,8 +4,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Errors of period locks; match them with errors.Is.
@@ -33,14 +33,14 @@ func MonthOf(d time.Time) Month {
 
 // ParseMonth reads a month written as GSTR-1's fp, MMYYYY ("112026"). It
 // returns ErrInvalidMonth for anything else or a year outside
-// series.MinFY..MaxFY+1.
+// gst.MinFY..MaxFY+1.
 func ParseMonth(fp string) (Month, error) {
 	if len(fp) != 6 {
 		return Month{}, apperr.Errorf(ErrInvalidMonth, "period %q must be one month written MMYYYY, e.g. 112026", fp)
 	}
 	m, err1 := strconv.Atoi(fp[:2])
 	y, err2 := strconv.Atoi(fp[2:])
-	if err1 != nil || err2 != nil || m < 1 || m > 12 || y < int(series.MinFY) || y > int(series.MaxFY)+1 || fp[0] == '+' || fp[2] == '+' {
+	if err1 != nil || err2 != nil || m < 1 || m > 12 || y < int(gst.MinFY) || y > int(gst.MaxFY)+1 || fp[0] == '+' || fp[2] == '+' {
 		return Month{}, apperr.Errorf(ErrInvalidMonth, "period %q must be one month written MMYYYY, e.g. 112026", fp)
 	}
 	return Month(time.Date(y, time.Month(m), 1, 0, 0, 0, 0, time.UTC)), nil
@@ -74,7 +74,7 @@ type PeriodEvent struct {
 // backdated reports whether date lies before the month of now (IST): only
 // such dates can be in a locked month, since only ended months are locked.
 func backdated(date, now time.Time) bool {
-	return date.Before(time.Time(MonthOf(series.DateIST(now))))
+	return date.Before(time.Time(MonthOf(gst.DateIST(now))))
 }
 
 // guardHorizon is how close to the end of an invoice's month (by the

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -31,8 +32,8 @@ func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 	if err := f.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
 		t.Fatal(err)
 	}
-	ist := dbNow.In(series.IST)
-	thisMonth := time.Date(ist.Year(), ist.Month(), 1, 0, 0, 0, 0, series.IST)
+	ist := dbNow.In(gst.IST)
+	thisMonth := time.Date(ist.Year(), ist.Month(), 1, 0, 0, 0, 0, gst.IST)
 	lastSecond := thisMonth.Add(-time.Second) // 23:59:59 IST on the month's last day
 	lastDay := time.Date(lastSecond.Year(), lastSecond.Month(), lastSecond.Day(), 0, 0, 0, 0, time.UTC)
 	month := invoice.MonthOf(lastDay)

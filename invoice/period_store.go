@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,9 +21,9 @@ import (
 // (lockPeriods) is held while the lock is written, so an issuing
 // transaction holding it shared (a backdated invoice being issued)
 // finishes first, and one that comes after sees the lock.
-func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
+func LockPeriod(ctx context.Context, b db.Beginner, seller gst.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
 	if !backdated(m.Start(), now) {
-		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, series.DateIST(now).Format("2 Jan 2006"))
+		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, gst.DateIST(now).Format("2 Jan 2006"))
 	}
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if err := lockPeriods(ctx, tx, seller.ID); err != nil {
@@ -66,7 +66,7 @@ func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mont
 // UnlockPeriod unlocks month m of seller and records who (by), when (now)
 // and why (reason, required). It returns ErrInvalid for an empty or
 // overlong reason, ErrPeriodNotLocked, and database errors.
-func UnlockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by, reason string, now time.Time) error {
+func UnlockPeriod(ctx context.Context, b db.Beginner, seller gst.Seller, m Month, by, reason string, now time.Time) error {
 	reason = strings.TrimSpace(reason)
 	if err := checkText("reason", reason, false); err != nil {
 		return err
@@ -130,7 +130,7 @@ func PeriodEvents(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodEv
 // (IST) or later is never in a locked month and costs no query. This is the
 // early, exact answer; the issuing transaction checks again under the
 // seller's row lock (queuePeriodGuard), which is what makes it race-free.
-func CheckPeriod(ctx context.Context, q db.Querier, seller series.Seller, date, now time.Time) error {
+func CheckPeriod(ctx context.Context, q db.Querier, seller gst.Seller, date, now time.Time) error {
 	if !backdated(date, now) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -17,9 +18,9 @@ import (
 
 // december is the periods tests' clock: 5 December 2026, 10:00 IST, so
 // November 2026 has ended and may be locked.
-var december = time.Date(2026, 12, 5, 10, 0, 0, 0, series.IST)
+var december = time.Date(2026, 12, 5, 10, 0, 0, 0, gst.IST)
 
-func dated(t *testing.T, f fixture, s series.Series, date string) invoice.Draft {
+func dated(t *testing.T, f fixture, s gst.Series, date string) invoice.Draft {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, date)
 	draft, err := invoice.Prepare(invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{chai("1", "10.00", "5")}},
@@ -30,7 +31,7 @@ func dated(t *testing.T, f fixture, s series.Series, date string) invoice.Draft 
 	return draft
 }
 
-func lastSerial(t *testing.T, f fixture, s series.Series) int64 {
+func lastSerial(t *testing.T, f fixture, s gst.Series) int64 {
 	t.Helper()
 	var n int64
 	if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(max(last_serial), 0) FROM series_counters WHERE series_id = $1`, s.ID).Scan(&n); err != nil {
@@ -314,7 +315,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 		reqs = append(reqs, invoice.IssueRequest{Seller: f.seller, Series: n9, Draft: dated(t, f, n9, "2026-11-20")})
 	}
 	for i, r := range c.IssueBatch(ctx, reqs) {
-		if r.Err == nil || !errors.Is(r.Err, invoice.ErrPeriodLocked) && !errors.Is(r.Err, series.ErrExhausted) {
+		if r.Err == nil || !errors.Is(r.Err, invoice.ErrPeriodLocked) && !errors.Is(r.Err, gst.ErrExhausted) {
 			t.Errorf("request %d: %+v, want period_locked or exhausted", i, r)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -23,7 +24,7 @@ func predicting(t testing.TB, f fixture, now func() time.Time) *invoice.Committe
 
 func verifyChains(t *testing.T, f fixture) {
 	t.Helper()
-	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", series.FYOf(now))
+	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", gst.FYOf(now))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
@@ -37,7 +37,7 @@ func scanInvoice(row pgx.Row) (Invoice, error) {
 	if err != nil {
 		return Invoice{}, err
 	}
-	inv.DocType, inv.FY = series.DocType(dt), series.FY(fy)
+	inv.DocType, inv.FY = gst.DocType(dt), gst.FY(fy)
 	if bg != nil || bn != nil {
 		inv.Buyer = &Buyer{GSTIN: deref(bg), Name: deref(bn)}
 	}
@@ -79,7 +79,7 @@ func Get(ctx context.Context, q db.Querier, sellerID, id int64) (Invoice, error)
 // IDBySerial returns the internal id of the seller's invoice with serial
 // in series seriesID and year fy, or ErrNotFound (also when the series is
 // another seller's). It fails otherwise only on a database error.
-func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
+func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy gst.FY, serial int64) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
 		seriesID, int(fy), serial, sellerID).Scan(&id)
@@ -94,20 +94,20 @@ func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy 
 
 // List returns up to limit invoices of series s in fy with serials above
 // after, in serial order.
-func List(ctx context.Context, q db.Querier, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+func List(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, after int64, limit int) ([]Invoice, error) {
 	return ListDated(ctx, q, s, fy, DateRange{}, after, limit)
 }
 
 // DateRange bounds invoice dates, both ends included; a zero end is open.
 type DateRange struct {
-	From, To time.Time // civil dates (midnight UTC, as series.DateIST gives)
+	From, To time.Time // civil dates (midnight UTC, as gst.DateIST gives)
 }
 
 // ListDated is List restricted to invoices dated within r. Within a
 // series-year invoice dates never decrease with the serial, so the
 // matching invoices are consecutive serials. It fails only on a database
 // error.
-func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
+func ListDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
 	var from, to *string
 	if !r.From.IsZero() {
 		v := r.From.Format(time.DateOnly)
@@ -140,7 +140,7 @@ func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY,
 // never deleted, so a check before issuing stays true. It returns nil for a
 // draft without an original, ErrOriginalNotFound, ErrInvalid when the
 // number names a note or a voucher, and database errors.
-func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *Draft) error {
+func CheckOriginal(ctx context.Context, q db.Querier, seller gst.Seller, d *Draft) error {
 	o := d.Original
 	if o == nil || o.ExternalReason != "" {
 		return nil
@@ -149,7 +149,7 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *D
 	err := q.QueryRow(ctx, `
 		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id
 		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
-		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
+		seller.ID, int(gst.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		declared, derr := declaredOriginal(ctx, q, seller, o)
 		if derr != nil || declared {
@@ -161,8 +161,8 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *D
 	if err != nil {
 		return translate(err, "find original")
 	}
-	switch series.DocType(dt) {
-	case series.Invoice, series.BillOfSupply, series.RevisedInvoice, series.InwardSupplyUnregistered:
+	switch gst.DocType(dt) {
+	case gst.Invoice, gst.BillOfSupply, gst.RevisedInvoice, gst.InwardSupplyUnregistered:
 		return nil
 	}
 	return apperr.Errorf(ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -29,7 +30,7 @@ type Beginner = db.Beginner
 // idempotency keys first, and database errors. After a refusal of the
 // series (invalid date, date out of order, exhausted) tx is still usable
 // and nothing was taken; after any other error it is aborted.
-func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
+func IssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
 	if len(drafts) == 0 {
 		return nil, nil
 	}
@@ -42,8 +43,8 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 
 // Group is drafts to number in one series: all of one invoice date.
 type Group struct {
-	Seller series.Seller
-	Series series.Series
+	Seller gst.Seller
+	Series gst.Series
 	Drafts []Draft
 }
 
@@ -111,7 +112,7 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 	w := numberGroups(groups, blocks, errs, seals)
 	for g, gr := range groups {
 		if errs[g] == nil && blocks[g].N < len(gr.Drafts) {
-			errs[g] = apperr.Errorf(series.ErrExhausted, "series %s has no numbers left in %s: the last %d went to requests that came first",
+			errs[g] = apperr.Errorf(gst.ErrExhausted, "series %s has no numbers left in %s: the last %d went to requests that came first",
 				gr.Series.Code, blocks[g].FY, blocks[g].N)
 		}
 	}
@@ -163,10 +164,10 @@ func takeWhatIsLeft(ctx context.Context, tx pgx.Tx, takes []series.Take, blocks 
 	var retakes []series.Take
 	var at []int
 	for g, t := range takes {
-		if !errors.Is(errs[g], series.ErrExhausted) {
+		if !errors.Is(errs[g], gst.ErrExhausted) {
 			continue
 		}
-		u, err := series.Counter(ctx, tx, t.Series.SellerID, t.Series.ID, series.FYOf(t.Date))
+		u, err := series.Counter(ctx, tx, t.Series.SellerID, t.Series.ID, gst.FYOf(t.Date))
 		if err != nil {
 			return err
 		}
@@ -203,7 +204,7 @@ func commitFailed(err error) error {
 
 // Issue numbers and stores one draft in its own transaction and returns it.
 // See IssueTx for the errors.
-func Issue(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
+func Issue(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
 	var invs []Invoice
 	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
 		invs, err = IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)

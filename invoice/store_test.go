@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -15,8 +16,8 @@ import (
 
 type fixture struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
-	s      series.Series
+	seller gst.Seller
+	s      gst.Series
 }
 
 func setup(t *testing.T) fixture {
@@ -214,7 +215,7 @@ func TestCancel(t *testing.T) {
 	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "again", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrAlreadyCancelled) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, series.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrNotFound) {
+	if _, err := invoice.Cancel(ctx, f.pool, gst.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrNotFound) {
 		t.Fatalf("another seller's cancel: %v", err)
 	}
 	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), later, testfactory.Options(t, series.Options{}))

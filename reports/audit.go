@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -176,7 +176,7 @@ type RowItem struct {
 // ErrSeriesYearNotFound (before writing) when the series-year has no
 // counter row, invoice or chain record, database errors, and w's write
 // errors; after a failure w may hold a partial export.
-func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	if ContentType(format) == "" {
 		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
 	}
@@ -185,7 +185,7 @@ func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller series.Seller,
 
 // WriteAuditTx is WriteAudit inside the caller's transaction, which should
 // be REPEATABLE READ so that both passes see the same rows.
-func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	aw, err := newAuditWriter(format, w)
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func newAuditWriter(format string, w io.Writer) (auditWriter, error) {
 // WriteAuditSummary writes the summary of the serial audit alone, as
 // WriteAudit would head it: in CSV two columns (Field, Value), in JSON
 // {"summary": {…}}, in XLSX the Summary sheet. It fails as WriteAudit does.
-func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	aw, err := newAuditWriter(format, w)
 	if err != nil {
 		return err
@@ -248,7 +248,7 @@ func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.
 // ErrSeriesYearNotFound when the series-year holds nothing (no counter
 // row, invoice or chain record, and no unsettled forced end of a lease
 // that may have numbered it), and database errors.
-func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, fy gst.FY) (Summary, error) {
 	ctr, err := counterOf(ctx, tx, s, fy)
 	if err != nil {
 		return Summary{}, err
@@ -272,7 +272,7 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	return sum, nil
 }
 
-func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
+func summaryOf(seller gst.Seller, s gst.Series, fy gst.FY, res ChainResult) Summary {
 	highest := res.LastSerial // the declared serials count as stored
 	if res.Opening != nil {
 		highest = max(highest, res.Opening.LastSerial)
@@ -305,7 +305,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // rowOf returns r, an invoice of series code in year fy, as an audit row.
-func rowOf(r *invoiceRow, code string, fy series.FY) *Row {
+func rowOf(r *invoiceRow, code string, fy gst.FY) *Row {
 	row := &Row{
 		ID: invoice.Key(code, fy, r.Serial), PublicID: r.PublicID,
 		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,

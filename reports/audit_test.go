@@ -10,13 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 	"github.com/xuri/excelize/v2"
 )
 
-func audit(t *testing.T, f fixture, s series.Series, fy series.FY, format string) []byte {
+func audit(t *testing.T, f fixture, s gst.Series, fy gst.FY, format string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := reports.WriteAudit(context.Background(), f.pool, f.seller, s, fy, format, &buf); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -31,10 +32,10 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 //	B2  (bill_of_supply, BS/{FY}/{SEQ:4}): 2026-27 serials 1-2 dated 2026-11-05, 2026-12-01
 type fixture struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
-	ch1    series.Series
-	cn1    series.Series
-	b2     series.Series
+	seller gst.Seller
+	ch1    gst.Series
+	cn1    gst.Series
+	b2     gst.Series
 	invs   map[string]invoice.Invoice // by number
 }
 
@@ -46,7 +47,7 @@ func setup(t *testing.T) fixture {
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, nil)
 	f := fixture{pool: pool, seller: seller, invs: map[string]invoice.Invoice{}}
-	mk := func(code, docType, format string) series.Series {
+	mk := func(code, docType, format string) gst.Series {
 		return testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: code, DocType: docType, Format: format})
 	}
 	f.ch1 = mk("CH1", "invoice", "CH1/{FY}/{SEQ:5}")
@@ -57,7 +58,7 @@ func setup(t *testing.T) fixture {
 	// invoiced serve's do there (series.Options.Routed).
 	opt := series.Options{Routed: dbtest.Citus(t)}
 	minute := 0
-	issue := func(s series.Series, date string, buyer *invoice.Buyer, orig *invoice.Original) invoice.Invoice {
+	issue := func(s gst.Series, date string, buyer *invoice.Buyer, orig *invoice.Original) invoice.Invoice {
 		t.Helper()
 		minute++
 		now := clock.Add(time.Duration(minute) * time.Minute)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
@@ -261,7 +261,7 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 			c.add(Finding{Kind: DateOrder, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is dated %s, earlier than its predecessor (%s)", r.Number, r.InvoiceDate.Format(time.DateOnly), prevDate.Format(time.DateOnly))})
 		}
-		if series.FYOf(r.InvoiceDate) != c.sy.FY {
+		if gst.FYOf(r.InvoiceDate) != c.sy.FY {
 			c.add(Finding{Kind: DateOutsideFY, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is dated %s, outside %s", r.Number, r.InvoiceDate.Format(time.DateOnly), c.sy.FY)})
 		}

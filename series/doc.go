@@ -10,8 +10,8 @@
 // the last step before COMMIT, and take k numbers at once ([NextN]) when
 // issuing k invoices together.
 //
-// Financial years run 1 April – 31 March in India Standard Time ([FY]);
-// number formats are a small language ([ParseFormat]) checked against CGST
+// Financial years run 1 April – 31 March in India Standard Time ([gst.FY]);
+// number formats are a small language ([gst.ParseFormat]) checked against CGST
 // Rule 46(b) and the IRP document-number pattern, and no two series of one
-// seller may render the same number in the same year ([Overlap]).
+// seller may render the same number in the same year ([gst.Overlap]).
 package series

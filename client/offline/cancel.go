@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Errors of Cancel.
@@ -25,7 +25,7 @@ var (
 
 // invoiceKey names an invoice of the lease: its series-year and serial.
 type invoiceKey struct {
-	fy     series.FY
+	fy     gst.FY
 	serial int64
 }
 
@@ -41,7 +41,7 @@ type CancelReceipt struct {
 
 // remember records di, numbered in fy (under the caller's key, "" for
 // none), as pending and cancellable.
-func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice, key string) {
+func (t *Terminal) remember(fy gst.FY, di client.DeviceInvoice, key string) {
 	k := invoiceKey{fy, di.Serial}
 	t.invoices[k], t.byNumber[di.Number] = di, k
 	if key != "" {
@@ -114,7 +114,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 	if err != nil {
 		return invoiceKey{}, false
 	}
-	var fy series.FY
+	var fy gst.FY
 	for y := range t.years {
 		fy = max(fy, y)
 	}
@@ -125,7 +125,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 
 // rebuild returns the invoice di as numbered (amounts, items and fields as
 // the server stores them), for its cancel record.
-func (t *Terminal) rebuild(fy series.FY, di client.DeviceInvoice) (invoice.Invoice, error) {
+func (t *Terminal) rebuild(fy gst.FY, di client.DeviceInvoice) (invoice.Invoice, error) {
 	r, err := request(client.IssueRequest{Buyer: di.Buyer, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
 	if err != nil {
 		return invoice.Invoice{}, err
@@ -134,7 +134,7 @@ func (t *Terminal) rebuild(fy series.FY, di client.DeviceInvoice) (invoice.Invoi
 	if err != nil {
 		return invoice.Invoice{}, err
 	}
-	r.InvoiceDate = series.DateIST(at)
+	r.InvoiceDate = gst.DateIST(at)
 	inv, _, err := invoice.NumberOffline(t.seller, t.series, r, di.Serial, 0, nil, at)
 	if err != nil {
 		return invoice.Invoice{}, err
@@ -162,7 +162,7 @@ func (t *Terminal) replayCancel(r record) error {
 	if r.Cancel == nil {
 		return errors.New("a cancel record without its cancellation")
 	}
-	fy, err := series.ParseFY(r.Cancel.FY)
+	fy, err := gst.ParseFY(r.Cancel.FY)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (t *Terminal) Cancelled() []string {
 func (t *Terminal) LastSerial() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var fy series.FY
+	var fy gst.FY
 	for y := range t.years {
 		fy = max(fy, y)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -26,7 +27,7 @@ import (
 // endMark is the end the journal says was asked for: the last serial of
 // the latest series-year numbered, and the lease's end epoch then.
 type endMark struct {
-	fy    series.FY
+	fy    gst.FY
 	last  int64
 	epoch int64
 }
@@ -79,7 +80,7 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 	t.mu.Lock()
 	m := t.pending
 	if m == nil {
-		var fy series.FY
+		var fy gst.FY
 		for y := range t.years {
 			fy = max(fy, y)
 		}

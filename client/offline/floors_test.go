@@ -12,8 +12,8 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // wantRefusal fails t unless err is the answer status with code whose
@@ -42,7 +42,7 @@ func withoutFloor(l client.Lease) client.Lease {
 // naming the field, and store nothing.
 func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	t.Parallel()
-	srv := &clock{time.Date(2026, 11, 29, 18, 0, 0, 0, series.IST)}
+	srv := &clock{time.Date(2026, 11, 29, 18, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	online, err := e.all.IssueInvoice(ctx, "T07", sale(0))
@@ -71,7 +71,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	_, err = e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{deviceInvoice(r, sale(0))})
 	wantRefusal(t, "issued before the lease", err, http.StatusUnprocessableEntity, client.CodeIssuedBeforeLease, "invoices[0].issued_at")
 	// One whose clock is in the year before the lease's.
-	lastYear := &clock{time.Date(2026, 3, 31, 23, 0, 0, 0, series.IST)}
+	lastYear := &clock{time.Date(2026, 3, 31, 23, 0, 0, 0, gst.IST)}
 	rogue2, err := offline.Create(filepath.Join(e.dir, "rogue2"), withoutFloor(l), lastYear.now)
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	if _, err := term.Sync(ctx, e.all); err != nil {
 		t.Fatal(err)
 	}
-	srv.t = time.Date(2026, 12, 5, 10, 0, 0, 0, series.IST)
+	srv.t = time.Date(2026, 12, 5, 10, 0, 0, 0, gst.IST)
 	if _, err := e.all.LockPeriod(ctx, "112026"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 // refused, and the next sale takes the next serial.
 func TestIssueKeyedReplaysTheJournaledSale(t *testing.T) {
 	t.Parallel()
-	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, gst.IST)}
 	path := filepath.Join(t.TempDir(), "j")
 	term, err := offline.Create(path, lease(), clk.now)
 	if err != nil {

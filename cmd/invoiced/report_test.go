@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -309,7 +310,7 @@ func TestLeasesCommands(t *testing.T) {
 		var out, errOut bytes.Buffer
 		// The lease is dated 2026-11-30: the commands' clock stays in its
 		// year, or settling would ask for 2027-28 too from April 2027.
-		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, series.IST) }}, args)
+		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, gst.IST) }}, args)
 		return out.String(), err
 	}
 	seller, err := series.SellerByGSTIN(ctx, pool, demoGSTIN)
@@ -320,7 +321,7 @@ func TestLeasesCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, series.IST)); err != nil {
+	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, gst.IST)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runL("end", "--gstin", demoGSTIN, "--series", "CH1"); err == nil || !strings.Contains(err.Error(), "--reason") {

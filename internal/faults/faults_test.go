@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/latencyproxy"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -355,7 +356,7 @@ func TestStuckCounterLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	blk, err := series.Next(ctx, tx, sr, series.DateIST(now), now, testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second}))
+	blk, err := series.Next(ctx, tx, sr, gst.DateIST(now), now, testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second}))
 	if err != nil {
 		t.Fatalf("series.Next in the stuck transaction: %v", err)
 	}

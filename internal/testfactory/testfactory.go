@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -27,11 +28,11 @@ const (
 type SellerOpts struct {
 	GSTIN   string
 	Name    string
-	Contact series.Contact
+	Contact gst.Contact
 }
 
 // Seller creates a seller (opts may be nil) and returns it.
-func Seller(t testing.TB, q db.Querier, opts *SellerOpts) series.Seller {
+func Seller(t testing.TB, q db.Querier, opts *SellerOpts) gst.Seller {
 	t.Helper()
 	o := SellerOpts{GSTIN: SellerGSTIN, Name: SellerName}
 	if opts != nil {
@@ -60,7 +61,7 @@ type SeriesOpts struct {
 }
 
 // Series creates a series of seller (opts may be nil) and returns it.
-func Series(t testing.TB, b db.Beginner, seller series.Seller, opts *SeriesOpts) series.Series {
+func Series(t testing.TB, b db.Beginner, seller gst.Seller, opts *SeriesOpts) gst.Series {
 	t.Helper()
 	var o SeriesOpts
 	if opts != nil {
@@ -102,7 +103,7 @@ type DraftOpts struct {
 }
 
 // Draft prepares a draft of s, as of now (opts may be nil), and returns it.
-func Draft(t testing.TB, seller series.Seller, s series.Series, now time.Time, opts *DraftOpts) invoice.Draft {
+func Draft(t testing.TB, seller gst.Seller, s gst.Series, now time.Time, opts *DraftOpts) invoice.Draft {
 	t.Helper()
 	var o DraftOpts
 	if opts != nil {

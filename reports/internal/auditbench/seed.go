@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
@@ -58,14 +59,14 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 		return err
 	}
 	type job struct {
-		seller series.Seller
-		s      series.Series
-		fy     series.FY
+		seller gst.Seller
+		s      gst.Series
+		fy     gst.FY
 	}
 	var jobs []job
 	for i := 1; i <= l.sellers; i++ {
 		first14 := fmt.Sprintf("27AAPFD%04dF1Z", i)
-		c, err := series.CheckChar(first14)
+		c, err := gst.CheckChar(first14)
 		if err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 				}
 			}
 			for y := 0; y < l.years; y++ {
-				jobs = append(jobs, job{seller, s, series.FY(2026 - y)})
+				jobs = append(jobs, job{seller, s, gst.FY(2026 - y)})
 			}
 		}
 	}
@@ -128,7 +129,7 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 
 // sellerNamed returns the seller registered under gstin, registering it
 // first when it is not.
-func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (series.Seller, error) {
+func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (gst.Seller, error) {
 	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
 	if err == nil {
 		return seller, nil
@@ -143,7 +144,7 @@ func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (s
 // transaction. Invoices are generated
 // while they are copied; only the chain records (about 80 bytes each) are
 // kept until their own copy.
-func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Seller, s series.Series, fy series.FY, n int) error {
+func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller gst.Seller, s gst.Series, fy gst.FY, n int) error {
 	base := fy.Start().Add(-2 * time.Hour) // 03:30 IST on 1 April
 	dateOf := func(i int) time.Time { return fy.Start().AddDate(0, 0, i*364/n) }
 	atOf := func(i int) time.Time { return base.Add(time.Duration(i) * (364 * 24 * time.Hour / time.Duration(n))) }

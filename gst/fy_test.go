@@ -1,4 +1,4 @@
-package series
+package gst
 
 import (
 	"errors"

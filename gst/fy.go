@@ -1,4 +1,4 @@
-package series
+package gst
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ var IST = time.FixedZone("IST", 5*3600+1800)
 // date.
 type FY int
 
-// The financial years this package numbers: GST began in July 2017, and
+// The financial years invoiced numbers: GST began in July 2017, and
 // two-digit years stop being unambiguous after 2099-00.
 const (
 	MinFY FY = 2017

@@ -1,4 +1,4 @@
-package series
+package gst
 
 // stateNames are the GST state and territory codes with their names, as
 // the GST portal lists them.
