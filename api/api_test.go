@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -182,7 +182,7 @@ func TestIssueResponse(t *testing.T) {
 	if string(r.body) != want {
 		t.Fatalf("body\n%s\nwant\n%s", r.body, want)
 	}
-	if route, ok := invoice.ParsePublicID(inv.PublicID); !ok || route.SellerID != e.seller.ID || inv.ID == "" {
+	if route, ok := document.ParsePublicID(inv.PublicID); !ok || route.SellerID != e.seller.ID || inv.ID == "" {
 		t.Fatalf("ids %q %q", inv.ID, inv.PublicID)
 	}
 	// Inter-state with a buyer: IGST.

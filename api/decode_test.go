@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/invoice"
 )
 
 func TestDecodeIssueRequest(t *testing.T) {
@@ -21,10 +21,10 @@ func TestDecodeIssueRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !req.InvoiceDate.Equal(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)) || req.Buyer == nil || req.Buyer.GSTIN != "29AAGCB7383J1Z4" ||
-		req.PlaceOfSupply != "29" || len(req.Items) != 1 || req.Items[0] != (invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}) {
+		req.PlaceOfSupply != "29" || len(req.Items) != 1 || req.Items[0] != (document.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}) {
 		t.Fatalf("decoded %+v", req)
 	}
-	many := `{"items":[` + strings.Repeat(`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"},`, invoice.MaxItems) +
+	many := `{"items":[` + strings.Repeat(`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"},`, document.MaxItems) +
 		`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"}]}`
 	for body, want := range map[string]int{
 		`{"items":[{"quantity":2}]}`:               422,
@@ -130,7 +130,7 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 			return
 		}
 		for _, s := range []gst.Series{sr, inv} {
-			_, err := invoice.Prepare(req, seller, s, testNow, invoice.Policy{BackdateDays: 30})
+			_, err := document.Prepare(req, seller, s, testNow, document.Policy{BackdateDays: 30})
 			if err != nil {
 				if st := statusOf[apperr.KindOf(err)]; st < 400 || st > 499 {
 					t.Fatalf("prepare %q: status %d: %v", body, st, err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -33,11 +34,11 @@ func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller gst.Seller, s gst.Series
 	ctx := context.Background()
 	for done := 0; done < n; {
 		k := min(500, n-done)
-		drafts := make([]invoice.Draft, k)
+		drafts := make([]document.Draft, k)
 		for i := range drafts {
-			d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{{
+			d, err := document.Prepare(document.Request{Items: []document.ItemInput{{
 				Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
-				seller, s, testNow, invoice.Policy{})
+				seller, s, testNow, document.Policy{})
 			if err != nil {
 				t.Fatal(err)
 			}

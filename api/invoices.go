@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
@@ -131,7 +132,7 @@ func (s *Server) invoiceID(ctx context.Context, p apikey.Principal, v string) (i
 		}
 		return id, nil
 	}
-	code, fy, serial, ok := invoice.ParseKey(v)
+	code, fy, serial, ok := document.ParseKey(v)
 	if !ok {
 		return 0, invoice.ErrNotFound
 	}

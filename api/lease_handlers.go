@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
@@ -53,7 +54,7 @@ type positionJSON struct {
 func renderPosition(p series.Position) positionJSON {
 	out := positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
 	if !p.LastIssuedAt.IsZero() {
-		out.LastIssuedAt = invoice.Timestamp(p.LastIssuedAt)
+		out.LastIssuedAt = document.Timestamp(p.LastIssuedAt)
 	}
 	return out
 }
@@ -114,13 +115,13 @@ func renderYears(m map[gst.FY]int64) []yearSerialJSON {
 }
 
 func renderLease(l series.Lease, code string) leaseJSON {
-	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: invoice.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
+	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: document.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
 	if l.EndedAt != nil {
-		out.EndedAt, out.EndKind, out.EndReason = invoice.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
+		out.EndedAt, out.EndKind, out.EndReason = document.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
 		out.EndFY, out.EndSerial = l.EndFY.String(), l.EndSerial
 	}
 	if l.SettledAt != nil {
-		out.SettledAt, out.SettleReason, out.DeclaredThrough = invoice.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
+		out.SettledAt, out.SettleReason, out.DeclaredThrough = document.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
 	}
 	out.EndYears, out.DeclaredYears = renderYears(l.EndYears), renderYears(l.DeclaredYears)
 	return out
@@ -159,7 +160,7 @@ func (s *Server) takeLease(c echo.Context) error {
 	next := renderPosition(l.Next)
 	out.Next = &next
 	out.SellerGSTIN, out.DocType, out.Format = string(p.Seller.GSTIN), string(sr.DocType), sr.Format.String()
-	out.NotBefore = invoice.Timestamp(l.NotBefore)
+	out.NotBefore = document.Timestamp(l.NotBefore)
 	return writeJSON(c, http.StatusCreated, out)
 }
 
@@ -267,18 +268,18 @@ type totalsBody struct {
 
 // offlineLimits bounds the arrays of an upload of invoices while it is
 // read.
-var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": invoice.MaxItems}}
+var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": document.MaxItems}}
 
 // decodeOffline decodes an upload that readScanned read with
 // offlineLimits strictly; it fails like decodeIssueRequest, naming the
 // invoice.
 func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	var b offlineBody
-	if err := decodeScanned(body, &b, invoice.ErrInvalid); err != nil {
+	if err := decodeScanned(body, &b, document.ErrInvalid); err != nil {
 		return nil, err
 	}
 	if len(b.Invoices) == 0 || len(b.Invoices) > invoice.MaxOfflineBatch {
-		return nil, apperr.Errorf(invoice.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
+		return nil, apperr.Errorf(document.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
 	}
 	out := make([]invoice.OfflineInvoice, len(b.Invoices))
 	for i, ib := range b.Invoices {
@@ -292,11 +293,11 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 		}
 		at, err := time.Parse(time.RFC3339Nano, ib.IssuedAt)
 		if err != nil {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].issued_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(ib.IssuedAt))
+			return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].issued_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(ib.IssuedAt))
 		}
 		hash, err := hex.DecodeString(ib.ChainHash)
 		if err != nil || len(hash) != 32 {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
+			return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
 		}
 		o := invoice.OfflineInvoice{Serial: ib.Serial, Number: strings.ToUpper(ib.Number), IssuedAt: at, Request: req, ChainHash: hash}
 		for _, f := range []struct {
@@ -305,9 +306,9 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 			dst  *decimal.Decimal
 		}{{"taxable", ib.Totals.Taxable, &o.Totals.Taxable}, {"cgst", ib.Totals.CGST, &o.Totals.CGST}, {"sgst", ib.Totals.SGST, &o.Totals.SGST},
 			{"igst", ib.Totals.IGST, &o.Totals.IGST}, {"total", ib.Totals.Total, &o.Totals.Total}} {
-			d, err := invoice.ParseMoney(f.text)
+			d, err := document.ParseMoney(f.text)
 			if err != nil {
-				return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].totals.%s %q must be an amount such as \"10.50\"", i, f.name, clip(f.text))
+				return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].totals.%s %q must be an amount such as \"10.50\"", i, f.name, clip(f.text))
 			}
 			*f.dst = d
 		}
@@ -316,13 +317,13 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	return out, nil
 }
 
-// apperrOf returns err's coded error, invoice.ErrInvalid when it has none.
+// apperrOf returns err's coded error, document.ErrInvalid when it has none.
 func apperrOf(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return invoice.ErrInvalid
+	return document.ErrInvalid
 }
 
 // uploadJSON is the answer to an upload.
@@ -359,7 +360,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // and the answer is writeUpload's. Each item costs a token of the key's
 // rate limit (chargeInvoices). It returns errNoLeaseID without the
 // header, the errors of authorisation, series.CheckLease, the body,
-// decode, chargeInvoices and store, and invoice.ErrInvalid naming the
+// decode, chargeInvoices and store, and document.ErrInvalid naming the
 // array past its limit.
 func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
 	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),
@@ -375,7 +376,7 @@ func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode f
 	body, err := readScanned(c.Response(), c.Request(), s.bodyLimit(batchBodyMax), limits)
 	var long *arrayTooLong
 	if errors.As(err, &long) {
-		return apperr.Errorf(invoice.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
+		return apperr.Errorf(document.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
 	}
 	if err != nil {
 		return err

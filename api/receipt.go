@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/inwords"
 	"github.com/invoiced/invoiced/invoice"
@@ -142,7 +143,7 @@ type receiptLine struct {
 
 // receiptLines returns inv's items as receipt lines, the rates split for an
 // intra-state supply and whole for an inter-state one.
-func receiptLines(items []itemJSON, inv invoice.Invoice, interState bool) []receiptLine {
+func receiptLines(items []itemJSON, inv document.Invoice, interState bool) []receiptLine {
 	out := make([]receiptLine, len(items))
 	for i, it := range items {
 		out[i].itemJSON = it
@@ -183,7 +184,7 @@ func (s *Server) receipt(c echo.Context) error {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	id := c.Param("public_id")
-	if _, ok := invoice.ParsePublicID(id); !ok {
+	if _, ok := document.ParsePublicID(id); !ok {
 		return s.receiptError(c, invoice.ErrNotFound)
 	}
 	ctx := c.Request().Context()
@@ -210,7 +211,7 @@ func (s *Server) receipt(c echo.Context) error {
 	v := receiptView{Title: title, Seller: seller, SellerState: gst.StateLabel(seller.StateCode), Inv: renderInvoice(inv, ""),
 		InvoiceDate: inv.InvoiceDate.Format("2 Jan 2006"), IssuedAt: istTime(inv.IssuedAt),
 		PlaceOfSupply: gst.StateLabel(inv.PlaceOfSupply), InterState: inv.PlaceOfSupply != seller.StateCode,
-		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == invoice.StatusCancelled,
+		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == document.StatusCancelled,
 		Thermal: c.QueryParam("paper") == "80mm"}
 	v.Lines = receiptLines(v.Inv.Items, inv, v.InterState)
 	if inv.CancelledAt != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
@@ -49,12 +50,12 @@ var funcs = template.FuncMap{
 	"fyPath":  func(fy gst.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
 	// key is the API's id of the invoice with serial in series code and
-	// year fy (invoice.Key): the console's links use it, never the
+	// year fy (document.Key): the console's links use it, never the
 	// database's id.
-	"key":   invoice.Key,
-	"ts":    invoice.Timestamp,
+	"key":   document.Key,
+	"ts":    document.Timestamp,
 	"state": gst.StateLabel,
-	// istTime writes an instant given as invoice.Timestamp in IST.
+	// istTime writes an instant given as document.Timestamp in IST.
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
 		if err != nil {
@@ -73,7 +74,7 @@ var funcs = template.FuncMap{
 	"abs": func(n int64) int64 { return max(n, -n) },
 	// month writes a month given as MMYYYY ("112026") as "Nov 2026".
 	"month": func(fp string) string {
-		m, err := invoice.ParseMonth(fp)
+		m, err := document.ParseMonth(fp)
 		if err != nil {
 			return fp
 		}
@@ -287,7 +288,7 @@ type seriesYearView struct {
 	Base      string // this page's path
 	// Elsewhere are the invoices numbered Number in other series or
 	// years, when this year has none.
-	Elsewhere []invoice.Invoice
+	Elsewhere []document.Invoice
 }
 
 // seriesYearOf reads the {code} and {fy} of the path.
@@ -387,7 +388,7 @@ func pageDays(rows []reports.Row) []reports.DayCount {
 			out = append(out, reports.DayCount{Date: d})
 		}
 		out[i].Issued++
-		if row.Status == invoice.StatusCancelled {
+		if row.Status == document.StatusCancelled {
 			out[i].Cancelled++
 		}
 	}
@@ -433,7 +434,7 @@ func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
 // ---- cancel
 
 type cancelView struct {
-	Invoice invoice.Invoice
+	Invoice document.Invoice
 	Key     string // the invoice's id in the API and the console, CH1-2026-7
 	// Details is whether the key may read the invoice (scope read): only
 	// then does the confirmation show its date, total and buyer.
@@ -445,51 +446,51 @@ type cancelView struct {
 }
 
 // cancelViewOf returns the confirmation of inv for session s.
-func cancelViewOf(s *session, inv invoice.Invoice) cancelView {
-	v := cancelView{Invoice: inv, Key: invoice.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
+func cancelViewOf(s *session, inv document.Invoice) cancelView {
+	v := cancelView{Invoice: inv, Key: document.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
 	if v.Details {
-		v.Total, v.Back = invoice.Money(inv.Totals.Total), backTo(inv)
+		v.Total, v.Back = document.Money(inv.Totals.Total), backTo(inv)
 	} else {
-		v.Invoice = invoice.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
+		v.Invoice = document.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
 		v.Back = "/console/"
 	}
 	return v
 }
 
 // invoiceOf reads the {id} of the path, the API's invoice id
-// ("CH1-2026-7", invoice.ParseKey), and returns the seller's invoice. The
+// ("CH1-2026-7", document.ParseKey), and returns the seller's invoice. The
 // database's numeric ids are not accepted: they are global, so they
 // counted every seller's invoices. Anything but the key of an invoice of
 // the seller is invoice.ErrNotFound.
-func (c *Console) invoiceOf(r *http.Request, s *session) (invoice.Invoice, error) {
-	code, fy, serial, ok := invoice.ParseKey(r.PathValue("id"))
+func (c *Console) invoiceOf(r *http.Request, s *session) (document.Invoice, error) {
+	code, fy, serial, ok := document.ParseKey(r.PathValue("id"))
 	if !ok {
-		return invoice.Invoice{}, invoice.ErrNotFound
+		return document.Invoice{}, invoice.ErrNotFound
 	}
 	ctx := r.Context()
 	sr, err := series.Get(ctx, c.pool, s.principal.Seller.ID, code)
 	if errors.Is(err, series.ErrNotFound) {
-		return invoice.Invoice{}, invoice.ErrNotFound
+		return document.Invoice{}, invoice.ErrNotFound
 	}
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	id, err := invoice.IDBySerial(ctx, c.pool, s.principal.Seller.ID, sr.ID, fy, serial)
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	return invoice.Get(ctx, c.pool, s.principal.Seller.ID, id)
 }
 
-func backTo(inv invoice.Invoice) string {
+func backTo(inv document.Invoice) string {
 	return "/console/series/" + url.PathEscape(inv.SeriesCode) + "/" + inv.FY.String() + "?number=" + url.QueryEscape(inv.Number)
 }
 
 // toCancel returns the invoice the path names, for a session whose key may
 // cancel (scope issue); it fails as require and invoiceOf do.
-func (c *Console) toCancel(r *http.Request, s *session) (invoice.Invoice, error) {
+func (c *Console) toCancel(r *http.Request, s *session) (document.Invoice, error) {
 	if err := require(s, apikey.ScopeIssue); err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	return c.invoiceOf(r, s)
 }
@@ -503,7 +504,7 @@ func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	if inv.Status == invoice.StatusCancelled {
+	if inv.Status == document.StatusCancelled {
 		c.fail(w, r, s, apperr.Errorf(invoice.ErrAlreadyCancelled, "%s is already cancelled", inv.Number))
 		return
 	}
@@ -557,14 +558,14 @@ type gstr1View struct {
 	Quick      []quickPeriod
 	HasPeriod  bool
 	TotalCount int64
-	Locks      []invoice.PeriodLock
-	History    []invoice.PeriodEvent
+	Locks      []document.PeriodLock
+	History    []document.PeriodEvent
 	Declared   []string // serials issued before invoiced (openings)
 	// CanLock is whether the key may lock months (scope manage);
 	// Lockable the months of the period that have ended and are not
 	// locked; Locked the month just locked, for the notice.
 	CanLock  bool
-	Lockable []invoice.Month
+	Lockable []document.Month
 	Locked   string
 }
 
@@ -596,7 +597,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 	today := gst.DateIST(c.now())
 	v := gstr1View{FP: strings.TrimSpace(r.URL.Query().Get("fp")), Quick: quickPeriods(today),
 		CanLock: s.principal.Has(apikey.ScopeManage)}
-	if m, err := invoice.ParseMonth(r.URL.Query().Get("locked")); err == nil {
+	if m, err := document.ParseMonth(r.URL.Query().Get("locked")); err == nil {
 		v.Locked = m.String()
 	}
 	status := http.StatusOK

@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -47,7 +48,7 @@ type fixture struct {
 	all    string
 	read   string
 	clock  *clock
-	invs   []invoice.Invoice
+	invs   []document.Invoice
 	api    *api.Server
 }
 
@@ -61,9 +62,9 @@ func setup(t *testing.T, opts ...func(*api.Config)) *fixture {
 	f.clock.set(start)
 	for i, date := range []string{"2026-11-02", "2026-11-02", "2026-11-10", "2026-11-20", "2026-11-28"} {
 		d, _ := time.Parse(time.DateOnly, date)
-		req := invoice.Request{InvoiceDate: d, Buyer: &invoice.Buyer{Name: "Asha Stores"}, Items: []invoice.ItemInput{
+		req := document.Request{InvoiceDate: d, Buyer: &document.Buyer{Name: "Asha Stores"}, Items: []document.ItemInput{
 			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "4", UnitPrice: "125.50", GSTRate: "5"}}}
-		draft, err := invoice.Prepare(req, seller, ch1, start, invoice.Policy{BackdateDays: 60})
+		draft, err := document.Prepare(req, seller, ch1, start, document.Policy{BackdateDays: 60})
 		if err != nil {
 			t.Fatal(err)
 		}

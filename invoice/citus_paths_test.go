@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
@@ -89,7 +90,7 @@ func TestCitusKeysEventsBatchesAndCancelsAreSingleShard(t *testing.T) {
 	before := twoPhase(t, pool)
 
 	const singles, batch, solo = 4, 5, 2
-	issued := make([][]invoice.Invoice, len(sellers))
+	issued := make([][]document.Invoice, len(sellers))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range sellers {
@@ -209,7 +210,7 @@ func TestCitusLeaseWaitsForAnIssueInFlight(t *testing.T) {
 		defer func() { _ = tx.Rollback(ctx) }() // after Commit, nothing to undo
 		at := time.Now()
 		d := testfactory.Draft(t, sellers[i], ss[i], at, nil)
-		if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []invoice.Draft{d}, at, series.Options{Routed: true}); err != nil {
+		if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []document.Draft{d}, at, series.Options{Routed: true}); err != nil {
 			t.Fatal(err)
 		}
 		leased := make(chan error, 1)
@@ -257,12 +258,12 @@ func TestCitusPeriodLockWaitsForABackdatedIssue(t *testing.T) {
 	for i := range sellers {
 		err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
 			d := testfactory.Draft(t, sellers[i], ss[i], last, nil)
-			if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []invoice.Draft{d}, at, series.Options{Routed: true}); err != nil {
+			if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []document.Draft{d}, at, series.Options{Routed: true}); err != nil {
 				return err
 			}
 			locked := make(chan error, 1)
 			go func() {
-				_, _, err := invoice.LockPeriod(ctx, pool, sellers[i], invoice.MonthOf(last), "test", at)
+				_, _, err := invoice.LockPeriod(ctx, pool, sellers[i], document.MonthOf(last), "test", at)
 				locked <- err
 			}()
 			select {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/groupcommit"
@@ -32,7 +33,7 @@ import (
 // for a few seconds, so a stuck series never holds the others up.
 //
 // A batch that fails does not fail its neighbours: members are validated
-// before they join (Prepare); a series refused on its own (date out of
+// before they join (document.Prepare); a series refused on its own (date out of
 // order, exhausted) fails only its members; and when the transaction fails
 // for a reason that is not common to all members, each member is retried
 // alone (retryRules). A rolled-back batch returns all its numbers. Several
@@ -166,13 +167,13 @@ func rowOf(r IssueRequest) rowKey { return queueOf(r).Row }
 type IssueRequest struct {
 	Seller gst.Seller
 	Series gst.Series
-	Draft  Draft
+	Draft  document.Draft
 }
 
 // Result is the outcome of one request: the invoice, whether it is a replay
 // of an earlier request with the same Idempotency-Key, or an error.
 type Result struct {
-	Invoice  Invoice
+	Invoice  document.Invoice
 	Replayed bool
 	Err      error
 }

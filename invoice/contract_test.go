@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -130,8 +131,8 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
 			c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
 				Options: series.Options{LockTimeout: 20 * time.Second}})))
-			draft := func(s gst.Series, key string) invoice.Draft {
-				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+			draft := func(s gst.Series, key string) document.Draft {
+				d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -288,9 +289,9 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	for w := range clients {
 		wg.Go(func() {
 			for i := range each {
-				d, err := invoice.Prepare(invoice.Request{InvoiceDate: yesterday, Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, invoice.Policy{BackdateDays: 3})
+				d, err := document.Prepare(document.Request{InvoiceDate: yesterday, Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, document.Policy{BackdateDays: 3})
 				if w%2 == 1 {
-					d, err = invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, invoice.Policy{})
+					d, err = document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, document.Policy{})
 				}
 				if err != nil {
 					t.Error(err)

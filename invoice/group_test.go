@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -288,7 +289,7 @@ func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 		wg.Go(func() {
 			for i := range each {
 				s := ss[(w+i)%len(ss)]
-				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+				d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -369,7 +370,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 			var rw sync.WaitGroup
 			for _, s := range refSeries {
 				rw.Go(func() {
-					d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+					d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 					if err != nil {
 						t.Error(err)
 						return
@@ -401,7 +402,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	issue := func(s gst.Series) (invoice.Result, time.Duration) {
-		d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+		d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -479,9 +480,9 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ctx := context.Background()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
-	prep := func(s gst.Series, day string) invoice.Draft {
-		d, err := invoice.Prepare(invoice.Request{InvoiceDate: date(t, day), Items: []invoice.ItemInput{chai("1", "10", "5")}},
-			f.seller, s, now, invoice.Policy{BackdateDays: 5})
+	prep := func(s gst.Series, day string) document.Draft {
+		d, err := document.Prepare(document.Request{InvoiceDate: date(t, day), Items: []document.ItemInput{chai("1", "10", "5")}},
+			f.seller, s, now, document.Policy{BackdateDays: 5})
 		if err != nil {
 			t.Fatal(err)
 		}

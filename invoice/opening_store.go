@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
@@ -17,7 +18,7 @@ import (
 // transaction that creates the series, or any before the series-year's
 // first invoice), declared by by at now: the counter row of o.FY starts at
 // o.LastSerial and o.LastInvoiceDate, and the chain's first record seals
-// the declaration. It returns ErrInvalid when o does not fit the series
+// the declaration. It returns document.ErrInvalid when o does not fit the series
 // (Opening.check), ErrOpeningTooLate when the series-year has a counter row
 // already (an invoice or an opening), and database errors.
 func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, o Opening, by string, now time.Time) (Opening, error) {
@@ -72,7 +73,7 @@ func OpeningOf(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (o Op
 // before invoiced: a number that an invoice-type series of seller with an
 // opening in o's year renders for a declared serial, dated no later than
 // the opening's last date.
-func declaredOriginal(ctx context.Context, q db.Querier, seller gst.Seller, o *Original) (bool, error) {
+func declaredOriginal(ctx context.Context, q db.Querier, seller gst.Seller, o *document.Original) (bool, error) {
 	fy := gst.FYOf(o.InvoiceDate)
 	rows, err := q.Query(ctx, `
 		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = o.seller_id

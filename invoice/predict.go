@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -207,7 +208,7 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 	var claims []KeyClaim
 	var window *dateWindow // the dates, for the database to judge
 	for g, p := range parts {
-		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]Draft, len(p))}
+		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]document.Draft, len(p))}
 		for i, cl := range p {
 			d := cl.req.Draft
 			groups[g].Drafts[i] = d

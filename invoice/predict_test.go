@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -85,7 +86,7 @@ func TestPredictFallsBack(t *testing.T) {
 	ctx := context.Background()
 	clock := now
 	c := predicting(t, f, func() time.Time { return clock })
-	issue := func(key string, mod func(*invoice.Draft)) invoice.Result {
+	issue := func(key string, mod func(*document.Draft)) invoice.Result {
 		d := f.draft(t, key)
 		if mod != nil {
 			mod(&d)
@@ -116,7 +117,7 @@ func TestPredictFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "lib")}, now, testfactory.Options(t, series.Options{})); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []document.Draft{f.draft(t, "lib")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
@@ -30,7 +31,7 @@ type Beginner = db.Beginner
 // idempotency keys first, and database errors. After a refusal of the
 // series (invalid date, date out of order, exhausted) tx is still usable
 // and nothing was taken; after any other error it is aborted.
-func IssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
+func IssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, drafts []document.Draft, now time.Time, opt series.Options) ([]document.Invoice, error) {
 	if len(drafts) == 0 {
 		return nil, nil
 	}
@@ -45,7 +46,7 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, dr
 type Group struct {
 	Seller gst.Seller
 	Series gst.Series
-	Drafts []Draft
+	Drafts []document.Draft
 }
 
 // IssueManyTx is IssueTx for several series at once: one statement takes
@@ -61,7 +62,7 @@ type Group struct {
 // that concerns them all (lock timeout, ErrKeyRace, a database error); tx
 // is then aborted. A malformed call (a group without drafts or with mixed
 // dates) fails before touching tx.
-func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
+func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]document.Invoice, []error, error) {
 	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false, allOrNothing)
 	return invs, errs, err
 }
@@ -88,7 +89,7 @@ const (
 // refused). With fill whatIsLeft, a group may be issued in part: out[g]
 // then holds the invoices of its first drafts and errs[g] (ErrExhausted)
 // is the answer for the rest.
-func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]Invoice, errs []error, states []*series.State, committed bool, err error) {
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]document.Invoice, errs []error, states []*series.State, committed bool, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, nil, false, err
@@ -148,7 +149,7 @@ func (w *writes) sendRouted(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit
 		return false, err
 	}
 	events := &pgx.Batch{}
-	queued := queueEvents(events, w.all, EventIssued, func(inv *Invoice) time.Time { return inv.IssuedAt }, subscribed)
+	queued := queueEvents(events, w.all, EventIssued, func(inv *document.Invoice) time.Time { return inv.IssuedAt }, subscribed)
 	if !queued && !commit {
 		return false, nil
 	}
@@ -204,14 +205,14 @@ func commitFailed(err error) error {
 
 // Issue numbers and stores one draft in its own transaction and returns it.
 // See IssueTx for the errors.
-func Issue(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
-	var invs []Invoice
+func Issue(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, d document.Draft, now time.Time, opt series.Options) (document.Invoice, error) {
+	var invs []document.Invoice
 	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
-		invs, err = IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)
+		invs, err = IssueTx(ctx, tx, seller, s, []document.Draft{d}, now, opt)
 		return err
 	})
 	if err != nil {
-		return Invoice{}, txFailed(err)
+		return document.Invoice{}, txFailed(err)
 	}
 	return invs[0], nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -40,7 +41,7 @@ func predictions(t testing.TB, n int64) int64 {
 	return n
 }
 
-func (f fixture) draft(t *testing.T, key string) invoice.Draft {
+func (f fixture) draft(t *testing.T, key string) document.Draft {
 	t.Helper()
 	return testfactory.Draft(t, f.seller, f.s, now, &testfactory.DraftOpts{Key: key})
 }
@@ -57,7 +58,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drafts := []invoice.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
+	drafts := []document.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
 	invs, err := invoice.IssueTx(ctx, tx, f.seller, f.s, drafts, now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +102,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 		if err != nil || len(inv) != 1 {
 			t.Fatalf("invoice %d: %v", serial, err)
 		}
-		want := invoice.IssueRecord(string(f.seller.GSTIN), inv[0], pos, prev).Hash()
+		want := document.IssueRecord(string(f.seller.GSTIN), inv[0], pos, prev).Hash()
 		if string(want) != string(hash) {
 			t.Fatalf("record %d does not recompute from its invoice", pos)
 		}
@@ -128,7 +129,7 @@ func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []document.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
@@ -202,14 +203,14 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := now.Add(time.Hour)
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrInvalid) {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, testfactory.Options(t, series.Options{})); !errors.Is(err, document.ErrInvalid) {
 		t.Fatalf("empty reason: %v", err)
 	}
 	c, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "customer returned the cup", later, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != invoice.StatusCancelled || c.CancelReason != "customer returned the cup" || !c.CancelledAt.Equal(later) {
+	if c.Status != document.StatusCancelled || c.CancelReason != "customer returned the cup" || !c.CancelledAt.Equal(later) {
 		t.Fatalf("cancelled: %+v", c)
 	}
 	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "again", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrAlreadyCancelled) {

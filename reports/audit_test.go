@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -231,7 +232,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	oct, _ := invoice.ParseMonth("102026")
+	oct, _ := document.ParseMonth("102026")
 	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
@@ -309,7 +310,7 @@ func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy gst.FY) ([
 		var l LockedPeriod
 		var at time.Time
 		err := r.Scan(&l.FP, &at, &l.LockedBy)
-		l.LockedAt = invoice.Timestamp(at)
+		l.LockedAt = document.Timestamp(at)
 		return l, err
 	})
 	if out == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 )
@@ -54,8 +55,8 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.NotBefore != invoice.Timestamp(srv.t) {
-		t.Fatalf("not_before %s, want the lease's time %s", l.NotBefore, invoice.Timestamp(srv.t))
+	if l.NotBefore != document.Timestamp(srv.t) {
+		t.Fatalf("not_before %s, want the lease's time %s", l.NotBefore, document.Timestamp(srv.t))
 	}
 	// A till that ignores the floor, its clock an hour before the lease.
 	early := &clock{srv.t.Add(-30 * time.Minute)}
@@ -101,12 +102,12 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	}
 	head, _ := hex.DecodeString(l.Next.ChainHead)
 	at := srv.t.Add(time.Minute)
-	_, hash, err := invoice.CancelOffline(e.seller.GSTIN, inv, "wrong buyer", at, l.Next.ChainLength+1, head)
+	_, hash, err := document.CancelOffline(e.seller.GSTIN, inv, "wrong buyer", at, l.Next.ChainLength+1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.all.UploadDeviceCancels(ctx, "T07", l.LeaseID, []client.DeviceCancel{{FY: "2026-27", Position: l.Next.ChainLength + 1, Serial: inv.Serial,
-		Number: inv.Number, CancelledAt: invoice.Timestamp(at), Reason: "wrong buyer", ChainHash: hex.EncodeToString(hash)}})
+		Number: inv.Number, CancelledAt: document.Timestamp(at), Reason: "wrong buyer", ChainHash: hex.EncodeToString(hash)}})
 	wantRefusal(t, "cancel of an online invoice", err, http.StatusConflict, client.CodeInvoiceNotLeased, "cancels[0].serial")
 
 	// The honest till numbers one in November and uploads it; November is

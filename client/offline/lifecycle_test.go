@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -400,7 +401,7 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 				st.lateInto++
 			}
 		}
-		if err := invoice.UnlockPeriod(ctx, e.pool, e.seller, invoice.MonthOf(ml.month), "test", "the next run", srv.now()); err != nil {
+		if err := invoice.UnlockPeriod(ctx, e.pool, e.seller, document.MonthOf(ml.month), "test", "the next run", srv.now()); err != nil {
 			fail("unlock: %v", err)
 			return false
 		}

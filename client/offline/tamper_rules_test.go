@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 )
 
 // forge numbers sale(0) as serial at chain position after prev (hex) at
@@ -34,18 +34,18 @@ func forge(t *testing.T, l client.Lease, serial, position int64, prev string, at
 		t.Fatal(err)
 	}
 	req := sale(0)
-	r := invoice.Request{InvoiceDate: gst.DateIST(at)}
+	r := document.Request{InvoiceDate: gst.DateIST(at)}
 	for _, it := range req.Items {
-		r.Items = append(r.Items, invoice.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
+		r.Items = append(r.Items, document.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
 	}
-	inv, hash, err := invoice.NumberOffline(gst.Seller{GSTIN: g, StateCode: g.StateCode()}, gst.Series{Code: l.Series, DocType: dt, Format: f}, r, serial, position, head, at)
+	inv, hash, err := document.NumberOffline(gst.Seller{GSTIN: g, StateCode: g.StateCode()}, gst.Series{Code: l.Series, DocType: dt, Format: f}, r, serial, position, head, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := inv.Totals
-	return client.DeviceInvoice{Serial: serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: invoice.Timestamp(at),
+	return client.DeviceInvoice{Serial: serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: document.Timestamp(at),
 		Items: req.Items, PlaceOfSupply: inv.PlaceOfSupply, ChainHash: hex.EncodeToString(hash),
-		Totals: client.Totals{Taxable: invoice.Money(m.Taxable), CGST: invoice.Money(m.CGST), SGST: invoice.Money(m.SGST), IGST: invoice.Money(m.IGST), Total: invoice.Money(m.Total)}}
+		Totals: client.Totals{Taxable: document.Money(m.Taxable), CGST: document.Money(m.CGST), SGST: document.Money(m.SGST), IGST: document.Money(m.IGST), Total: document.Money(m.Total)}}
 }
 
 // TestTamperedUploadsNameTheRule: each order rule of an upload is proved

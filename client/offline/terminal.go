@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 )
 
 // Errors of a Terminal.
@@ -86,7 +86,7 @@ type Receipt struct {
 	Number    string
 	FY        string
 	IssuedAt  time.Time
-	Invoice   invoice.Invoice // with the server's own amounts
+	Invoice   document.Invoice // with the server's own amounts
 	ChainHash string
 	// Replayed: IssueKeyed found the key's invoice in the journal; this
 	// is that invoice, to print again.
@@ -403,15 +403,15 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 	r.InvoiceDate = gst.DateIST(at)
 	fy := gst.FYOf(r.InvoiceDate)
 	y := t.year(fy)
-	inv, hash, err := invoice.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
+	inv, hash, err := document.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
 	if err != nil {
 		return Receipt{}, err
 	}
 	di := client.DeviceInvoice{
-		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: invoice.Timestamp(at),
+		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: document.Timestamp(at),
 		Buyer: req.Buyer, PlaceOfSupply: inv.PlaceOfSupply, Items: req.Items, Original: req.Original,
-		Totals: client.Totals{Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST),
-			SGST: invoice.Money(inv.Totals.SGST), IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total)},
+		Totals: client.Totals{Taxable: document.Money(inv.Totals.Taxable), CGST: document.Money(inv.Totals.CGST),
+			SGST: document.Money(inv.Totals.SGST), IGST: document.Money(inv.Totals.IGST), Total: document.Money(inv.Totals.Total)},
 		ChainHash: hex.EncodeToString(hash),
 	}
 	if err := t.write(record{Kind: "inv", Key: key, FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
@@ -448,21 +448,21 @@ func (t *Terminal) replayReceipt(k invoiceKey, req client.IssueRequest) (Receipt
 }
 
 // request converts the client's request to the invoice package's.
-func request(req client.IssueRequest) (invoice.Request, error) {
-	var r invoice.Request
+func request(req client.IssueRequest) (document.Request, error) {
+	var r document.Request
 	if req.Buyer != nil {
-		r.Buyer = &invoice.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
+		r.Buyer = &document.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
 	}
 	r.PlaceOfSupply = req.PlaceOfSupply
 	for _, it := range req.Items {
-		r.Items = append(r.Items, invoice.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
+		r.Items = append(r.Items, document.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
 	}
 	if req.Original != nil {
 		d, err := gst.ParseDate(req.Original.InvoiceDate)
 		if err != nil {
-			return invoice.Request{}, err
+			return document.Request{}, err
 		}
-		r.Original = &invoice.Original{Number: req.Original.Number, InvoiceDate: d, ExternalReason: req.Original.Reason}
+		r.Original = &document.Original{Number: req.Original.Number, InvoiceDate: d, ExternalReason: req.Original.Reason}
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 )
@@ -21,13 +22,13 @@ func runPeriods(ctx context.Context, e env, args []string) error {
 
 // periodMonth validates the GSTIN and returns the month fp, or the
 // validation sentence (checked before connecting).
-func periodMonth(op, gstin, fp string) (invoice.Month, error) {
+func periodMonth(op, gstin, fp string) (document.Month, error) {
 	if _, err := gst.ParseGSTIN(gstin); err != nil {
-		return invoice.Month{}, explain(op, err)
+		return document.Month{}, explain(op, err)
 	}
-	m, err := invoice.ParseMonth(fp)
+	m, err := document.ParseMonth(fp)
 	if err != nil {
-		return invoice.Month{}, explain(op, err)
+		return document.Month{}, explain(op, err)
 	}
 	return m, nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -42,9 +43,9 @@ func reportSetup(t *testing.T) (func(string) string, *pgxpool.Pool) {
 	var ids []int64
 	for i, date := range []string{"2026-11-02", "2026-11-10", "2026-11-30"} {
 		d, _ := time.Parse(time.DateOnly, date)
-		draft, err := invoice.Prepare(invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{
+		draft, err := document.Prepare(document.Request{InvoiceDate: d, Items: []document.ItemInput{
 			{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
-			seller, s, now, invoice.Policy{BackdateDays: 60})
+			seller, s, now, document.Policy{BackdateDays: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +282,7 @@ func TestSeriesAddWithOpening(t *testing.T) {
 		t.Fatalf("partial opening: %v", err)
 	}
 	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
-		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, invoice.ErrInvalid) {
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, document.ErrInvalid) {
 		t.Fatalf("wrong last number: %v", err)
 	}
 	_, errOut, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",

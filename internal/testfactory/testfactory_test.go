@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -42,7 +43,7 @@ func TestDefaultsAndOptions(t *testing.T) {
 	if err != nil || inv.Number != "CH1/26-27/00001" {
 		t.Fatalf("issue the default draft: %v, %q", err, inv.Number)
 	}
-	req := invoice.Request{Items: []invoice.ItemInput{testfactory.Chai("1", "5.00", "0")}}
+	req := document.Request{Items: []document.ItemInput{testfactory.Chai("1", "5.00", "0")}}
 	if d := testfactory.Draft(t, seller, s, now, &testfactory.DraftOpts{Request: &req}); d.Buyer != nil || d.IdempotencyKey != "" {
 		t.Fatalf("draft of a request %+v", d)
 	}

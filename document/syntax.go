@@ -1,4 +1,4 @@
-package invoice
+package document
 
 // Hand-written forms of the syntax checks Prepare makes on every item (HSN,
 // amounts, the place of supply). They were regular expressions, 5 % of the

@@ -1,4 +1,4 @@
-package invoice
+package document
 
 import (
 	"github.com/invoiced/invoiced/gst"

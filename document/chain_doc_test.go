@@ -1,4 +1,4 @@
-package invoice_test
+package document_test
 
 import (
 	"crypto/sha256"
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 )
 
 // TestChainDocWorkedExample pins docs/chain.md's worked example to the
@@ -57,11 +57,11 @@ func TestChainDocWorkedExample(t *testing.T) {
 	sr := gst.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: docType, Format: format}
 	seller := gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
 	issuedAt := time.Date(2026, 11, 29, 8, 50, 0, 0, gst.IST)
-	d, err := invoice.Prepare(invoice.Request{
-		Buyer:         &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
+	d, err := document.Prepare(document.Request{
+		Buyer:         &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
 		PlaceOfSupply: "29",
-		Items:         []invoice.ItemInput{{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}},
-	}, seller, sr, issuedAt, invoice.Policy{})
+		Items:         []document.ItemInput{{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}},
+	}, seller, sr, issuedAt, document.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,10 +70,10 @@ func TestChainDocWorkedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := invoice.Invoice{SeriesCode: sr.Code, DocType: sr.DocType, FY: fy, Serial: 1, Number: number,
+	inv := document.Invoice{SeriesCode: sr.Code, DocType: sr.DocType, FY: fy, Serial: 1, Number: number,
 		InvoiceDate: d.InvoiceDate, IssuedAt: issuedAt, Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply,
 		Original: d.Original, Items: d.Items, Totals: d.Totals}
-	r := invoice.IssueRecord(string(seller.GSTIN), inv, 1, nil)
+	r := document.IssueRecord(string(seller.GSTIN), inv, 1, nil)
 
 	if got := r.Canonical(); got != docRecord {
 		t.Fatalf("docs/chain.md's worked example is not the record the code builds:\n doc  %s\n code %s", docRecord, got)
@@ -84,7 +84,7 @@ func TestChainDocWorkedExample(t *testing.T) {
 	if sum := sha256.Sum256([]byte(docRecord)); hex.EncodeToString(sum[:]) != docHash {
 		t.Fatalf("docs/chain.md's hash %s is not the SHA-256 of its record", docHash)
 	}
-	if fast := invoice.FastIssueHash(string(seller.GSTIN), &inv, 1, nil, &d); hex.EncodeToString(fast) != docHash {
+	if fast := document.FastIssueHash(string(seller.GSTIN), &inv, 1, nil, &d); hex.EncodeToString(fast) != docHash {
 		t.Fatalf("the issue path's hash %x differs from the documented %s", fast, docHash)
 	}
 	if !strings.Contains(example, "`&prev="+docHash+"`") {

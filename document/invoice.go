@@ -1,4 +1,4 @@
-package invoice
+package document
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ type Original struct {
 	InvoiceDate time.Time
 	// ExternalReason is set when the original was not issued by invoiced
 	// (issued by other software, or before the seller moved here) and says
-	// so; CheckOriginal then does not look for it. Empty otherwise.
+	// so; invoice.CheckOriginal then does not look for it. Empty otherwise.
 	ExternalReason string
 }
 
@@ -99,7 +99,7 @@ type Totals struct {
 }
 
 // Draft is a validated request with computed amounts, ready to be numbered.
-// Drafts are made by Prepare; IssueTx numbers them. After Prepare, change
+// Drafts are made by Prepare; invoice.IssueTx numbers them. After Prepare, change
 // only IdempotencyKey and RequestHash: Prepare also works out what the
 // issuer needs from the content (items' JSON, chain record content), so
 // that the batch transaction does not have to.
@@ -120,17 +120,21 @@ type Draft struct {
 	// depend on its number, worked out by Prepare in the caller's
 	// goroutine so that the batch transaction does not: the items' JSON,
 	// the totals as text and the content part of the chain record.
-	sealed *sealed
+	sealed *Sealed
 }
 
-type sealed struct {
-	itemsJSON string
-	money     [5]string // taxable, cgst, sgst, igst, total
-	content   string
+// Sealed is what the issuer stores of a draft besides its fields: the
+// items' JSON, the totals as text (Money) and the content part of its
+// chain record.
+type Sealed struct {
+	ItemsJSON string
+	Money     [5]string // taxable, cgst, sgst, igst, total
+	Content   string
 }
 
-// seal returns d's sealed data, computing it when Prepare did not.
-func (d *Draft) seal() (*sealed, error) {
+// Seal returns d's sealed data, computing it when Prepare did not. It
+// fails only when the items cannot be written as JSON.
+func (d *Draft) Seal() (*Sealed, error) {
 	if d.sealed != nil {
 		return d.sealed, nil
 	}
@@ -138,8 +142,8 @@ func (d *Draft) seal() (*sealed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invoice: items: %w", err)
 	}
-	money := moneyOf(d.Totals)
-	return &sealed{itemsJSON: items, money: money, content: contentOf(d, money)}, nil
+	money := MoneyOf(d.Totals)
+	return &Sealed{ItemsJSON: items, Money: money, Content: contentOf(d, money)}, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.
@@ -224,7 +228,7 @@ func (p Policy) Check(date, now time.Time) error {
 // gst.ErrInvalidDate with a message naming the offending field (a
 // buyer GSTIN equal to the seller's is ErrInvalid); it touches no database
 // and consumes no number. A note's original is checked against the
-// database by CheckOriginal.
+// database by invoice.CheckOriginal.
 func Prepare(req Request, seller gst.Seller, s gst.Series, now time.Time, p Policy) (Draft, error) {
 	d, err := PrepareContent(req, seller, s, now)
 	if err != nil {
@@ -261,7 +265,7 @@ func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time)
 			}
 			b.GSTIN = string(g)
 		}
-		if err := checkText("buyer.name", b.Name, b.GSTIN != ""); err != nil {
+		if err := CheckText("buyer.name", b.Name, b.GSTIN != ""); err != nil {
 			return Draft{}, err
 		}
 		if b.GSTIN != "" && b.GSTIN == string(seller.GSTIN) {
@@ -284,7 +288,7 @@ func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time)
 		o := Original{Number: strings.ToUpper(req.Original.Number), InvoiceDate: req.Original.InvoiceDate,
 			ExternalReason: strings.TrimSpace(req.Original.ExternalReason)}
 		if req.Original.ExternalReason != "" {
-			if err := checkText("original.reason", o.ExternalReason, false); err != nil {
+			if err := CheckText("original.reason", o.ExternalReason, false); err != nil {
 				return Draft{}, err
 			}
 		}
@@ -330,13 +334,16 @@ func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time)
 		}
 	}
 	var err error
-	if d.sealed, err = d.seal(); err != nil {
+	if d.sealed, err = d.Seal(); err != nil {
 		return Draft{}, err
 	}
 	return d, nil
 }
 
-func checkText(field, v string, optional bool) error {
+// CheckText returns ErrInvalid naming field when the free text v is empty
+// (unless optional), longer than MaxTextLen bytes, or holds control, bidi
+// or invisible characters (freetext.Problem).
+func CheckText(field, v string, optional bool) error {
 	switch {
 	case v == "" && !optional:
 		return apperr.Errorf(ErrInvalid, "%s must not be empty", field)
@@ -355,7 +362,7 @@ func checkText(field, v string, optional bool) error {
 // were worked out with decimals.
 func prepareItem(in ItemInput, interState bool) (it Item, a paise, ok bool, err error) {
 	desc := strings.TrimSpace(in.Description)
-	if err := checkText("description", desc, false); err != nil {
+	if err := CheckText("description", desc, false); err != nil {
 		return Item{}, paise{}, false, err
 	}
 	if !isDigits(in.HSN, 4, 8) {

@@ -1,10 +1,9 @@
-package invoice_test
+package document_test
 
 import (
-	"testing"
-
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/document"
 	"github.com/shopspring/decimal"
+	"testing"
 )
 
 func TestMoney(t *testing.T) {
@@ -15,7 +14,7 @@ func TestMoney(t *testing.T) {
 		"123456789012345678901234567890.125": "123456789012345678901234567890.13", "1e3": "1000.00",
 		"0.000000000000000000000000005": "0.00",
 	} {
-		if got := invoice.Money(decimal.RequireFromString(in)); got != want {
+		if got := document.Money(decimal.RequireFromString(in)); got != want {
 			t.Errorf("Money(%s) = %s, want %s", in, got, want)
 		}
 	}
@@ -31,7 +30,7 @@ func FuzzMoney(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, c int64, exp int8) {
 		d := decimal.New(c, int32(exp))
-		if got, want := invoice.Money(d), d.StringFixed(2); got != want {
+		if got, want := document.Money(d), d.StringFixed(2); got != want {
 			t.Fatalf("Money(%s) = %s, want %s", d, got, want)
 		}
 	})

@@ -1,11 +1,11 @@
-package invoice_test
+package document_test
 
 import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/benchcpu"
-	"github.com/invoiced/invoiced/invoice"
 )
 
 // BenchmarkPrepareContent measures the per-invoice work done before any
@@ -13,12 +13,12 @@ import (
 // for a two-line POS invoice: CPU per invoice, relative.
 func BenchmarkPrepareContent(b *testing.B) {
 	s := mustSeries(b, "invoice", "CH1/{FY}/{SEQ:5}")
-	req := invoice.Request{Items: []invoice.ItemInput{chai("2", "10.00", "5"), chai("1", "15.00", "18")}}
+	req := document.Request{Items: []document.ItemInput{chai("2", "10.00", "5"), chai("1", "15.00", "18")}}
 	now := time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
 	b.ReportAllocs()
 	defer benchcpu.Start(b, "op", 1)()
 	for b.Loop() {
-		if _, err := invoice.PrepareContent(req, seller, s, now); err != nil {
+		if _, err := document.PrepareContent(req, seller, s, now); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package invoice
+package document
 
 import (
 	"crypto/sha256"
@@ -49,7 +49,7 @@ type Record struct {
 // each name=value with the value percent-encoded (every byte outside
 // A-Z a-z 0-9 - . _ ~ as %XX, upper-case hex), joined by '&'.
 func (r Record) Canonical() string {
-	return r.canonicalWith(r.contentPart(moneyOf(r.Totals)))
+	return r.canonicalWith(r.contentPart(MoneyOf(r.Totals)))
 }
 
 // canonicalWith returns the canonical form with content as its content
@@ -85,7 +85,7 @@ func (r Record) writeHead(b *strings.Builder) {
 
 // contentPart returns the fields buyer_gstin to total, which depend only on
 // the invoice's content: issuers compute it before taking the counter lock.
-// money is moneyOf(r.Totals), which the caller may have already.
+// money is MoneyOf(r.Totals), which the caller may have already.
 func (r Record) contentPart(money [5]string) string {
 	items := canonicalItems(r.Items)
 	var b strings.Builder
@@ -107,9 +107,9 @@ func (r Record) contentPart(money [5]string) string {
 	return b.String()
 }
 
-// moneyOf returns t's amounts as text (Money): taxable, cgst, sgst, igst,
-// total.
-func moneyOf(t Totals) [5]string {
+// MoneyOf returns t's amounts as text (Money): taxable, cgst, sgst, igst,
+// total, as the chain record and the stored row write them.
+func MoneyOf(t Totals) [5]string {
 	return [5]string{Money(t.Taxable), Money(t.CGST), Money(t.SGST), Money(t.IGST), Money(t.Total)}
 }
 
@@ -132,16 +132,16 @@ func writeFields(b *strings.Builder, fields [][2]string) {
 	}
 }
 
-// issueHash is IssueRecord(gstin, inv, position, prev).Hash() with the
-// content part computed beforehand (contentOf), so that the work done under
+// IssueHash is IssueRecord(gstin, inv, position, prev).Hash() with the
+// content part computed beforehand (Sealed.Content), so that the work done under
 // the counter lock is small.
-func issueHash(gstin string, inv *Invoice, position int64, prev []byte, content string) []byte {
+func IssueHash(gstin string, inv *Invoice, position int64, prev []byte, content string) []byte {
 	h := sha256.Sum256([]byte(IssueRecord(gstin, *inv, position, prev).canonicalWith(content)))
 	return h[:]
 }
 
 // contentOf returns the content part of the issue record of draft d, whose
-// amounts as text are money (moneyOf(d.Totals)).
+// amounts as text are money (MoneyOf(d.Totals)).
 func contentOf(d *Draft, money [5]string) string {
 	inv := Invoice{Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
 	return IssueRecord("", inv, 0, nil).contentPart(money)
