@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -79,7 +80,7 @@ func (c *keyCache) peek(prefix string, now time.Time) (apikey.Row, bool) {
 
 // load looks prefix up in the database (once for all concurrent callers)
 // and caches a key found until now+ttl. It fails only on a database error.
-func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (apikey.Row, bool, error) {
+func (c *keyCache) load(ctx context.Context, db db.Querier, prefix string, now time.Time, ttl time.Duration) (apikey.Row, bool, error) {
 	type found struct {
 		row apikey.Row
 		ok  bool
@@ -115,7 +116,7 @@ type seriesKey struct {
 // normalised (series.ParseCode) before the cache is consulted, so that
 // spellings of one code share an entry and a path segment that cannot be
 // a code never reaches the database.
-func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (gst.Series, error) {
+func (c *seriesCache) get(ctx context.Context, db db.Querier, sellerID int64, raw string) (gst.Series, error) {
 	code, err := series.ParseCode(raw)
 	if err != nil {
 		return gst.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))

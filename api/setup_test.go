@@ -12,9 +12,9 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -65,7 +65,7 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 	return e
 }
 
-func mustKey(t *testing.T, db series.DB, sellerID int64, scopes ...string) string {
+func mustKey(t *testing.T, db db.Querier, sellerID int64, scopes ...string) string {
 	t.Helper()
 	k, err := apikey.Create(context.Background(), db, sellerID, scopes)
 	if err != nil {

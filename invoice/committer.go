@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/groupcommit"
 )
 
@@ -40,7 +41,7 @@ import (
 // processes on one database stay correct: the counter row locks still
 // serialise them.
 type Committer struct {
-	db   Beginner
+	db   db.Beginner
 	pool Pool // set for pipelined transactions
 	tx   transactions
 	cfg  Config
@@ -77,14 +78,14 @@ func NewCommitter(pool Pool, cfg Config) (*Committer, error) {
 // (db.Begin), one round trip per statement, as a library user with a
 // single connection has them. It fails when db is nil, cfg.Predict is set
 // (prediction needs pipelined transactions) or a field of cfg is invalid.
-func NewPlainCommitter(db Beginner, cfg Config) (*Committer, error) {
+func NewPlainCommitter(db db.Beginner, cfg Config) (*Committer, error) {
 	if db == nil {
 		return nil, errors.New("invoice: NewPlainCommitter needs a database")
 	}
 	return newCommitter(db, nil, plain, cfg)
 }
 
-func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committer, error) {
+func newCommitter(db db.Beginner, pool Pool, tx transactions, cfg Config) (*Committer, error) {
 	if err := cfg.check(tx); err != nil {
 		return nil, err
 	}

@@ -92,7 +92,7 @@ const (
 	// ride along with other statements (pipeTx), and prediction is
 	// possible.
 	pipelined transactions = iota + 1
-	// plain transactions are the database's own (Beginner.Begin).
+	// plain transactions are the database's own (db.Beginner.Begin).
 	plain
 )
 

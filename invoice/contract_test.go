@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
@@ -225,7 +226,7 @@ func (g *gatedPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // overlapCounter is a Beginner (not a pool: the Committer then runs plain
 // transactions) that records how many transactions are open at once.
 type overlapCounter struct {
-	db   invoice.Beginner
+	db   db.Beginner
 	open atomic.Int64
 	max  atomic.Int64
 }
@@ -366,7 +367,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 // commitFails is a Beginner whose transactions fail COMMIT with err after
 // rolling back: the answer of a server that went away while committing.
 type commitFails struct {
-	db  invoice.Beginner
+	db  db.Beginner
 	err error
 }
 

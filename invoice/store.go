@@ -16,10 +16,6 @@ import (
 // This file holds the SQL of issuing, cancelling and reading invoices and
 // of idempotency keys; database errors are translated where they arise.
 
-// Beginner is db.Beginner, under the name the Committer and callers
-// outside the data layer know.
-type Beginner = db.Beginner
-
 // IssueTx numbers drafts, in order, with consecutive serials of s and
 // inserts them, their chain records and their idempotency keys inside tx.
 // All drafts must share one invoice date. Everything that can be done

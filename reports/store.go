@@ -26,11 +26,6 @@ import (
 // refused as a join that would need repartitioning. On plain PostgreSQL
 // the extra condition is one more column of the same index.
 
-// DB is db.OptionsBeginner, under the name callers outside the data layer
-// know. Every report runs in one read-only REPEATABLE READ transaction
-// (readTx), so its passes see one snapshot.
-type DB = db.OptionsBeginner
-
 // readTx runs fn in a read-only REPEATABLE READ transaction begun on b and
 // returns fn's error, or BEGIN's or COMMIT's translated.
 func readTx(ctx context.Context, b db.OptionsBeginner, fn func(pgx.Tx) error) error {

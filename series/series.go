@@ -9,13 +9,8 @@ import (
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/freetext"
 )
-
-// DB is db.Querier, the statements a store function runs, under the name
-// callers outside the data layer know.
-type DB = db.Querier
 
 // NewSeries is what CreateSeries needs.
 type NewSeries struct {
