@@ -7,7 +7,6 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Ending a lease (docs/offline.md, "Ending a lease"). The device never
@@ -146,7 +145,7 @@ func endedAt(l client.Lease, m *endMark) bool {
 			return d.Through == m.last && l.DeclaredThrough == m.last
 		}
 	}
-	return l.EndKind == series.EndByDevice && l.EndFY == m.fy.String() && l.EndSerial == m.last
+	return l.EndKind == client.EndByDevice && l.EndFY == m.fy.String() && l.EndSerial == m.last
 }
 
 // settle journals r ("end" or "resume"), the outcome of the pending end.
