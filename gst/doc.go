@@ -7,6 +7,7 @@
 // document is numbered in ([Seller], [Series]).
 //
 // It is pure: it imports no database package, so a program that only
-// computes invoices (client/offline) links it without pgx. Package series
-// stores sellers and series and keeps their counters.
+// computes invoices (client/offline) links it without pgx. Package
+// document builds the invoice on these types; package series stores
+// sellers and series and keeps their counters.
 package gst
