@@ -8,7 +8,8 @@ import (
 	"github.com/invoiced/invoiced/internal/apperr"
 )
 
-// ErrInvalidMonth: a return period that is not one month, MMYYYY.
+// ErrInvalidMonth is returned by ParseMonth for a return period that is
+// not one month, MMYYYY.
 var ErrInvalidMonth = apperr.New(apperr.Invalid, "invalid_period", "the period must be one month, MMYYYY")
 
 // Month is a calendar month, held as its first day (a civil date, 00:00

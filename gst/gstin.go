@@ -10,7 +10,7 @@ import (
 // GSTIN is a validated, upper-case GST identification number: two-digit
 // state code, PAN, entity number, a fourth character (usually Z) and a check
 // character. Obtain one with ParseGSTIN.
-type GSTIN string
+type GSTIN string //nolint:revive // GSTIN is the law's name for it; gst.IN would name nothing
 
 // gstinAlphabet gives each GSTIN character its value for the check
 // character: '0'–'9' are 0–9, 'A'–'Z' are 10–35.
