@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -181,7 +182,7 @@ func TestIssueResponse(t *testing.T) {
 	if string(r.body) != want {
 		t.Fatalf("body\n%s\nwant\n%s", r.body, want)
 	}
-	if route, ok := invoice.ParsePublicID(inv.PublicID); !ok || route.SellerID != e.seller.ID || inv.ID == "" {
+	if route, ok := document.ParsePublicID(inv.PublicID); !ok || route.SellerID != e.seller.ID || inv.ID == "" {
 		t.Fatalf("ids %q %q", inv.ID, inv.PublicID)
 	}
 	// Inter-state with a buyer: IGST.
@@ -293,7 +294,7 @@ func TestLockTimeout503(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := series.Next(ctx, tx, s, series.DateIST(testNow), testNow, series.Options{}); err != nil {
+	if _, err := series.Next(ctx, tx, s, gst.DateIST(testNow), testNow, series.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -584,7 +585,7 @@ func TestCancelWithoutReadScope(t *testing.T) {
 func TestFYTurnover(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) {
-		c.Now = func() time.Time { return time.Date(2026, 4, 1, 9, 0, 0, 0, series.IST) }
+		c.Now = func() time.Time { return time.Date(2026, 4, 1, 9, 0, 0, 0, gst.IST) }
 		c.BackdateDays = 1
 	})
 	a := e.mustIssue("CH1", "2026-03-31")

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
@@ -58,7 +59,7 @@ type batchItem struct {
 // has no valid idempotency_key, or two items with one key. The items'
 // own fields are not judged here.
 func decodeBatchEnvelope(body []byte) ([]batchItem, error) {
-	if scanJSON(body, max(maxBatchInvoices, invoice.MaxItems)) == nil {
+	if scanJSON(body, max(maxBatchInvoices, document.MaxItems)) == nil {
 		if items, ok := fastBatch(body); ok {
 			if err := checkBatchKeys(items); err != nil {
 				return nil, err
@@ -76,9 +77,9 @@ func decodeBatchEnvelopeJSON(body []byte) ([]batchItem, error) {
 		return nil, apperr.Errorf(errInvalidBatch, "the request body must be a JSON object {\"invoices\": [...]}")
 	}
 	var b batchBody
-	if err := decodeStrict(body, &b, errInvalidBatch, max(maxBatchInvoices, invoice.MaxItems)); err != nil {
+	if err := decodeStrict(body, &b, errInvalidBatch, max(maxBatchInvoices, document.MaxItems)); err != nil {
 		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(errInvalidBatch, "an array of the batch holds more than %d elements (invoices holds at most %d, items at most %d)", max(maxBatchInvoices, invoice.MaxItems), maxBatchInvoices, invoice.MaxItems)
+			err = apperr.Errorf(errInvalidBatch, "an array of the batch holds more than %d elements (invoices holds at most %d, items at most %d)", max(maxBatchInvoices, document.MaxItems), maxBatchInvoices, document.MaxItems)
 		}
 		return nil, err
 	}
@@ -141,17 +142,17 @@ func checkBatchKeys(items []batchItem) error {
 // decodeBatchItem decodes one item of a batch strictly, as
 // decodeIssueRequest decodes a single issue body (only what request
 // checks when fastBatch decoded it already).
-func decodeBatchItem(it batchItem) (invoice.Request, error) {
+func decodeBatchItem(it batchItem) (document.Request, error) {
 	if it.body != nil {
 		return it.body.request()
 	}
 	raw := it.raw
 	var b batchItemBody
-	if err := decodeStrict(raw, &b, invoice.ErrInvalid, invoice.MaxItems); err != nil {
+	if err := decodeStrict(raw, &b, document.ErrInvalid, document.MaxItems); err != nil {
 		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(invoice.ErrInvalid, "items holds more than %d items, the most allowed", invoice.MaxItems)
+			err = apperr.Errorf(document.ErrInvalid, "items holds more than %d items, the most allowed", document.MaxItems)
 		}
-		return invoice.Request{}, err
+		return document.Request{}, err
 	}
 	return b.request()
 }
@@ -203,7 +204,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 	for i, it := range items {
 		hash := requestHash(http.MethodPost, path, it.raw)
 		req, err := decodeBatchItem(it)
-		var d invoice.Draft
+		var d document.Draft
 		if err == nil {
 			d, err = s.prepare(ctx, p.Seller, sr, req)
 		}
@@ -246,7 +247,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 }
 
 // batchReplay is the result of an item issued earlier with its key.
-func (s *Server) batchReplay(inv invoice.Invoice) batchResultJSON {
+func (s *Server) batchReplay(inv document.Invoice) batchResultJSON {
 	s.metrics.Replayed()
 	r := renderInvoice(asIssued(inv), s.publicURL)
 	return batchResultJSON{Status: http.StatusCreated, Replayed: true, Invoice: &r}

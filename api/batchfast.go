@@ -1,6 +1,8 @@
 package api
 
-import "github.com/invoiced/invoiced/invoice"
+import (
+	"github.com/invoiced/invoiced/document"
+)
 
 // The batch body's fast path. decodeBatchEnvelope and decodeBatchItem
 // decode with encoding/json: the envelope into 500 raw items, then each
@@ -15,7 +17,7 @@ import "github.com/invoiced/invoiced/invoice"
 
 // fastBatch returns the items of body, each with its decoded body, when
 // body is a batch envelope of the plain case with 1 to maxBatchInvoices
-// items of at most invoice.MaxItems lines, and false otherwise. body must
+// items of at most document.MaxItems lines, and false otherwise. body must
 // have passed scanJSON (valid UTF-8, no repeated keys, bounded depth).
 func fastBatch(body []byte) ([]batchItem, bool) {
 	p := fastParser{b: body}
@@ -223,7 +225,7 @@ func (p *fastParser) item(it *batchItemBody) bool {
 	return true
 }
 
-// lines reads an item's array of lines, at most invoice.MaxItems.
+// lines reads an item's array of lines, at most document.MaxItems.
 func (p *fastParser) lines() ([]itemBody, bool) {
 	if !p.byte('[') {
 		return nil, false
@@ -232,7 +234,7 @@ func (p *fastParser) lines() ([]itemBody, bool) {
 	if p.byte(']') {
 		return out, true
 	}
-	for len(out) < invoice.MaxItems {
+	for len(out) < document.MaxItems {
 		var l itemBody
 		ok := p.object(lineKeys, func(k string) bool {
 			var ok bool

@@ -9,7 +9,9 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -78,7 +80,7 @@ func (c *keyCache) peek(prefix string, now time.Time) (apikey.Row, bool) {
 
 // load looks prefix up in the database (once for all concurrent callers)
 // and caches a key found until now+ttl. It fails only on a database error.
-func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now time.Time, ttl time.Duration) (apikey.Row, bool, error) {
+func (c *keyCache) load(ctx context.Context, db db.Querier, prefix string, now time.Time, ttl time.Duration) (apikey.Row, bool, error) {
 	type found struct {
 		row apikey.Row
 		ok  bool
@@ -101,7 +103,7 @@ func (c *keyCache) load(ctx context.Context, db series.DB, prefix string, now ti
 // not cached, so a series is usable as soon as it is created.
 type seriesCache struct {
 	mu    sync.Mutex
-	m     map[seriesKey]series.Series
+	m     map[seriesKey]gst.Series
 	fills singleflight.Group
 }
 
@@ -114,10 +116,10 @@ type seriesKey struct {
 // normalised (series.ParseCode) before the cache is consulted, so that
 // spellings of one code share an entry and a path segment that cannot be
 // a code never reaches the database.
-func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw string) (series.Series, error) {
+func (c *seriesCache) get(ctx context.Context, db db.Querier, sellerID int64, raw string) (gst.Series, error) {
 	code, err := series.ParseCode(raw)
 	if err != nil {
-		return series.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
+		return gst.Series{}, apperr.Errorf(series.ErrNotFound, "series %q not found", clip(raw))
 	}
 	k := seriesKey{sellerID, code}
 	c.mu.Lock()
@@ -126,7 +128,7 @@ func (c *seriesCache) get(ctx context.Context, db series.DB, sellerID int64, raw
 	if ok {
 		return s, nil
 	}
-	return fill(ctx, &c.fills, strconv.FormatInt(sellerID, 10)+"\x00"+code, func(ctx context.Context) (series.Series, error) {
+	return fill(ctx, &c.fills, strconv.FormatInt(sellerID, 10)+"\x00"+code, func(ctx context.Context) (gst.Series, error) {
 		s, err := series.Get(ctx, db, sellerID, code)
 		if err != nil {
 			return s, err

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -20,7 +22,7 @@ import (
 // first one waits until hold is closed (nil: it does not wait), so that a
 // test can have every concurrent request arrive while it runs.
 type countingDB struct {
-	series.DB
+	db.Querier
 	rows atomic.Int64
 	hold chan struct{}
 }
@@ -29,7 +31,7 @@ func (c *countingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 	if c.rows.Add(1) == 1 && c.hold != nil {
 		<-c.hold
 	}
-	return c.DB.QueryRow(ctx, sql, args...)
+	return c.Querier.QueryRow(ctx, sql, args...)
 }
 
 // TestSeriesCacheFillsOnce: 32 concurrent requests for a series not yet
@@ -42,7 +44,7 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	ctx := context.Background()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
 	want := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
-	db := &countingDB{DB: pool, hold: make(chan struct{})}
+	db := &countingDB{Querier: pool, hold: make(chan struct{})}
 	var freeOnce sync.Once
 	free := func() { freeOnce.Do(func() { close(db.hold) }) }
 	t.Cleanup(free)
@@ -51,7 +53,7 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 	var arrived atomic.Int64
 	start := make(chan struct{})
 	var wg sync.WaitGroup
-	got := make([]series.Series, n)
+	got := make([]gst.Series, n)
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
@@ -108,7 +110,7 @@ func TestSeriesCacheKeysOnTheCode(t *testing.T) {
 	ctx := context.Background()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
-	db := &countingDB{DB: pool}
+	db := &countingDB{Querier: pool}
 	var c seriesCache
 	for _, code := range []string{"CH1", "ch1", "Ch1", "cH1", " CH1 "} {
 		if s, err := c.get(ctx, db, seller.ID, code); err != nil || s.Code != "CH1" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -56,7 +57,7 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 // key that may read it, otherwise only what confirms the cancellation
 // (id, number, status, cancelled_at), so that an issue-only key cannot
 // read invoices by cancelling them.
-func cancelAnswer(p apikey.Principal, inv invoice.Invoice, publicURL string) any {
+func cancelAnswer(p apikey.Principal, inv document.Invoice, publicURL string) any {
 	full := renderInvoice(inv, publicURL)
 	if p.Scopes.Has(apikey.CanRead) {
 		return full

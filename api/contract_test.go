@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 )
@@ -46,7 +47,7 @@ func (e *env) holdCounter(day time.Time) func() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, _, err := series.LockChain(ctx, tx, sr.SellerID, sr.ID, series.FYAt(day), series.Options{}); err != nil {
+	if _, _, err := series.LockChain(ctx, tx, sr.SellerID, sr.ID, gst.FYAt(day), series.Options{}); err != nil {
 		e.t.Fatal(err)
 	}
 	release := sync.OnceFunc(func() { tx.Rollback(context.Background()) })
@@ -93,7 +94,7 @@ func (e *env) waitForLockWaitLongerThan(d time.Duration) {
 // or "in progress"), or it is refused and never issued.
 func TestRetryAtISTMidnightIsNoDefinitiveRefusal(t *testing.T) {
 	t.Parallel()
-	day := time.Date(2026, 11, 29, 0, 0, 0, 0, series.IST)
+	day := time.Date(2026, 11, 29, 0, 0, 0, 0, gst.IST)
 	clk := newClock(day.Add(10 * time.Hour))
 	e := setup(t, func(c *Config) { c.Now = clk.now; c.LockTimeout = 20 * time.Second })
 	e.mustIssue("CH1", "") // the counter row exists

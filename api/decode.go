@@ -11,9 +11,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Strict JSON decoding of request bodies. Everything a client can send
@@ -36,12 +37,12 @@ const maxDepth = 8
 const maxKeys = 16
 
 // Body limits per route, sized to the largest valid request: an issue
-// request of invoice.MaxItems items, each at most 2 KiB even with every
+// request of document.MaxItems items, each at most 2 KiB even with every
 // character of a 300-byte description written as a \u escape, plus room
 // for buyer, dates and white space; the small bodies (a series, a cancel
 // reason) in 8 KiB.
 const (
-	issueBodyMax = invoice.MaxItems*(2<<10) + 16<<10
+	issueBodyMax = document.MaxItems*(2<<10) + 16<<10
 	smallBodyMax = 8 << 10
 )
 
@@ -397,7 +398,7 @@ func (d *jsonDecimal) UnmarshalJSON(b []byte) error {
 		d.number = true
 		return nil
 	}
-	return apperr.Errorf(invoice.ErrInvalid, "amounts, quantities and rates must be decimal strings such as \"10.50\"")
+	return apperr.Errorf(document.ErrInvalid, "amounts, quantities and rates must be decimal strings such as \"10.50\"")
 }
 
 // issueBody is the JSON body of POST /v1/series/{code}/invoices.
@@ -431,16 +432,16 @@ type itemBody struct {
 
 // decodeIssueRequest decodes the body of an issue request strictly. It
 // fails with a 400 error for malformed JSON, unknown fields or trailing
-// data, and with invoice.ErrInvalid (422) for numbers sent as JSON numbers,
-// too many items or values of the wrong type, and series.ErrInvalidDate for
+// data, and with document.ErrInvalid (422) for numbers sent as JSON numbers,
+// too many items or values of the wrong type, and gst.ErrInvalidDate for
 // a date not written YYYY-MM-DD.
-func decodeIssueRequest(body []byte) (invoice.Request, error) {
+func decodeIssueRequest(body []byte) (document.Request, error) {
 	var b issueBody
-	if err := decodeStrict(body, &b, invoice.ErrInvalid, invoice.MaxItems); err != nil {
+	if err := decodeStrict(body, &b, document.ErrInvalid, document.MaxItems); err != nil {
 		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(invoice.ErrInvalid, "items holds more than %d items, the most allowed", invoice.MaxItems)
+			err = apperr.Errorf(document.ErrInvalid, "items holds more than %d items, the most allowed", document.MaxItems)
 		}
-		return invoice.Request{}, err
+		return document.Request{}, err
 	}
 	return b.request()
 }
@@ -448,46 +449,46 @@ func decodeIssueRequest(body []byte) (invoice.Request, error) {
 // request checks what decoding left to check (amounts sent as JSON
 // numbers, dates, the item count) and returns the issue request b asks
 // for; it fails like decodeIssueRequest.
-func (b *issueBody) request() (invoice.Request, error) {
-	var req invoice.Request
+func (b *issueBody) request() (document.Request, error) {
+	var req document.Request
 	if b.InvoiceDate != nil {
-		d, err := series.ParseDate(*b.InvoiceDate)
+		d, err := gst.ParseDate(*b.InvoiceDate)
 		if err != nil {
-			return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "invoice_date: %s", apperr.MessageOf(err))
+			return document.Request{}, apperr.Errorf(gst.ErrInvalidDate, "invoice_date: %s", apperr.MessageOf(err))
 		}
 		req.InvoiceDate = d
 	}
 	if b.Buyer != nil {
-		req.Buyer = &invoice.Buyer{GSTIN: b.Buyer.GSTIN, Name: b.Buyer.Name}
+		req.Buyer = &document.Buyer{GSTIN: b.Buyer.GSTIN, Name: b.Buyer.Name}
 	}
 	req.PlaceOfSupply = b.PlaceOfSupply
 	if b.Original != nil {
 		if b.Original.External != (b.Original.Reason != "") {
-			return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "original.external and original.reason go together: an original issued outside invoiced is sent with \"external\": true and a \"reason\"")
+			return document.Request{}, apperr.Errorf(document.ErrInvalid, "original.external and original.reason go together: an original issued outside invoiced is sent with \"external\": true and a \"reason\"")
 		}
-		req.Original = &invoice.Original{Number: b.Original.Number, ExternalReason: b.Original.Reason}
+		req.Original = &document.Original{Number: b.Original.Number, ExternalReason: b.Original.Reason}
 		if b.Original.InvoiceDate != "" {
-			d, err := series.ParseDate(b.Original.InvoiceDate)
+			d, err := gst.ParseDate(b.Original.InvoiceDate)
 			if err != nil {
-				return invoice.Request{}, apperr.Errorf(series.ErrInvalidDate, "original.invoice_date: %s", apperr.MessageOf(err))
+				return document.Request{}, apperr.Errorf(gst.ErrInvalidDate, "original.invoice_date: %s", apperr.MessageOf(err))
 			}
 			req.Original.InvoiceDate = d
 		}
 	}
-	if len(b.Items) > invoice.MaxItems {
-		return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "items holds %d items; at most %d are allowed", len(b.Items), invoice.MaxItems)
+	if len(b.Items) > document.MaxItems {
+		return document.Request{}, apperr.Errorf(document.ErrInvalid, "items holds %d items; at most %d are allowed", len(b.Items), document.MaxItems)
 	}
-	req.Items = make([]invoice.ItemInput, len(b.Items))
+	req.Items = make([]document.ItemInput, len(b.Items))
 	for i, it := range b.Items {
 		for _, f := range [...]struct {
 			name string
 			d    jsonDecimal
 		}{{"quantity", it.Quantity}, {"unit_price", it.UnitPrice}, {"gst_rate", it.GSTRate}} {
 			if f.d.number {
-				return invoice.Request{}, apperr.Errorf(invoice.ErrInvalid, "items[%d].%s must be sent as a decimal string such as \"10.50\", not a JSON number (numbers lose paise)", i, f.name)
+				return document.Request{}, apperr.Errorf(document.ErrInvalid, "items[%d].%s must be sent as a decimal string such as \"10.50\", not a JSON number (numbers lose paise)", i, f.name)
 			}
 		}
-		req.Items[i] = invoice.ItemInput{Description: it.Description, HSN: it.HSN,
+		req.Items[i] = document.ItemInput{Description: it.Description, HSN: it.HSN,
 			Quantity: it.Quantity.s, UnitPrice: it.UnitPrice.s, GSTRate: it.GSTRate.s}
 	}
 	return req, nil
@@ -512,26 +513,26 @@ type openingBody struct {
 
 func decodeSeriesRequest(body []byte) (seriesBody, error) {
 	var b seriesBody
-	err := decodeStrict(body, &b, series.ErrInvalidSeries, 0)
+	err := decodeStrict(body, &b, gst.ErrInvalidSeries, 0)
 	if errors.Is(err, errTooManyElements) {
-		err = apperr.Errorf(series.ErrInvalidSeries, "a series request holds no arrays")
+		err = apperr.Errorf(gst.ErrInvalidSeries, "a series request holds no arrays")
 	}
 	return b, err
 }
 
 // opening returns the declared opening, nil when there is none. It fails
-// with series.ErrInvalidDate for a year or date not written as expected.
+// with gst.ErrInvalidDate for a year or date not written as expected.
 func (b seriesBody) opening() (*invoice.Opening, error) {
 	if b.Opening == nil {
 		return nil, nil
 	}
-	fy, err := series.ParseFY(b.Opening.FY)
+	fy, err := gst.ParseFY(b.Opening.FY)
 	if err != nil {
-		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
+		return nil, apperr.Errorf(gst.ErrInvalidDate, "opening.fy: %s", apperr.MessageOf(err))
 	}
-	d, err := series.ParseDate(b.Opening.LastInvoiceDate)
+	d, err := gst.ParseDate(b.Opening.LastInvoiceDate)
 	if err != nil {
-		return nil, apperr.Errorf(series.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
+		return nil, apperr.Errorf(gst.ErrInvalidDate, "opening.last_invoice_date: %s", apperr.MessageOf(err))
 	}
 	return &invoice.Opening{FY: fy, LastSerial: b.Opening.LastSerial, LastInvoiceDate: d, LastNumber: b.Opening.LastNumber}, nil
 }
@@ -543,9 +544,9 @@ type cancelBody struct {
 
 func decodeCancelRequest(body []byte) (cancelBody, error) {
 	var b cancelBody
-	err := decodeStrict(body, &b, invoice.ErrInvalid, 0)
+	err := decodeStrict(body, &b, document.ErrInvalid, 0)
 	if errors.Is(err, errTooManyElements) {
-		err = apperr.Errorf(invoice.ErrInvalid, "reason must be a string")
+		err = apperr.Errorf(document.ErrInvalid, "reason must be a string")
 	}
 	return b, err
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 func TestDecodeIssueRequest(t *testing.T) {
@@ -21,10 +21,10 @@ func TestDecodeIssueRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !req.InvoiceDate.Equal(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)) || req.Buyer == nil || req.Buyer.GSTIN != "29AAGCB7383J1Z4" ||
-		req.PlaceOfSupply != "29" || len(req.Items) != 1 || req.Items[0] != (invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}) {
+		req.PlaceOfSupply != "29" || len(req.Items) != 1 || req.Items[0] != (document.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}) {
 		t.Fatalf("decoded %+v", req)
 	}
-	many := `{"items":[` + strings.Repeat(`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"},`, invoice.MaxItems) +
+	many := `{"items":[` + strings.Repeat(`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"},`, document.MaxItems) +
 		`{"description":"x","hsn":"0902","quantity":"1","unit_price":"1","gst_rate":"5"}]}`
 	for body, want := range map[string]int{
 		`{"items":[{"quantity":2}]}`:               422,
@@ -113,14 +113,14 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	seller := series.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "S", StateCode: "27"}
-	fmtCN, err := series.ParseFormat("CN/{FY}/{SEQ:5}")
+	seller := gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "S", StateCode: "27"}
+	fmtCN, err := gst.ParseFormat("CN/{FY}/{SEQ:5}")
 	if err != nil {
 		f.Fatal(err)
 	}
-	sr := series.Series{ID: 1, SellerID: 1, Code: "CN", DocType: series.CreditNote, Format: fmtCN}
+	sr := gst.Series{ID: 1, SellerID: 1, Code: "CN", DocType: gst.CreditNote, Format: fmtCN}
 	inv := sr
-	inv.DocType = series.Invoice
+	inv.DocType = gst.Invoice
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := decodeIssueRequest(body)
 		if err != nil {
@@ -129,8 +129,8 @@ func FuzzDecodeIssueRequest(f *testing.F) {
 			}
 			return
 		}
-		for _, s := range []series.Series{sr, inv} {
-			_, err := invoice.Prepare(req, seller, s, testNow, invoice.Policy{BackdateDays: 30})
+		for _, s := range []gst.Series{sr, inv} {
+			_, err := document.Prepare(req, seller, s, testNow, document.Policy{BackdateDays: 30})
 			if err != nil {
 				if st := statusOf[apperr.KindOf(err)]; st < 400 || st > 499 {
 					t.Fatalf("prepare %q: status %d: %v", body, st, err)

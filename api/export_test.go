@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -27,16 +29,16 @@ import (
 
 // bulkIssue issues n invoices dated today (testNow) in series s of seller,
 // in a few large transactions.
-func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller series.Seller, s series.Series, n int) {
+func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller gst.Seller, s gst.Series, n int) {
 	t.Helper()
 	ctx := context.Background()
 	for done := 0; done < n; {
 		k := min(500, n-done)
-		drafts := make([]invoice.Draft, k)
+		drafts := make([]document.Draft, k)
 		for i := range drafts {
-			d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{{
+			d, err := document.Prepare(document.Request{Items: []document.ItemInput{{
 				Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
-				seller, s, testNow, invoice.Policy{})
+				seller, s, testNow, document.Policy{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +115,10 @@ func dialTiny(t *testing.T, addr string) net.Conn {
 func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	seller := func(gstin string) series.Seller {
+	seller := func(gstin string) gst.Seller {
 		return testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: gstin, Name: gstin})
 	}
-	mkSeries := func(sel series.Seller, code string) series.Series {
+	mkSeries := func(sel gst.Seller, code string) gst.Series {
 		s := testfactory.Series(t, pool, sel, &testfactory.SeriesOpts{Code: code, Format: code + "/{FY}/{SEQ:5}"})
 		return s
 	}
@@ -132,7 +134,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	// below grow with it, so a loaded machine slows the test instead of
 	// failing it, and an idle one keeps 2 s and 10 s.
 	began := time.Now()
-	if err := reports.WriteAudit(context.Background(), pool, a, chA, series.FY(2026), reports.FormatJSON, io.Discard); err != nil {
+	if err := reports.WriteAudit(context.Background(), pool, a, chA, gst.FY(2026), reports.FormatJSON, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	ref := time.Since(began)

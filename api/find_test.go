@@ -3,13 +3,12 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/gst"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 func serialsOf(t *testing.T, body []byte) ([]int64, *string) {
@@ -160,7 +159,7 @@ func FuzzDateRangeParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, from, to string) {
 		r, err := dateRangeParams(from, to)
 		if err != nil {
-			if !errors.Is(err, series.ErrInvalidDate) {
+			if !errors.Is(err, gst.ErrInvalidDate) {
 				t.Fatalf("%q %q: %v", from, to, err)
 			}
 			return

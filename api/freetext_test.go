@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -78,7 +79,7 @@ func TestFreeTextRefusesControlAndInvisible(t *testing.T) {
 	}
 	// A seller's name (sellers add) is free text too.
 	for name, text := range hostileTexts {
-		if _, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, text); !errors.Is(err, series.ErrInvalidSeries) {
+		if _, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, text); !errors.Is(err, gst.ErrInvalidSeries) {
 			t.Errorf("seller name with %s: %v, want ErrInvalidSeries", name, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -31,17 +33,17 @@ func (s *Server) listInvoices(c echo.Context) error {
 	}
 	fyText := q.Get("fy")
 	if fyText == "" && !dates.From.IsZero() {
-		fyText = series.FYOf(dates.From).String()
+		fyText = gst.FYOf(dates.From).String()
 	} else if fyText == "" && !dates.To.IsZero() {
-		fyText = series.FYOf(dates.To).String()
+		fyText = gst.FYOf(dates.To).String()
 	}
 	fy, err := s.fyParam(fyText)
 	if err != nil {
 		return err
 	}
 	for _, d := range []time.Time{dates.From, dates.To} {
-		if !d.IsZero() && series.FYOf(d) != fy {
-			return apperr.Errorf(series.ErrInvalidDate, "from and to must lie in financial year %s (the listing is per year; ask for each year with fy)", fy)
+		if !d.IsZero() && gst.FYOf(d) != fy {
+			return apperr.Errorf(gst.ErrInvalidDate, "from and to must lie in financial year %s (the listing is per year; ask for each year with fy)", fy)
 		}
 	}
 	var after int64
@@ -130,7 +132,7 @@ func (s *Server) invoiceID(ctx context.Context, p apikey.Principal, v string) (i
 		}
 		return id, nil
 	}
-	code, fy, serial, ok := invoice.ParseKey(v)
+	code, fy, serial, ok := document.ParseKey(v)
 	if !ok {
 		return 0, invoice.ErrNotFound
 	}

@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
 
@@ -79,12 +80,12 @@ func (s *Server) issueInvoice(c echo.Context) error {
 }
 
 // prepare validates req for series sr of seller and computes it (see
-// invoice.PrepareContent), then checks a note's original and a backdated
+// document.PrepareContent), then checks a note's original and a backdated
 // invoice's month; it returns the draft, or the refusal (4xx) or a
 // database error. The date window is not judged here (see issueInvoice).
-func (s *Server) prepare(ctx context.Context, seller series.Seller, sr series.Series, req invoice.Request) (invoice.Draft, error) {
+func (s *Server) prepare(ctx context.Context, seller gst.Seller, sr gst.Series, req document.Request) (document.Draft, error) {
 	now := s.now()
-	d, err := invoice.PrepareContent(req, seller, sr, now)
+	d, err := document.PrepareContent(req, seller, sr, now)
 	if err == nil {
 		err = invoice.CheckOriginal(ctx, s.pool, seller, &d)
 	}
@@ -95,7 +96,7 @@ func (s *Server) prepare(ctx context.Context, seller series.Seller, sr series.Se
 }
 
 // replay answers with inv, issued earlier for the same Idempotency-Key.
-func (s *Server) replay(c echo.Context, inv invoice.Invoice) error {
+func (s *Server) replay(c echo.Context, inv document.Invoice) error {
 	s.metrics.Replayed()
 	c.Response().Header().Set(headerReplayed, "true")
 	return writeJSON(c, http.StatusCreated, renderInvoice(asIssued(inv), s.publicURL))
@@ -104,19 +105,19 @@ func (s *Server) replay(c echo.Context, inv invoice.Invoice) error {
 // lookupReplay returns the invoice a stored idempotency key answered for,
 // ok false when the key is unknown. A key used with another request is
 // ErrKeyReused, one still in progress ErrKeyInProgress.
-func (s *Server) lookupReplay(ctx context.Context, sellerID int64, key string, hash []byte) (invoice.Invoice, bool, error) {
+func (s *Server) lookupReplay(ctx context.Context, sellerID int64, key string, hash []byte) (document.Invoice, bool, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return invoice.Invoice{}, false, err
+		return document.Invoice{}, false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	id, err := invoice.ClaimKey(ctx, tx, sellerID, key, hash)
 	if err != nil || id == 0 {
-		return invoice.Invoice{}, false, err
+		return document.Invoice{}, false, err
 	}
 	inv, err := invoice.Get(ctx, tx, sellerID, id)
 	if err != nil {
-		return invoice.Invoice{}, false, err
+		return document.Invoice{}, false, err
 	}
 	return inv, true, nil
 }

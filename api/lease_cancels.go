@@ -5,9 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
 
@@ -37,32 +38,32 @@ type offlineCancelBody struct {
 var cancelLimits = arrayLimits{byKey: map[string]int{"cancels": invoice.MaxOfflineBatch}}
 
 // decodeOfflineCancels decodes a cancel upload that readScanned read with
-// cancelLimits strictly; it fails with invoice.ErrInvalid naming the
+// cancelLimits strictly; it fails with document.ErrInvalid naming the
 // cancellation and field.
 func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 	var b offlineCancelsBody
-	if err := decodeScanned(body, &b, invoice.ErrInvalid); err != nil {
+	if err := decodeScanned(body, &b, document.ErrInvalid); err != nil {
 		return nil, err
 	}
 	if len(b.Cancels) == 0 || len(b.Cancels) > invoice.MaxOfflineBatch {
-		return nil, apperr.Errorf(invoice.ErrInvalid, "cancels must hold 1 to %d cancellations", invoice.MaxOfflineBatch)
+		return nil, apperr.Errorf(document.ErrInvalid, "cancels must hold 1 to %d cancellations", invoice.MaxOfflineBatch)
 	}
 	out := make([]invoice.OfflineCancel, len(b.Cancels))
 	for i, cb := range b.Cancels {
-		fy, err := series.ParseFY(cb.FY)
+		fy, err := gst.ParseFY(cb.FY)
 		if err != nil {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "cancels[%d].fy: %s", i, apperr.MessageOf(err))
+			return nil, apperr.Errorf(document.ErrInvalid, "cancels[%d].fy: %s", i, apperr.MessageOf(err))
 		}
 		at, err := time.Parse(time.RFC3339Nano, cb.CancelledAt)
 		if err != nil {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "cancels[%d].cancelled_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(cb.CancelledAt))
+			return nil, apperr.Errorf(document.ErrInvalid, "cancels[%d].cancelled_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(cb.CancelledAt))
 		}
 		hash, err := hex.DecodeString(cb.ChainHash)
 		if err != nil || len(hash) != 32 {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "cancels[%d].chain_hash must be 64 hex digits", i)
+			return nil, apperr.Errorf(document.ErrInvalid, "cancels[%d].chain_hash must be 64 hex digits", i)
 		}
 		if cb.Position < 1 || cb.Serial < 1 {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "cancels[%d]: position and serial must be 1 or more", i)
+			return nil, apperr.Errorf(document.ErrInvalid, "cancels[%d]: position and serial must be 1 or more", i)
 		}
 		out[i] = invoice.OfflineCancel{FY: fy, Position: cb.Position, Serial: cb.Serial, Number: strings.ToUpper(cb.Number),
 			CancelledAt: at, Reason: cb.Reason, ChainHash: hash}

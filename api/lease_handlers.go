@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/metrics"
@@ -52,7 +54,7 @@ type positionJSON struct {
 func renderPosition(p series.Position) positionJSON {
 	out := positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
 	if !p.LastIssuedAt.IsZero() {
-		out.LastIssuedAt = invoice.Timestamp(p.LastIssuedAt)
+		out.LastIssuedAt = document.Timestamp(p.LastIssuedAt)
 	}
 	return out
 }
@@ -96,11 +98,11 @@ type yearSerialJSON struct {
 }
 
 // renderYears returns m in year order.
-func renderYears(m map[series.FY]int64) []yearSerialJSON {
+func renderYears(m map[gst.FY]int64) []yearSerialJSON {
 	if len(m) == 0 {
 		return nil
 	}
-	ys := make([]series.FY, 0, len(m))
+	ys := make([]gst.FY, 0, len(m))
 	for y := range m {
 		ys = append(ys, y)
 	}
@@ -113,13 +115,13 @@ func renderYears(m map[series.FY]int64) []yearSerialJSON {
 }
 
 func renderLease(l series.Lease, code string) leaseJSON {
-	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: invoice.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
+	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: document.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
 	if l.EndedAt != nil {
-		out.EndedAt, out.EndKind, out.EndReason = invoice.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
+		out.EndedAt, out.EndKind, out.EndReason = document.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
 		out.EndFY, out.EndSerial = l.EndFY.String(), l.EndSerial
 	}
 	if l.SettledAt != nil {
-		out.SettledAt, out.SettleReason, out.DeclaredThrough = invoice.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
+		out.SettledAt, out.SettleReason, out.DeclaredThrough = document.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
 	}
 	out.EndYears, out.DeclaredYears = renderYears(l.EndYears), renderYears(l.DeclaredYears)
 	return out
@@ -158,7 +160,7 @@ func (s *Server) takeLease(c echo.Context) error {
 	next := renderPosition(l.Next)
 	out.Next = &next
 	out.SellerGSTIN, out.DocType, out.Format = string(p.Seller.GSTIN), string(sr.DocType), sr.Format.String()
-	out.NotBefore = invoice.Timestamp(l.NotBefore)
+	out.NotBefore = document.Timestamp(l.NotBefore)
 	return writeJSON(c, http.StatusCreated, out)
 }
 
@@ -204,18 +206,18 @@ func (s *Server) getLease(c echo.Context) error {
 // header Lease-Id) on the series of its path and returns the key's
 // principal, the series and the lease id. It fails with the errors of
 // authorisation and of seriesOf, and errNoLeaseID without the header.
-func (s *Server) holderRequest(c echo.Context) (apikey.Principal, series.Series, string, error) {
+func (s *Server) holderRequest(c echo.Context) (apikey.Principal, gst.Series, string, error) {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
-		return apikey.Principal{}, series.Series{}, "", err
+		return apikey.Principal{}, gst.Series{}, "", err
 	}
 	leaseID := c.Request().Header.Get(headerLeaseID)
 	if leaseID == "" {
-		return apikey.Principal{}, series.Series{}, "", errNoLeaseID
+		return apikey.Principal{}, gst.Series{}, "", errNoLeaseID
 	}
 	sr, err := s.seriesOf(c.Request().Context(), p, c.Param("code"))
 	if err != nil {
-		return apikey.Principal{}, series.Series{}, "", err
+		return apikey.Principal{}, gst.Series{}, "", err
 	}
 	return p, sr, leaseID, nil
 }
@@ -266,18 +268,18 @@ type totalsBody struct {
 
 // offlineLimits bounds the arrays of an upload of invoices while it is
 // read.
-var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": invoice.MaxItems}}
+var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": document.MaxItems}}
 
 // decodeOffline decodes an upload that readScanned read with
 // offlineLimits strictly; it fails like decodeIssueRequest, naming the
 // invoice.
 func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	var b offlineBody
-	if err := decodeScanned(body, &b, invoice.ErrInvalid); err != nil {
+	if err := decodeScanned(body, &b, document.ErrInvalid); err != nil {
 		return nil, err
 	}
 	if len(b.Invoices) == 0 || len(b.Invoices) > invoice.MaxOfflineBatch {
-		return nil, apperr.Errorf(invoice.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
+		return nil, apperr.Errorf(document.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
 	}
 	out := make([]invoice.OfflineInvoice, len(b.Invoices))
 	for i, ib := range b.Invoices {
@@ -291,11 +293,11 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 		}
 		at, err := time.Parse(time.RFC3339Nano, ib.IssuedAt)
 		if err != nil {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].issued_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(ib.IssuedAt))
+			return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].issued_at %q must be an RFC 3339 instant such as 2026-12-01T04:02:00.000000Z", i, clip(ib.IssuedAt))
 		}
 		hash, err := hex.DecodeString(ib.ChainHash)
 		if err != nil || len(hash) != 32 {
-			return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
+			return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
 		}
 		o := invoice.OfflineInvoice{Serial: ib.Serial, Number: strings.ToUpper(ib.Number), IssuedAt: at, Request: req, ChainHash: hash}
 		for _, f := range []struct {
@@ -304,9 +306,9 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 			dst  *decimal.Decimal
 		}{{"taxable", ib.Totals.Taxable, &o.Totals.Taxable}, {"cgst", ib.Totals.CGST, &o.Totals.CGST}, {"sgst", ib.Totals.SGST, &o.Totals.SGST},
 			{"igst", ib.Totals.IGST, &o.Totals.IGST}, {"total", ib.Totals.Total, &o.Totals.Total}} {
-			d, err := invoice.ParseMoney(f.text)
+			d, err := document.ParseMoney(f.text)
 			if err != nil {
-				return nil, apperr.Errorf(invoice.ErrInvalid, "invoices[%d].totals.%s %q must be an amount such as \"10.50\"", i, f.name, clip(f.text))
+				return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].totals.%s %q must be an amount such as \"10.50\"", i, f.name, clip(f.text))
 			}
 			*f.dst = d
 		}
@@ -315,13 +317,13 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	return out, nil
 }
 
-// apperrOf returns err's coded error, invoice.ErrInvalid when it has none.
+// apperrOf returns err's coded error, document.ErrInvalid when it has none.
 func apperrOf(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return invoice.ErrInvalid
+	return document.ErrInvalid
 }
 
 // uploadJSON is the answer to an upload.
@@ -358,10 +360,10 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // and the answer is writeUpload's. Each item costs a token of the key's
 // rate limit (chargeInvoices). It returns errNoLeaseID without the
 // header, the errors of authorisation, series.CheckLease, the body,
-// decode, chargeInvoices and store, and invoice.ErrInvalid naming the
+// decode, chargeInvoices and store, and document.ErrInvalid naming the
 // array past its limit.
 func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
-	store func(context.Context, db.Beginner, series.Seller, series.Series, string, []E, time.Time) (invoice.UploadResult, error),
+	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, sr, leaseID, err := s.holderRequest(c)
 	if err != nil {
@@ -374,7 +376,7 @@ func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode f
 	body, err := readScanned(c.Response(), c.Request(), s.bodyLimit(batchBodyMax), limits)
 	var long *arrayTooLong
 	if errors.As(err, &long) {
-		return apperr.Errorf(invoice.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
+		return apperr.Errorf(document.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
 	}
 	if err != nil {
 		return err
@@ -467,7 +469,7 @@ func (s *Server) endLease(c echo.Context) error {
 		if b.LastSerial == nil || b.Force || b.DeclaredThrough != nil {
 			return apperr.Errorf(series.ErrInvalidLease, "a device ends its lease with fy and last_serial only")
 		}
-		fy, ferr := series.ParseFY(b.FY)
+		fy, ferr := gst.ParseFY(b.FY)
 		if ferr != nil {
 			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
 		}
@@ -499,14 +501,14 @@ func (s *Server) endLease(c echo.Context) error {
 
 // maxDeclaredYears bounds a settlement's declared years: every financial
 // year the series package numbers.
-const maxDeclaredYears = int(series.MaxFY - series.MinFY + 1)
+const maxDeclaredYears = int(gst.MaxFY - gst.MinFY + 1)
 
 // parseDeclared returns a settlement's serials per year; ErrInvalidLease
 // for a bad or repeated year or a negative serial.
-func parseDeclared(in []yearSerialJSON) (map[series.FY]int64, error) {
-	out := make(map[series.FY]int64, len(in))
+func parseDeclared(in []yearSerialJSON) (map[gst.FY]int64, error) {
+	out := make(map[gst.FY]int64, len(in))
 	for i, d := range in {
-		fy, err := series.ParseFY(d.FY)
+		fy, err := gst.ParseFY(d.FY)
 		if err != nil {
 			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d].fy: %s", i, apperr.MessageOf(err))
 		}

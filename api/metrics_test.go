@@ -17,8 +17,8 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/metrics"
-	"github.com/invoiced/invoiced/series"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -309,7 +309,7 @@ func TestMetricsDeviceUploadsCounted(t *testing.T) {
 	ctx := context.Background()
 	before := e.scrape()
 	for _, name := range []string{"invoiced_invoices_issued_total", "invoiced_invoices_cancelled_total"} {
-		for _, d := range series.DocTypes() {
+		for _, d := range gst.DocTypes() {
 			for _, src := range []string{metrics.SourceOnline, metrics.SourceDevice} {
 				if !hasSeries(before, name, map[string]string{"doc_type": string(d), "source": src}) {
 					t.Errorf("%s{doc_type=%q,source=%q} is not present at the start", name, d, src)

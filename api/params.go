@@ -10,10 +10,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Errors of request parameters.
@@ -60,7 +60,7 @@ func requestHash(method, path string, body []byte) []byte {
 }
 
 // dateRangeParams parses the from and to query parameters (YYYY-MM-DD,
-// either may be empty). It fails with series.ErrInvalidDate naming the
+// either may be empty). It fails with gst.ErrInvalidDate naming the
 // parameter, or when from is after to.
 func dateRangeParams(from, to string) (invoice.DateRange, error) {
 	var r invoice.DateRange
@@ -73,12 +73,12 @@ func dateRangeParams(from, to string) (invoice.DateRange, error) {
 		}
 		d, err := time.Parse(time.DateOnly, p.v)
 		if err != nil {
-			return r, apperr.Errorf(series.ErrInvalidDate, "%s %q must be a date, YYYY-MM-DD", p.name, clip(p.v))
+			return r, apperr.Errorf(gst.ErrInvalidDate, "%s %q must be a date, YYYY-MM-DD", p.name, clip(p.v))
 		}
 		*p.dst = d
 	}
 	if !r.From.IsZero() && !r.To.IsZero() && r.From.After(r.To) {
-		return r, apperr.Errorf(series.ErrInvalidDate, "from %s is after to %s", from, to)
+		return r, apperr.Errorf(gst.ErrInvalidDate, "from %s is after to %s", from, to)
 	}
 	return r, nil
 }
@@ -106,10 +106,10 @@ func decodeCursor(v string) (int64, error) {
 func clip(s string) string { return textcut.To(s, textcut.Echo) }
 
 // fyParam reads a fy query parameter ("2026-27"); empty means the current
-// financial year in IST. It fails with series.ErrInvalidDate.
-func (s *Server) fyParam(v string) (series.FY, error) {
+// financial year in IST. It fails with gst.ErrInvalidDate.
+func (s *Server) fyParam(v string) (gst.FY, error) {
 	if v == "" {
-		return series.FYAt(s.now()), nil
+		return gst.FYAt(s.now()), nil
 	}
-	return series.ParseFY(v)
+	return gst.ParseFY(v)
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
 )
@@ -24,8 +25,8 @@ type periodEventJSON struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func renderLock(l invoice.PeriodLock) periodLockJSON {
-	return periodLockJSON{FP: l.Month.FP(), LockedAt: invoice.Timestamp(l.LockedAt), LockedBy: l.LockedBy}
+func renderLock(l document.PeriodLock) periodLockJSON {
+	return periodLockJSON{FP: l.Month.FP(), LockedAt: document.Timestamp(l.LockedAt), LockedBy: l.LockedBy}
 }
 
 // lockPeriod serves POST /v1/periods/{fp}/lock (scope manage): it locks the
@@ -37,7 +38,7 @@ func (s *Server) lockPeriod(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := invoice.ParseMonth(c.Param("fp"))
+	m, err := document.ParseMonth(c.Param("fp"))
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (s *Server) listPeriods(c echo.Context) error {
 		out.Locks = append(out.Locks, renderLock(l))
 	}
 	for _, e := range events {
-		out.History = append(out.History, periodEventJSON{FP: e.Month.FP(), Action: e.Action, At: invoice.Timestamp(e.At), By: e.By, Reason: e.Reason})
+		out.History = append(out.History, periodEventJSON{FP: e.Month.FP(), Action: e.Action, At: document.Timestamp(e.At), By: e.By, Reason: e.Reason})
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/inwords"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -116,7 +118,7 @@ var receiptErrorTmpl = template.Must(template.New("receipt-error").Parse(`<!DOCT
 
 type receiptView struct {
 	Title         string
-	Seller        series.Seller
+	Seller        gst.Seller
 	SellerState   string // "27-Maharashtra"
 	Inv           invoiceJSON
 	Lines         []receiptLine
@@ -141,7 +143,7 @@ type receiptLine struct {
 
 // receiptLines returns inv's items as receipt lines, the rates split for an
 // intra-state supply and whole for an inter-state one.
-func receiptLines(items []itemJSON, inv invoice.Invoice, interState bool) []receiptLine {
+func receiptLines(items []itemJSON, inv document.Invoice, interState bool) []receiptLine {
 	out := make([]receiptLine, len(items))
 	for i, it := range items {
 		out[i].itemJSON = it
@@ -157,18 +159,18 @@ func receiptLines(items []itemJSON, inv invoice.Invoice, interState bool) []rece
 }
 
 // istTime returns t as a receipt writes an instant: "29 Nov 2026, 10:00 IST".
-func istTime(t time.Time) string { return t.In(series.IST).Format("2 Jan 2006, 15:04") + " IST" }
+func istTime(t time.Time) string { return t.In(gst.IST).Format("2 Jan 2006, 15:04") + " IST" }
 
 // titles names each document type on its receipt.
-var titles = map[series.DocType]string{
-	series.Invoice:        "Tax Invoice",
-	series.BillOfSupply:   "Bill of Supply",
-	series.CreditNote:     "Credit Note",
-	series.DebitNote:      "Debit Note",
-	series.RevisedInvoice: "Revised Invoice",
-	series.ReceiptVoucher: "Receipt Voucher",
-	series.PaymentVoucher: "Payment Voucher",
-	series.RefundVoucher:  "Refund Voucher",
+var titles = map[gst.DocType]string{
+	gst.Invoice:        "Tax Invoice",
+	gst.BillOfSupply:   "Bill of Supply",
+	gst.CreditNote:     "Credit Note",
+	gst.DebitNote:      "Debit Note",
+	gst.RevisedInvoice: "Revised Invoice",
+	gst.ReceiptVoucher: "Receipt Voucher",
+	gst.PaymentVoucher: "Payment Voucher",
+	gst.RefundVoucher:  "Refund Voucher",
 }
 
 // receipt serves GET /r/{public_id}[?paper=a4|80mm]: the printable receipt
@@ -182,7 +184,7 @@ func (s *Server) receipt(c echo.Context) error {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	id := c.Param("public_id")
-	if _, ok := invoice.ParsePublicID(id); !ok {
+	if _, ok := document.ParsePublicID(id); !ok {
 		return s.receiptError(c, invoice.ErrNotFound)
 	}
 	ctx := c.Request().Context()
@@ -206,10 +208,10 @@ func (s *Server) receipt(c echo.Context) error {
 		title = inv.DocType.Nature()
 	}
 	var buf bytes.Buffer
-	v := receiptView{Title: title, Seller: seller, SellerState: series.StateLabel(seller.StateCode), Inv: renderInvoice(inv, ""),
+	v := receiptView{Title: title, Seller: seller, SellerState: gst.StateLabel(seller.StateCode), Inv: renderInvoice(inv, ""),
 		InvoiceDate: inv.InvoiceDate.Format("2 Jan 2006"), IssuedAt: istTime(inv.IssuedAt),
-		PlaceOfSupply: series.StateLabel(inv.PlaceOfSupply), InterState: inv.PlaceOfSupply != seller.StateCode,
-		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == invoice.StatusCancelled,
+		PlaceOfSupply: gst.StateLabel(inv.PlaceOfSupply), InterState: inv.PlaceOfSupply != seller.StateCode,
+		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == document.StatusCancelled,
 		Thermal: c.QueryParam("paper") == "80mm"}
 	v.Lines = receiptLines(v.Inv.Items, inv, v.InterState)
 	if inv.CancelledAt != nil {

@@ -2,11 +2,10 @@ package api
 
 import (
 	"context"
+	"github.com/invoiced/invoiced/document"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/invoiced/invoiced/invoice"
 )
 
 // A receipt link resolves in both forms: the routed id issued now and the
@@ -15,7 +14,7 @@ func TestReceiptLinksOfBothForms(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	routed := e.mustIssue("CH1", "2026-11-29")
-	if route, ok := invoice.ParsePublicID(routed.PublicID); !ok || route.SellerID != e.seller.ID {
+	if route, ok := document.ParsePublicID(routed.PublicID); !ok || route.SellerID != e.seller.ID {
 		t.Fatalf("issued public id %q is not routed to seller %d", routed.PublicID, e.seller.ID)
 	}
 	old := e.mustIssue("CH1", "2026-11-29")
@@ -38,7 +37,7 @@ func TestReceiptLinksOfBothForms(t *testing.T) {
 	}
 	// The same time and random bits under another seller's id are no link.
 	_, random, _ := strings.Cut(routed.PublicID, "-")
-	other := invoice.NewPublicID(e.seller.ID+1, testNow)
+	other := document.NewPublicID(e.seller.ID+1, testNow)
 	e.wantStatus(e.do("GET", "/r/"+routed.PublicID[:10]+other[10:strings.IndexByte(other, '-')+1]+random, "", ""), http.StatusNotFound)
 }
 
@@ -65,7 +64,7 @@ func TestMalformedReceiptIDsAreNotLookedUp(t *testing.T) {
 	for i := range 2 * burst {
 		id := strings.Repeat("a", 26)
 		if i%2 == 1 {
-			id = invoice.NewPublicID(e.seller.ID, testNow)
+			id = document.NewPublicID(e.seller.ID, testNow)
 		}
 		statuses[e.do("GET", "/r/"+id, "", "").status]++
 	}

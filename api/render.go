@@ -5,7 +5,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
@@ -109,7 +110,7 @@ func price(d decimal.Decimal) string {
 	if i := strings.IndexByte(s, '.'); i >= 0 && len(s)-i-1 > 2 {
 		return s
 	}
-	return invoice.Money(d)
+	return document.Money(d)
 }
 
 func date(t time.Time) string { return t.Format(time.DateOnly) }
@@ -119,13 +120,13 @@ func date(t time.Time) string { return t.Format(time.DateOnly) }
 // seller does not know from the number itself, and nothing about other
 // sellers (the database's own ids are global, so they told each seller
 // how many invoices everyone else had issued in between).
-func invoiceKey(inv invoice.Invoice) string {
-	return invoice.Key(inv.SeriesCode, inv.FY, inv.Serial)
+func invoiceKey(inv document.Invoice) string {
+	return document.Key(inv.SeriesCode, inv.FY, inv.Serial)
 }
 
 // renderInvoice returns inv as the API shows it; its receipt_url is
 // absolute under publicURL, or a path when publicURL is "".
-func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
+func renderInvoice(inv document.Invoice, publicURL string) invoiceJSON {
 	out := invoiceJSON{
 		ID:            invoiceKey(inv),
 		Number:        inv.Number,
@@ -134,14 +135,14 @@ func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
 		Series:        inv.SeriesCode,
 		DocType:       string(inv.DocType),
 		InvoiceDate:   date(inv.InvoiceDate),
-		IssuedAt:      invoice.Timestamp(inv.IssuedAt),
+		IssuedAt:      document.Timestamp(inv.IssuedAt),
 		Status:        inv.Status,
 		PublicID:      inv.PublicID,
 		ReceiptURL:    publicURL + "/r/" + inv.PublicID,
 		PlaceOfSupply: inv.PlaceOfSupply,
 		Totals: totalsJSON{
-			Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST), SGST: invoice.Money(inv.Totals.SGST),
-			IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total),
+			Taxable: document.Money(inv.Totals.Taxable), CGST: document.Money(inv.Totals.CGST), SGST: document.Money(inv.Totals.SGST),
+			IGST: document.Money(inv.Totals.IGST), Total: document.Money(inv.Totals.Total),
 		},
 		Items:        make([]itemJSON, len(inv.Items)),
 		CancelReason: inv.CancelReason,
@@ -154,13 +155,13 @@ func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
 			External: inv.Original.ExternalReason != "", Reason: inv.Original.ExternalReason}
 	}
 	if inv.CancelledAt != nil {
-		out.CancelledAt = invoice.Timestamp(*inv.CancelledAt)
+		out.CancelledAt = document.Timestamp(*inv.CancelledAt)
 	}
 	for i, it := range inv.Items {
 		out.Items[i] = itemJSON{
 			Description: it.Description, HSN: it.HSN,
 			Quantity: it.Quantity.String(), UnitPrice: price(it.UnitPrice), GSTRate: it.GSTRate.String(),
-			Taxable: invoice.Money(it.Taxable), CGST: invoice.Money(it.CGST), SGST: invoice.Money(it.SGST), IGST: invoice.Money(it.IGST), Total: invoice.Money(it.Total),
+			Taxable: document.Money(it.Taxable), CGST: document.Money(it.CGST), SGST: document.Money(it.SGST), IGST: document.Money(it.IGST), Total: document.Money(it.Total),
 		}
 	}
 	return out
@@ -168,15 +169,15 @@ func renderInvoice(inv invoice.Invoice, publicURL string) invoiceJSON {
 
 // asIssued returns inv as it was when issued: status issued, no
 // cancellation. A replay of the issue request answers with it.
-func asIssued(inv invoice.Invoice) invoice.Invoice {
-	inv.Status, inv.CancelledAt, inv.CancelReason = invoice.StatusIssued, nil, ""
+func asIssued(inv document.Invoice) document.Invoice {
+	inv.Status, inv.CancelledAt, inv.CancelReason = document.StatusIssued, nil, ""
 	return inv
 }
 
-func renderSeries(s series.Series, years []series.Usage) seriesJSON {
+func renderSeries(s gst.Series, years []series.Usage) seriesJSON {
 	out := seriesJSON{
 		Code: s.Code, DocType: string(s.DocType), Format: s.Format.String(), Shop: s.Shop,
-		Capacity: s.Format.Capacity(), CreatedAt: invoice.Timestamp(s.CreatedAt),
+		Capacity: s.Format.Capacity(), CreatedAt: document.Timestamp(s.CreatedAt),
 		Years: make([]yearJSON, len(years)),
 	}
 	for i, y := range years {

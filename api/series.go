@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -32,7 +33,7 @@ func (s *Server) createSeries(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	var sr series.Series
+	var sr gst.Series
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var err error
 		sr, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{
@@ -78,13 +79,13 @@ func (s *Server) listSeries(c echo.Context) error {
 // does not have, apikey.ErrSeriesForbidden for one outside the key's series. Every
 // request that names a series fetches it here, so the key's restriction
 // cannot be left out of a route.
-func (s *Server) seriesOf(ctx context.Context, p apikey.Principal, code string) (series.Series, error) {
+func (s *Server) seriesOf(ctx context.Context, p apikey.Principal, code string) (gst.Series, error) {
 	sr, err := s.series.get(ctx, s.pool, p.Seller.ID, code)
 	if err != nil {
-		return series.Series{}, err
+		return gst.Series{}, err
 	}
 	if err := p.CheckSeries(sr.Code); err != nil {
-		return series.Series{}, err
+		return gst.Series{}, err
 	}
 	return sr, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -22,7 +23,7 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	opt     series.Options
-	policy  invoice.Policy
+	policy  document.Policy
 	maxBody int64
 	timeout time.Duration
 	e       *echo.Echo
@@ -59,7 +60,7 @@ func New(cfg Config) *Server {
 		log:     cfg.Logger,
 		now:     cfg.Now,
 		opt:     series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus},
-		policy:  invoice.Policy{BackdateDays: cfg.BackdateDays},
+		policy:  document.Policy{BackdateDays: cfg.BackdateDays},
 		maxBody: cfg.MaxBodyBytes,
 		timeout: cfg.RequestTimeout,
 	}

@@ -11,14 +11,15 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // testNow is 2026-11-29 10:00 IST, the default clock of the tests.
-var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)
+var testNow = time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)
 
 const (
 	sellerGSTIN = "27AAPFU0939F1ZV" // Maharashtra
@@ -33,7 +34,7 @@ type env struct {
 	url    string
 	pool   *pgxpool.Pool
 	client *http.Client
-	seller series.Seller
+	seller gst.Seller
 	all    string // issue, read, manage
 	read   string // read only
 	issue  string // issue only
@@ -64,7 +65,7 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 	return e
 }
 
-func mustKey(t *testing.T, db series.DB, sellerID int64, scopes ...string) string {
+func mustKey(t *testing.T, db db.Querier, sellerID int64, scopes ...string) string {
 	t.Helper()
 	k, err := apikey.Create(context.Background(), db, sellerID, scopes)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 )
 
 // deliveryState returns the state and attempts of the env's only delivery.
@@ -196,7 +196,7 @@ func TestSlowSellerDelaysNoOther(t *testing.T) {
 		e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON(""), "Idempotency-Key", fmt.Sprint(i)), http.StatusCreated)
 	}
 	first14 := "29AABCR1718E1Z"
-	check, err := series.CheckChar(first14)
+	check, err := gst.CheckChar(first14)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -198,7 +199,7 @@ type eventRow struct {
 	id        int64
 	typ       string
 	createdAt time.Time
-	invoice   invoice.Invoice
+	invoice   document.Invoice
 }
 
 // eventSuffix is the end of an event id per type: "CH1-2026-7.issued".
@@ -208,7 +209,9 @@ var eventSuffix = map[string]string{invoice.EventIssued: "issued", invoice.Event
 // happened to it. It is unique per seller (an invoice is issued once and
 // cancelled at most once) and, unlike the database's id, tells nothing
 // about other sellers.
-func eventID(typ string, inv invoice.Invoice) string { return invoiceKey(inv) + "." + eventSuffix[typ] }
+func eventID(typ string, inv document.Invoice) string {
+	return invoiceKey(inv) + "." + eventSuffix[typ]
+}
 
 // parseEventID splits an event id into its invoice id and type.
 func parseEventID(v string) (key, typ string, ok bool) {
@@ -232,7 +235,7 @@ func renderEvent(ev eventRow, publicURL string) eventJSON {
 	if ev.typ == invoice.EventIssued {
 		inv = asIssued(inv)
 	}
-	return eventJSON{ID: eventID(ev.typ, ev.invoice), Type: ev.typ, CreatedAt: invoice.Timestamp(ev.createdAt),
+	return eventJSON{ID: eventID(ev.typ, ev.invoice), Type: ev.typ, CreatedAt: document.Timestamp(ev.createdAt),
 		Data: eventDataJSON{Invoice: renderInvoice(inv, publicURL)}}
 }
 
@@ -378,5 +381,5 @@ func prefixes(ps ...string) []netip.Prefix {
 }
 
 func renderWebhook(w webhookRow) webhookJSON {
-	return webhookJSON{ID: w.publicID, URL: w.url, Events: w.events, CreatedAt: invoice.Timestamp(w.createdAt)}
+	return webhookJSON{ID: w.publicID, URL: w.url, Events: w.events, CreatedAt: document.Timestamp(w.createdAt)}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -72,7 +71,7 @@ func createWebhookRow(ctx context.Context, pool *pgxpool.Pool, sellerID int64, u
 }
 
 // listWebhookRows returns the seller's live webhooks, oldest first.
-func listWebhookRows(ctx context.Context, db series.DB, sellerID int64) ([]webhookRow, error) {
+func listWebhookRows(ctx context.Context, db db.Querier, sellerID int64) ([]webhookRow, error) {
 	rows, err := db.Query(ctx, `
 		SELECT id, public_id, url, events, created_at FROM webhooks
 		WHERE seller_id = $1 AND deleted_at IS NULL ORDER BY id`, sellerID)
@@ -115,7 +114,7 @@ func deleteWebhookRow(ctx context.Context, pool *pgxpool.Pool, sellerID int64, p
 
 // eventRowID returns the database id of the seller's event of type typ on
 // invoice invoiceID, or errBadAfter when none is kept.
-func eventRowID(ctx context.Context, db series.DB, sellerID, invoiceID int64, typ string) (int64, error) {
+func eventRowID(ctx context.Context, db db.Querier, sellerID, invoiceID int64, typ string) (int64, error) {
 	var id int64
 	err := db.QueryRow(ctx, `SELECT id FROM events WHERE invoice_id = $1 AND type = $2 AND seller_id = $3`, invoiceID, typ, sellerID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -129,7 +128,7 @@ func eventRowID(ctx context.Context, db series.DB, sellerID, invoiceID int64, ty
 
 // listEventRows returns up to limit of the seller's events with ids above
 // after, oldest first, with their invoices.
-func listEventRows(ctx context.Context, db series.DB, sellerID, after int64, limit int) ([]eventRow, error) {
+func listEventRows(ctx context.Context, db db.Querier, sellerID, after int64, limit int) ([]eventRow, error) {
 	rows, err := db.Query(ctx, `
 		SELECT id, type, created_at, invoice_id FROM events
 		WHERE seller_id = $1 AND id > $2 ORDER BY id LIMIT $3`, sellerID, after, limit)
@@ -182,7 +181,7 @@ type delivery struct {
 // FOR UPDATE only in a statement that goes to one shard. Workers that
 // read the same sellers at once share them: each skips the rows another
 // has locked, and rows another has claimed are no longer due.
-func claimDeliveries(ctx context.Context, q series.DB, n int, lease time.Duration) ([]delivery, error) {
+func claimDeliveries(ctx context.Context, q db.Querier, n int, lease time.Duration) ([]delivery, error) {
 	sellers, err := dueSellers(ctx, q, n*candidatesPerClaim)
 	if err != nil {
 		return nil, err
@@ -210,7 +209,7 @@ func claimDeliveries(ctx context.Context, q series.DB, n int, lease time.Duratio
 
 // dueSellers returns up to limit sellers with due deliveries to live
 // webhooks, the one whose delivery is due longest first.
-func dueSellers(ctx context.Context, q series.DB, limit int) ([]int64, error) {
+func dueSellers(ctx context.Context, q db.Querier, limit int) ([]int64, error) {
 	rows, err := q.Query(ctx, `
 		SELECT d.seller_id FROM webhook_deliveries d
 		JOIN webhooks w ON w.seller_id = d.seller_id AND w.id = d.webhook_id AND w.deleted_at IS NULL
@@ -236,7 +235,7 @@ const candidatesPerClaim = 4
 // lease (see claimDeliveries), in one statement every table of which is
 // filtered by the seller: on Citus it runs on the seller's shard alone.
 // It returns them with their events.
-func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, n int, lease time.Duration) ([]delivery, error) {
+func claimSellerDeliveries(ctx context.Context, q db.Querier, sellerID int64, n int, lease time.Duration) ([]delivery, error) {
 	rows, err := q.Query(ctx, `
 		WITH due AS (
 			SELECT d.event_id, d.webhook_id FROM webhook_deliveries d
@@ -283,7 +282,7 @@ func claimSellerDeliveries(ctx context.Context, q series.DB, sellerID int64, n i
 // and another worker claimed it again (that attempt is the one to
 // record), or its webhook was deleted meanwhile (deleteWebhookRow failed
 // it for good).
-func finishDelivery(ctx context.Context, db series.DB, d delivery, state string, status int, lastErr string, next time.Time) error {
+func finishDelivery(ctx context.Context, db db.Querier, d delivery, state string, status int, lastErr string, next time.Time) error {
 	var st *int
 	if status != 0 {
 		st = &status
@@ -307,7 +306,7 @@ func finishDelivery(ctx context.Context, db series.DB, d delivery, state string,
 
 // purgeEvents deletes events created before cutoff (and their
 // deliveries), at most batch at a time, and returns how many.
-func purgeEvents(ctx context.Context, db series.DB, cutoff time.Time, batch int) (int64, error) {
+func purgeEvents(ctx context.Context, db db.Querier, cutoff time.Time, batch int) (int64, error) {
 	var total int64
 	for {
 		tag, err := db.Exec(ctx, `

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Workers claiming at once (of one process or several) share the due
@@ -24,7 +24,7 @@ func TestDeliveryClaimsShareEverySellerOnce(t *testing.T) {
 	keys := []string{e.all}
 	for i := 1; i < sellers; i++ {
 		first14 := fmt.Sprintf("27AAPFU%04dF1Z", i)
-		check, err := series.CheckChar(first14)
+		check, err := gst.CheckChar(first14)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,14 +7,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/textcut"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Principal is who an API key acts for: its seller, scopes and series.
 type Principal struct {
-	Seller series.Seller
+	Seller gst.Seller
 	Prefix string   // the key's public prefix, to look it up again
 	Scopes Scopes   // what the key may do
 	Series []string // upper-case series codes the key is restricted to; nil: every series

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 )
@@ -65,7 +66,7 @@ func revokeKey(ctx context.Context, q db.Querier, prefix string) error {
 // its secret, its scopes and series, and whether it is revoked. Callers
 // may keep Rows (a cache) but only this package reads them.
 type Row struct {
-	seller     series.Seller
+	seller     gst.Seller
 	secretHash []byte
 	scopes     Scopes
 	series     []string // nil: every series of the seller
@@ -99,7 +100,7 @@ func Lookup(ctx context.Context, q db.Querier, prefix string) (row Row, found bo
 	}
 	r.scopes = scopesOf(scopes)
 	r.revoked = *revoked
-	r.seller = series.Seller{ID: *sellerID, GSTIN: series.GSTIN(*gstin), Name: *name, StateCode: *state, CreatedAt: *created}
+	r.seller = gst.Seller{ID: *sellerID, GSTIN: gst.GSTIN(*gstin), Name: *name, StateCode: *state, CreatedAt: *created}
 	return r, true, nil
 }
 

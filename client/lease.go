@@ -70,7 +70,7 @@ type Lease struct {
 	// end carries it (EndLeaseRequest.EndEpoch).
 	EndEpoch        int64  `json:"end_epoch,omitempty"`
 	EndedAt         string `json:"ended_at,omitempty"`
-	EndKind         string `json:"end_kind,omitempty"` // "device" or "forced"
+	EndKind         string `json:"end_kind,omitempty"` // EndByDevice or EndForced
 	EndReason       string `json:"end_reason,omitempty"`
 	EndFY           string `json:"end_fy,omitempty"`
 	EndSerial       int64  `json:"end_serial,omitempty"`
@@ -83,6 +83,13 @@ type Lease struct {
 	EndYears []YearSerial `json:"end_years,omitempty"`
 	Declared []YearSerial `json:"declared,omitempty"`
 }
+
+// Lease end kinds, the values of Lease.EndKind (the server's
+// series.EndByDevice and series.EndForced).
+const (
+	EndByDevice = "device"
+	EndForced   = "forced"
+)
 
 // YearSerial is a serial of one financial year ("2026-27").
 type YearSerial struct {

@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -46,7 +48,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// The accountant works late on 30 November, and locks November just
 	// after midnight, within the session's idle limit.
-	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, series.IST))
+	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, gst.IST))
 	ctx := browser(t)
 	dir := screenshotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
@@ -159,7 +161,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Fatalf("row after cancelling: %q", row)
 	}
 	got, err := invoice.Get(bg, f.pool, f.seller.ID, target.ID)
-	if err != nil || got.Status != invoice.StatusCancelled || got.CancelReason != "Wrong buyer on the bill" {
+	if err != nil || got.Status != document.StatusCancelled || got.CancelReason != "Wrong buyer on the bill" {
 		t.Fatalf("invoice after cancelling: %+v, %v", got, err)
 	}
 	do("check the year again", chromedp.Navigate(f.url+"/console/series/CH1/2026-27/check"), chromedp.WaitVisible(chromedp.CSS("#rows")))
@@ -216,7 +218,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 
 	// On 1 December, once November's GSTR-1 is filed: lock November.
-	f.clock.set(time.Date(2026, 12, 1, 0, 5, 0, 0, series.IST))
+	f.clock.set(time.Date(2026, 12, 1, 0, 5, 0, 0, gst.IST))
 	do("GSTR-1 in December", chromedp.Navigate(f.url+"/console/gstr1?fp=112026"), chromedp.WaitVisible(chromedp.CSS("#table13")),
 		chromedp.Click(chromedp.CSS(`a[data-fp="112026"]`)), chromedp.WaitVisible(chromedp.CSS("#confirm-lock")))
 	wantText("main", "Lock Nov 2026?", "7 documents are dated in Nov 2026, 1 of them cancelled")
@@ -266,11 +268,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	other := f.invs[2]
 	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(
 		`fetch("/console/invoices/%s/cancel", {method: "POST", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "reason=forged"}).then(r => r.status)`,
-		invoice.KeyOf(other)), chromedp.EvalAwaitPromise))
+		document.KeyOf(other)), chromedp.EvalAwaitPromise))
 	if err != nil || status != http.StatusForbidden {
 		t.Fatalf("POST without csrf_token: %d, %v; want 403", status, err)
 	}
-	if inv, _ := invoice.Get(bg, f.pool, f.seller.ID, other.ID); inv.Status != invoice.StatusIssued {
+	if inv, _ := invoice.Get(bg, f.pool, f.seller.ID, other.ID); inv.Status != document.StatusIssued {
 		t.Fatalf("a POST without the token cancelled %s", inv.Number)
 	}
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Chart geometry, in SVG user units.
@@ -22,7 +22,7 @@ const (
 // its cancelled part in red, month labels below and the highest count on
 // the axis. It holds only numbers and dates the code writes, so it is safe
 // to embed. Without invoices it returns a short note.
-func chartSVG(days []reports.DayCount, fy series.FY, today time.Time) template.HTML {
+func chartSVG(days []reports.DayCount, fy gst.FY, today time.Time) template.HTML {
 	if len(days) == 0 {
 		return template.HTML(`<p class="muted">No invoices in this year yet.</p>`)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -480,7 +481,7 @@ func random(n int) []byte {
 // view is what every page's layout reads.
 type view struct {
 	Title  string
-	Seller series.Seller
+	Seller gst.Seller
 	CSRF   string
 	Nav    string // the nav entry to highlight
 	// Read and Manage are the session key's scopes: the layout offers

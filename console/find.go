@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 )
@@ -23,18 +24,18 @@ const maxNumberLen = 16
 
 type findView struct {
 	Number string
-	Found  []invoice.Invoice
+	Found  []document.Invoice
 	Error  string
 }
 
 // foundAt returns the series-year page that shows inv's row.
-func foundAt(inv invoice.Invoice) string {
+func foundAt(inv document.Invoice) string {
 	return "/console/series/" + url.PathEscape(inv.SeriesCode) + "/" + inv.FY.String() + "?number=" + url.QueryEscape(inv.Number)
 }
 
 // findNumber returns the seller's invoices numbered number (any case),
 // newest year first; errBadNumber for an empty or overlong number.
-func (c *Console) findNumber(ctx context.Context, s *session, number string) ([]invoice.Invoice, error) {
+func (c *Console) findNumber(ctx context.Context, s *session, number string) ([]document.Invoice, error) {
 	if number == "" || len(number) > maxNumberLen {
 		return nil, apperr.Errorf(errBadNumber, "Type an invoice number of at most %d characters, such as CH1/26-27/00042.", maxNumberLen)
 	}

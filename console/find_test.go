@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -16,12 +18,12 @@ import (
 
 // issueIn issues one invoice dated date (YYYY-MM-DD) in series s of f's
 // seller and returns it.
-func issueIn(t *testing.T, f *fixture, s series.Series, date string) invoice.Invoice {
+func issueIn(t *testing.T, f *fixture, s gst.Series, date string) document.Invoice {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, date)
-	req := invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{
+	req := document.Request{InvoiceDate: d, Items: []document.ItemInput{
 		{Description: "Cutting chai", HSN: "0902", Quantity: "1", UnitPrice: "20", GSTRate: "5"}}}
-	draft, err := invoice.Prepare(req, f.seller, s, start, invoice.Policy{BackdateDays: 400})
+	draft, err := document.Prepare(req, f.seller, s, start, document.Policy{BackdateDays: 400})
 	if err != nil {
 		t.Fatal(err)
 	}

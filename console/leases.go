@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
@@ -27,7 +28,7 @@ const pastLeases = 20
 // it (uploaded, for a leased series), and for a forced end the last one
 // uploaded when it ended.
 type leaseYear struct {
-	FY          series.FY
+	FY          gst.FY
 	Stored      int64
 	StoredNo    string // the number of serial Stored; "" when 0
 	AtEnd       int64
@@ -40,7 +41,7 @@ type leaseYear struct {
 
 // leaseLine is a lease as the page shows it.
 type leaseLine struct {
-	Series  series.Series
+	Series  gst.Series
 	Lease   series.Lease
 	StartNo string // the first number the device was to give
 	Years   []leaseYear
@@ -56,7 +57,7 @@ type leasesView struct {
 }
 
 // render returns serial's number in s and year fy; "" for serial 0.
-func render(s series.Series, fy series.FY, serial int64) string {
+func render(s gst.Series, fy gst.FY, serial int64) string {
 	if serial <= 0 {
 		return ""
 	}
@@ -69,16 +70,16 @@ func render(s series.Series, fy series.FY, serial int64) string {
 
 // lineOf returns lease l of s as the page shows it; stored is the last
 // serial stored per year (the series' counters).
-func (c *Console) lineOf(s series.Series, l series.Lease, stored map[series.FY]int64) leaseLine {
+func (c *Console) lineOf(s gst.Series, l series.Lease, stored map[gst.FY]int64) leaseLine {
 	out := leaseLine{Series: s, Lease: l, StartNo: render(s, l.Next.FY, l.Next.Serial),
 		InForce: l.EndedAt == nil, Forced: l.EndedAt != nil && l.SettledAt == nil}
-	last := series.FYAt(c.now())
+	last := gst.FYAt(c.now())
 	if l.EndedAt != nil {
-		last = max(series.FYAt(*l.EndedAt), l.EndFY)
+		last = max(gst.FYAt(*l.EndedAt), l.EndFY)
 		if l.SettledAt != nil {
-			last = max(last, series.FYAt(*l.SettledAt))
+			last = max(last, gst.FYAt(*l.SettledAt))
 		} else {
-			last = max(last, series.FYAt(c.now()))
+			last = max(last, gst.FYAt(c.now()))
 		}
 	}
 	for _, y := range l.YearsThrough(last) {
@@ -113,8 +114,8 @@ func (c *Console) sellerSeries(ctx context.Context, s *session) (map[int64]serie
 	return out, nil
 }
 
-func storedOf(su series.SeriesUsage) map[series.FY]int64 {
-	m := make(map[series.FY]int64, len(su.Years))
+func storedOf(su series.SeriesUsage) map[gst.FY]int64 {
+	m := make(map[gst.FY]int64, len(su.Years))
 	for _, u := range su.Years {
 		m[u.FY] = u.LastSerial
 	}
@@ -167,7 +168,7 @@ type leaseFormView struct {
 	Reason string
 	Error  string
 	// Through is what was typed per year (settle), by FY.
-	Through map[series.FY]string
+	Through map[gst.FY]string
 }
 
 // heldLease returns the lease holding the series the path's {code} names,
@@ -252,7 +253,7 @@ func (c *Console) leaseSettleForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	v := leaseFormView{Line: line, Through: map[series.FY]string{}}
+	v := leaseFormView{Line: line, Through: map[gst.FY]string{}}
 	for _, y := range line.Years {
 		v.Through[y.FY] = strconv.FormatInt(y.Stored, 10)
 	}
@@ -275,8 +276,8 @@ func (c *Console) leaseSettle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	title := "Settle the lease of " + line.Series.Code
-	v := leaseFormView{Line: line, Reason: strings.TrimSpace(r.PostFormValue("reason")), Through: map[series.FY]string{}}
-	declared := map[series.FY]int64{}
+	v := leaseFormView{Line: line, Reason: strings.TrimSpace(r.PostFormValue("reason")), Through: map[gst.FY]string{}}
+	declared := map[gst.FY]int64{}
 	for _, y := range line.Years {
 		text := strings.TrimSpace(r.PostFormValue("through-" + y.FY.String()))
 		v.Through[y.FY] = text

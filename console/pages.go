@@ -16,6 +16,8 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -44,22 +46,22 @@ var funcs = template.FuncMap{
 		return d.Format(dateLayout)
 	},
 	// when writes an instant in IST.
-	"when":    func(t time.Time) string { return t.In(series.IST).Format(timeLayout) },
-	"fyPath":  func(fy series.FY) string { return fy.String() },
+	"when":    func(t time.Time) string { return t.In(gst.IST).Format(timeLayout) },
+	"fyPath":  func(fy gst.FY) string { return fy.String() },
 	"pathEsc": url.PathEscape,
 	// key is the API's id of the invoice with serial in series code and
-	// year fy (invoice.Key): the console's links use it, never the
+	// year fy (document.Key): the console's links use it, never the
 	// database's id.
-	"key":   invoice.Key,
-	"ts":    invoice.Timestamp,
-	"state": series.StateLabel,
-	// istTime writes an instant given as invoice.Timestamp in IST.
+	"key":   document.Key,
+	"ts":    document.Timestamp,
+	"state": gst.StateLabel,
+	// istTime writes an instant given as document.Timestamp in IST.
 	"istTime": func(s string) string {
 		t, err := time.Parse("2006-01-02T15:04:05.000000Z", s)
 		if err != nil {
 			return s
 		}
-		return t.In(series.IST).Format(timeLayout)
+		return t.In(gst.IST).Format(timeLayout)
 	},
 	"plural": plural,
 	// deref returns *t (zero when nil), for the optional times of leases.
@@ -72,7 +74,7 @@ var funcs = template.FuncMap{
 	"abs": func(n int64) int64 { return max(n, -n) },
 	// month writes a month given as MMYYYY ("112026") as "Nov 2026".
 	"month": func(fp string) string {
-		m, err := invoice.ParseMonth(fp)
+		m, err := document.ParseMonth(fp)
 		if err != nil {
 			return fp
 		}
@@ -187,7 +189,7 @@ func plainText(msg string) string {
 		if err != nil {
 			return s
 		}
-		return t.In(series.IST).Format(timeLayout)
+		return t.In(gst.IST).Format(timeLayout)
 	})
 	msg = isoDate.ReplaceAllStringFunc(msg, func(s string) string {
 		d, err := time.Parse(time.DateOnly, s)
@@ -201,7 +203,7 @@ func plainText(msg string) string {
 
 // exampleNumber returns the first number format gives in year fy, to show
 // a series' format as a number instead of its template.
-func exampleNumber(f series.Format, fy series.FY) string {
+func exampleNumber(f gst.Format, fy gst.FY) string {
 	n, err := f.Render(fy, 1)
 	if err != nil {
 		return f.String()
@@ -225,11 +227,11 @@ func require(s *session, scope string) error {
 type seriesLine struct {
 	reports.Activity
 	Numbers   []yearNumber
-	CurrentFY series.FY
+	CurrentFY gst.FY
 }
 
 type yearNumber struct {
-	FY     series.FY
+	FY     gst.FY
 	Last   string // the last number issued
 	Serial int64
 }
@@ -249,8 +251,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	today := series.DateIST(c.now())
-	fy := series.FYOf(today)
+	today := gst.DateIST(c.now())
+	fy := gst.FYOf(today)
 	acts, err := reports.SeriesActivity(ctx, c.pool, s.principal.Seller, today)
 	if err != nil {
 		c.fail(w, r, s, err)
@@ -271,8 +273,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 // ---- series-year
 
 type seriesYearView struct {
-	Series    series.Series
-	FY        series.FY
+	Series    gst.Series
+	FY        gst.FY
 	Head      reports.Head
 	Checked   bool // Summary holds the whole year's check
 	Summary   reports.Summary
@@ -286,14 +288,14 @@ type seriesYearView struct {
 	Base      string // this page's path
 	// Elsewhere are the invoices numbered Number in other series or
 	// years, when this year has none.
-	Elsewhere []invoice.Invoice
+	Elsewhere []document.Invoice
 }
 
 // seriesYearOf reads the {code} and {fy} of the path.
-func (c *Console) seriesYearOf(r *http.Request, s *session) (series.Series, series.FY, error) {
-	fy, err := series.ParseFY(r.PathValue("fy"))
+func (c *Console) seriesYearOf(r *http.Request, s *session) (gst.Series, gst.FY, error) {
+	fy, err := gst.ParseFY(r.PathValue("fy"))
 	if err != nil {
-		return series.Series{}, 0, err
+		return gst.Series{}, 0, err
 	}
 	sr, err := series.Get(r.Context(), c.pool, s.principal.Seller.ID, r.PathValue("code"))
 	return sr, fy, err
@@ -366,7 +368,7 @@ func (c *Console) seriesYearPage(w http.ResponseWriter, r *http.Request, check b
 		v.Elsewhere = found
 	}
 	v.Rows = rows
-	v.Chart = chartSVG(pageDays(rows), fy, series.DateIST(c.now()))
+	v.Chart = chartSVG(pageDays(rows), fy, gst.DateIST(c.now()))
 	c.page(w, r, http.StatusOK, "series", s, sr.Code+" "+fy.String(), v)
 }
 
@@ -386,7 +388,7 @@ func pageDays(rows []reports.Row) []reports.DayCount {
 			out = append(out, reports.DayCount{Date: d})
 		}
 		out[i].Issued++
-		if row.Status == invoice.StatusCancelled {
+		if row.Status == document.StatusCancelled {
 			out[i].Cancelled++
 		}
 	}
@@ -432,7 +434,7 @@ func (c *Console) auditDownload(w http.ResponseWriter, r *http.Request) {
 // ---- cancel
 
 type cancelView struct {
-	Invoice invoice.Invoice
+	Invoice document.Invoice
 	Key     string // the invoice's id in the API and the console, CH1-2026-7
 	// Details is whether the key may read the invoice (scope read): only
 	// then does the confirmation show its date, total and buyer.
@@ -444,51 +446,51 @@ type cancelView struct {
 }
 
 // cancelViewOf returns the confirmation of inv for session s.
-func cancelViewOf(s *session, inv invoice.Invoice) cancelView {
-	v := cancelView{Invoice: inv, Key: invoice.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
+func cancelViewOf(s *session, inv document.Invoice) cancelView {
+	v := cancelView{Invoice: inv, Key: document.KeyOf(inv), Details: s.principal.Has(apikey.ScopeRead)}
 	if v.Details {
-		v.Total, v.Back = invoice.Money(inv.Totals.Total), backTo(inv)
+		v.Total, v.Back = document.Money(inv.Totals.Total), backTo(inv)
 	} else {
-		v.Invoice = invoice.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
+		v.Invoice = document.Invoice{ID: inv.ID, Number: inv.Number, SeriesCode: inv.SeriesCode, FY: inv.FY, Serial: inv.Serial, Status: inv.Status}
 		v.Back = "/console/"
 	}
 	return v
 }
 
 // invoiceOf reads the {id} of the path, the API's invoice id
-// ("CH1-2026-7", invoice.ParseKey), and returns the seller's invoice. The
+// ("CH1-2026-7", document.ParseKey), and returns the seller's invoice. The
 // database's numeric ids are not accepted: they are global, so they
 // counted every seller's invoices. Anything but the key of an invoice of
 // the seller is invoice.ErrNotFound.
-func (c *Console) invoiceOf(r *http.Request, s *session) (invoice.Invoice, error) {
-	code, fy, serial, ok := invoice.ParseKey(r.PathValue("id"))
+func (c *Console) invoiceOf(r *http.Request, s *session) (document.Invoice, error) {
+	code, fy, serial, ok := document.ParseKey(r.PathValue("id"))
 	if !ok {
-		return invoice.Invoice{}, invoice.ErrNotFound
+		return document.Invoice{}, invoice.ErrNotFound
 	}
 	ctx := r.Context()
 	sr, err := series.Get(ctx, c.pool, s.principal.Seller.ID, code)
 	if errors.Is(err, series.ErrNotFound) {
-		return invoice.Invoice{}, invoice.ErrNotFound
+		return document.Invoice{}, invoice.ErrNotFound
 	}
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	id, err := invoice.IDBySerial(ctx, c.pool, s.principal.Seller.ID, sr.ID, fy, serial)
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	return invoice.Get(ctx, c.pool, s.principal.Seller.ID, id)
 }
 
-func backTo(inv invoice.Invoice) string {
+func backTo(inv document.Invoice) string {
 	return "/console/series/" + url.PathEscape(inv.SeriesCode) + "/" + inv.FY.String() + "?number=" + url.QueryEscape(inv.Number)
 }
 
 // toCancel returns the invoice the path names, for a session whose key may
 // cancel (scope issue); it fails as require and invoiceOf do.
-func (c *Console) toCancel(r *http.Request, s *session) (invoice.Invoice, error) {
+func (c *Console) toCancel(r *http.Request, s *session) (document.Invoice, error) {
 	if err := require(s, apikey.ScopeIssue); err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	return c.invoiceOf(r, s)
 }
@@ -502,7 +504,7 @@ func (c *Console) cancelForm(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	if inv.Status == invoice.StatusCancelled {
+	if inv.Status == document.StatusCancelled {
 		c.fail(w, r, s, apperr.Errorf(invoice.ErrAlreadyCancelled, "%s is already cancelled", inv.Number))
 		return
 	}
@@ -556,14 +558,14 @@ type gstr1View struct {
 	Quick      []quickPeriod
 	HasPeriod  bool
 	TotalCount int64
-	Locks      []invoice.PeriodLock
-	History    []invoice.PeriodEvent
+	Locks      []document.PeriodLock
+	History    []document.PeriodEvent
 	Declared   []string // serials issued before invoiced (openings)
 	// CanLock is whether the key may lock months (scope manage);
 	// Lockable the months of the period that have ended and are not
 	// locked; Locked the month just locked, for the notice.
 	CanLock  bool
-	Lockable []invoice.Month
+	Lockable []document.Month
 	Locked   string
 }
 
@@ -574,7 +576,7 @@ type quickPeriod struct{ Label, FP string }
 func quickPeriods(today time.Time) []quickPeriod {
 	month := time.Date(today.Year(), today.Month(), 1, 0, 0, 0, 0, time.UTC)
 	last := month.AddDate(0, -1, 0)
-	fy := series.FYOf(today)
+	fy := gst.FYOf(today)
 	q := (int(month.Month())+8)%12/3 + 1 // April–June is Q1
 	return []quickPeriod{
 		{"This month", month.Format("012006")},
@@ -592,10 +594,10 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	today := series.DateIST(c.now())
+	today := gst.DateIST(c.now())
 	v := gstr1View{FP: strings.TrimSpace(r.URL.Query().Get("fp")), Quick: quickPeriods(today),
 		CanLock: s.principal.Has(apikey.ScopeManage)}
-	if m, err := invoice.ParseMonth(r.URL.Query().Get("locked")); err == nil {
+	if m, err := document.ParseMonth(r.URL.Query().Get("locked")); err == nil {
 		v.Locked = m.String()
 	}
 	status := http.StatusOK
@@ -629,7 +631,7 @@ func (c *Console) gstr1(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, d := range rep.DocIssue.DocDet {
 		for _, doc := range d.Docs {
-			v.Rows = append(v.Rows, gstr1Row{Nature: series.NatureOf(d.DocNum), DocRange: doc})
+			v.Rows = append(v.Rows, gstr1Row{Nature: gst.NatureOf(d.DocNum), DocRange: doc})
 			v.TotalCount += doc.TotNum
 		}
 	}

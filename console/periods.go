@@ -7,10 +7,11 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds the locking of a month after its GSTR-1 is filed
@@ -23,9 +24,9 @@ var errNotFiled = apperr.New(apperr.Invalid, "not_confirmed", "confirm that the 
 
 // lockView is the confirmation of locking a month.
 type lockView struct {
-	Month invoice.Month
-	Ended bool                // the month has ended (IST), so it may be locked
-	Lock  *invoice.PeriodLock // the lock, when the month is locked already
+	Month document.Month
+	Ended bool                 // the month has ended (IST), so it may be locked
+	Lock  *document.PeriodLock // the lock, when the month is locked already
 	// Details is whether the key may read: only then does the page show
 	// how many documents are dated in the month.
 	Details   bool
@@ -35,15 +36,15 @@ type lockView struct {
 }
 
 // monthEnded reports whether m ended before now's month (IST).
-func monthEnded(m invoice.Month, now time.Time) bool {
-	return m.Start().Before(invoice.MonthOf(series.DateIST(now)).Start())
+func monthEnded(m document.Month, now time.Time) bool {
+	return m.Start().Before(document.MonthOf(gst.DateIST(now)).Start())
 }
 
 // lockViewOf returns the confirmation of locking the month the path's
-// {fp} names, for session s; it fails with invoice.ErrInvalidMonth and
+// {fp} names, for session s; it fails with document.ErrInvalidMonth and
 // database errors.
 func (c *Console) lockViewOf(r *http.Request, s *session) (lockView, error) {
-	m, err := invoice.ParseMonth(r.PathValue("fp"))
+	m, err := document.ParseMonth(r.PathValue("fp"))
 	if err != nil {
 		return lockView{}, err
 	}
@@ -126,9 +127,9 @@ func (c *Console) lock(w http.ResponseWriter, r *http.Request) {
 
 // lockableMonths returns the months of p that have ended by now and are
 // not among locks, in order.
-func lockableMonths(p reports.Period, locks []invoice.PeriodLock, now time.Time) []invoice.Month {
-	var out []invoice.Month
-	for m := invoice.MonthOf(p.FirstDay()); !m.Start().After(p.LastDay()); m = invoice.MonthOf(m.Start().AddDate(0, 1, 0)) {
+func lockableMonths(p reports.Period, locks []document.PeriodLock, now time.Time) []document.Month {
+	var out []document.Month
+	for m := document.MonthOf(p.FirstDay()); !m.Start().After(p.LastDay()); m = document.MonthOf(m.Start().AddDate(0, 1, 0)) {
 		if !monthEnded(m, now) {
 			break
 		}

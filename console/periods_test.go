@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoice"
 )
 
@@ -21,7 +22,7 @@ func TestLockMonthInConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t) // today is 29 Nov 2026: October has ended, November not
 	ctx := context.Background()
-	locks := func() []invoice.PeriodLock {
+	locks := func() []document.PeriodLock {
 		t.Helper()
 		l, err := invoice.PeriodLocks(ctx, f.pool, f.seller.ID)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestLockMonthInConsole(t *testing.T) {
 		}
 		// Any page with the session's token will do; the issue-only key
 		// reads none, so its token comes from a cancel confirmation.
-		tokenPage := "/console/invoices/" + invoice.KeyOf(f.invs[0]) + "/cancel"
+		tokenPage := "/console/invoices/" + document.KeyOf(f.invs[0]) + "/cancel"
 		if key == f.read {
 			tokenPage = "/console/"
 		}

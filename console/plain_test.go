@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -54,7 +55,7 @@ func TestPagesSpeakPlainly(t *testing.T) {
 	if _, err := series.ForceEndLease(ctx, f.pool, f.ch1, "Till stolen", "cli", start); err != nil {
 		t.Fatal(err)
 	}
-	oct, _ := invoice.ParseMonth("102026")
+	oct, _ := document.ParseMonth("102026")
 	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "cli", start); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -27,12 +28,12 @@ func startSession(t *testing.T, f *fixture, c *http.Client, key string) {
 
 // issueTo issues one invoice in f's CH1 to a buyer with a GSTIN and
 // returns it.
-func issueTo(t *testing.T, f *fixture, name, gstin string) invoice.Invoice {
+func issueTo(t *testing.T, f *fixture, name, gstin string) document.Invoice {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, "2026-11-28")
-	req := invoice.Request{InvoiceDate: d, Buyer: &invoice.Buyer{Name: name, GSTIN: gstin}, Items: []invoice.ItemInput{
+	req := document.Request{InvoiceDate: d, Buyer: &document.Buyer{Name: name, GSTIN: gstin}, Items: []document.ItemInput{
 		{Description: "Assam tea, 1 kg", HSN: "0902", Quantity: "3", UnitPrice: "410.25", GSTRate: "5"}}}
-	draft, err := invoice.Prepare(req, f.seller, f.ch1, start, invoice.Policy{BackdateDays: 60})
+	draft, err := document.Prepare(req, f.seller, f.ch1, start, document.Policy{BackdateDays: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{"Ravi Traders Kolkata", "29AAGCB7383J1Z4", "Asha Stores", invoice.Money(buyer.Totals.Total), "28 Nov 2026", "2026-11-28"}
+	secrets := []string{"Ravi Traders Kolkata", "29AAGCB7383J1Z4", "Asha Stores", document.Money(buyer.Totals.Total), "28 Nov 2026", "2026-11-28"}
 	leaks := func(body string) string {
 		for _, s := range secrets {
 			if strings.Contains(body, s) {
@@ -88,7 +89,7 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	// The issue-only key may cancel: the confirmation names the number only.
 	c := client(t)
 	startSession(t, f, c, issueOnly)
-	p := get(t, c, f.url+"/console/invoices/"+invoice.KeyOf(buyer)+"/cancel")
+	p := get(t, c, f.url+"/console/invoices/"+document.KeyOf(buyer)+"/cancel")
 	if p.status != http.StatusOK || !strings.Contains(p.body, buyer.Number) {
 		t.Fatalf("issue-only cancel form: %d %.300s", p.status, p.body)
 	}
@@ -98,7 +99,7 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	// A key with read sees what it is cancelling.
 	a := client(t)
 	startSession(t, f, a, f.all)
-	p = get(t, a, f.url+"/console/invoices/"+invoice.KeyOf(buyer)+"/cancel")
+	p = get(t, a, f.url+"/console/invoices/"+document.KeyOf(buyer)+"/cancel")
 	if p.status != http.StatusOK || !strings.Contains(p.body, "Ravi Traders Kolkata") || !strings.Contains(p.body, "29AAGCB7383J1Z4") {
 		t.Fatalf("cancel form for a key with read: %d %.300s", p.status, p.body)
 	}
@@ -120,10 +121,10 @@ func TestConsoleInvoiceIDsAreTheAPIs(t *testing.T) {
 	if p := post(t, c, f.url+"/console/invoices/"+strconv.FormatInt(inv.ID, 10)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {token}}); p.status != http.StatusNotFound {
 		t.Errorf("POST to a numeric id: %d, want 404", p.status)
 	}
-	if got, _ := invoice.Get(ctx, f.pool, f.seller.ID, inv.ID); got.Status != invoice.StatusIssued {
+	if got, _ := invoice.Get(ctx, f.pool, f.seller.ID, inv.ID); got.Status != document.StatusIssued {
 		t.Fatal("a numeric id cancelled the invoice")
 	}
-	key := invoice.KeyOf(inv) // CH1-2026-1
+	key := document.KeyOf(inv) // CH1-2026-1
 	if key != "CH1-2026-1" {
 		t.Fatalf("key %q", key)
 	}
@@ -133,7 +134,7 @@ func TestConsoleInvoiceIDsAreTheAPIs(t *testing.T) {
 	// The series-year links each row by its key, and to its receipt.
 	p := get(t, c, f.url+"/console/series/CH1/2026-27")
 	for _, in := range f.invs {
-		if !strings.Contains(p.body, `href="/console/invoices/`+invoice.KeyOf(in)+`/cancel"`) {
+		if !strings.Contains(p.body, `href="/console/invoices/`+document.KeyOf(in)+`/cancel"`) {
 			t.Errorf("no cancel link by key for %s", in.Number)
 		}
 		if in.PublicID == "" || !strings.Contains(p.body, `href="/r/`+in.PublicID+`"`) {

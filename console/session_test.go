@@ -16,6 +16,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -163,7 +164,7 @@ func TestCSRFAndScopes(t *testing.T) {
 	c := client(t)
 	token := signIn(t, f, c, f.all)
 	inv := f.invs[0]
-	cancelURL := f.url + "/console/invoices/" + invoice.KeyOf(inv) + "/cancel"
+	cancelURL := f.url + "/console/invoices/" + document.KeyOf(inv) + "/cancel"
 	for _, form := range []url.Values{
 		{"reason": {"forged"}},
 		{"reason": {"forged"}, "csrf_token": {""}},
@@ -177,7 +178,7 @@ func TestCSRFAndScopes(t *testing.T) {
 	if p := post(t, c, f.url+"/console/logout", url.Values{}); p.status != http.StatusForbidden {
 		t.Fatalf("logout without the token: %d", p.status)
 	}
-	if got, _ := invoice.Get(context.Background(), f.pool, f.seller.ID, inv.ID); got.Status != invoice.StatusIssued {
+	if got, _ := invoice.Get(context.Background(), f.pool, f.seller.ID, inv.ID); got.Status != document.StatusIssued {
 		t.Fatal("a forged POST cancelled the invoice")
 	}
 	// An empty reason is refused on the form; a good one cancels.
@@ -198,7 +199,7 @@ func TestCSRFAndScopes(t *testing.T) {
 		t.Fatalf("read-only series page: %d, cancel links shown: %v", p.status, strings.Contains(p.body, "Cancel…"))
 	}
 	other := f.invs[1]
-	if p := post(t, r, f.url+"/console/invoices/"+invoice.KeyOf(other)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
+	if p := post(t, r, f.url+"/console/invoices/"+document.KeyOf(other)+"/cancel", url.Values{"reason": {"x"}, "csrf_token": {rtoken}}); p.status != http.StatusForbidden {
 		t.Fatalf("read-only cancel: %d", p.status)
 	}
 	// Unknown pages and other sellers' things are not found.
@@ -273,7 +274,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 		t.Fatalf("bad period: %d", p.status)
 	}
 	// Locked months show on the GSTR-1 page and in the audit summary.
-	oct, _ := invoice.ParseMonth("102026")
+	oct, _ := document.ParseMonth("102026")
 	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, "cli", start); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -26,7 +28,7 @@ import (
 const sellerGSTIN = "27AAPFU0939F1ZV"
 
 // start is the tests' clock at setup: 29 November 2026, 10:00 IST.
-var start = time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)
+var start = time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)
 
 // clock is a settable clock.
 type clock struct{ t atomic.Int64 }
@@ -41,12 +43,12 @@ func (c *clock) advance(d time.Duration) { c.t.Add(int64(d)) }
 type fixture struct {
 	url    string
 	pool   *pgxpool.Pool
-	seller series.Seller
-	ch1    series.Series
+	seller gst.Seller
+	ch1    gst.Series
 	all    string
 	read   string
 	clock  *clock
-	invs   []invoice.Invoice
+	invs   []document.Invoice
 	api    *api.Server
 }
 
@@ -60,9 +62,9 @@ func setup(t *testing.T, opts ...func(*api.Config)) *fixture {
 	f.clock.set(start)
 	for i, date := range []string{"2026-11-02", "2026-11-02", "2026-11-10", "2026-11-20", "2026-11-28"} {
 		d, _ := time.Parse(time.DateOnly, date)
-		req := invoice.Request{InvoiceDate: d, Buyer: &invoice.Buyer{Name: "Asha Stores"}, Items: []invoice.ItemInput{
+		req := document.Request{InvoiceDate: d, Buyer: &document.Buyer{Name: "Asha Stores"}, Items: []document.ItemInput{
 			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "4", UnitPrice: "125.50", GSTRate: "5"}}}
-		draft, err := invoice.Prepare(req, seller, ch1, start, invoice.Policy{BackdateDays: 60})
+		draft, err := document.Prepare(req, seller, ch1, start, document.Policy{BackdateDays: 60})
 		if err != nil {
 			t.Fatal(err)
 		}

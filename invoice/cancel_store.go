@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -15,7 +17,7 @@ import (
 
 // Cancel cancels an invoice in its own transaction; see CancelTx. It also
 // returns ErrOutcomeUnknown when the COMMIT's answer was lost.
-func Cancel(ctx context.Context, b db.Beginner, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
+func Cancel(ctx context.Context, b db.Beginner, seller gst.Seller, id int64, reason string, now time.Time, opt series.Options) (document.Invoice, error) {
 	inv, _, err := CancelOnce(ctx, b, seller, CancelRequest{ID: id, Reason: reason}, now, opt)
 	return inv, err
 }
@@ -39,7 +41,7 @@ type CancelRequest struct {
 // transaction ErrKeyInProgress, a key used for another request
 // ErrKeyReused. Other errors are CancelTx's, and ErrOutcomeUnknown when
 // the COMMIT's answer was lost.
-func CancelOnce(ctx context.Context, b db.Beginner, seller series.Seller, req CancelRequest, now time.Time, opt series.Options) (inv Invoice, replayed bool, err error) {
+func CancelOnce(ctx context.Context, b db.Beginner, seller gst.Seller, req CancelRequest, now time.Time, opt series.Options) (inv document.Invoice, replayed bool, err error) {
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if req.IdempotencyKey != "" {
 			id, err := ClaimKey(ctx, tx, seller.ID, req.IdempotencyKey, req.RequestHash)
@@ -68,7 +70,7 @@ func CancelOnce(ctx context.Context, b db.Beginner, seller series.Seller, req Ca
 	case errors.Is(err, errReplayed):
 		return inv, true, nil
 	case err != nil:
-		return Invoice{}, false, txFailed(err)
+		return document.Invoice{}, false, txFailed(err)
 	}
 	return inv, false, nil
 }
@@ -78,16 +80,16 @@ var errReplayed = errors.New("invoice: replayed")
 
 // CancelTx marks the seller's invoice id cancelled with reason and appends a
 // cancellation record to its series-year's chain, under the counter lock.
-// The number stays used; nothing is deleted. It returns ErrInvalid for an
+// The number stays used; nothing is deleted. It returns document.ErrInvalid for an
 // empty or overlong reason, ErrNotFound, ErrAlreadyCancelled,
 // ErrPeriodLocked when the invoice's month is locked, and
 // series.ErrLockTimeout when the invoice row or the counter stays locked
 // past opt.LockTimeout.
-func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, reason string, now time.Time, opt series.Options) (Invoice, error) {
-	if err := checkText("reason", reason, false); err != nil {
-		return Invoice{}, err
+func CancelTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, id int64, reason string, now time.Time, opt series.Options) (document.Invoice, error) {
+	if err := document.CheckText("reason", reason, false); err != nil {
+		return document.Invoice{}, err
 	}
-	var inv Invoice
+	var inv document.Invoice
 	subscribed := map[int64]bool{}
 	lock := &pgx.Batch{}
 	queueSubscribed(lock, []int64{seller.ID}, EventCancelled, subscribed)
@@ -96,32 +98,32 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller series.Seller, id int64, re
 		QueryRow(func(row pgx.Row) (err error) { inv, err = scanInvoice(row); return err })
 	series.QueueLockTimeoutRestore(lock, opt)
 	if err := tx.SendBatch(ctx, lock).Close(); errors.Is(err, pgx.ErrNoRows) {
-		return Invoice{}, ErrNotFound
+		return document.Invoice{}, ErrNotFound
 	} else if err != nil {
-		return Invoice{}, translate(err, "lock invoice")
+		return document.Invoice{}, translate(err, "lock invoice")
 	}
-	if inv.Status == StatusCancelled {
-		return Invoice{}, apperr.Errorf(ErrAlreadyCancelled, "invoice %s was already cancelled", inv.Number)
+	if inv.Status == document.StatusCancelled {
+		return document.Invoice{}, apperr.Errorf(ErrAlreadyCancelled, "invoice %s was already cancelled", inv.Number)
 	}
 	length, head, err := series.LockChain(ctx, tx, seller.ID, inv.SeriesID, inv.FY, opt)
 	if err != nil {
-		return Invoice{}, err
+		return document.Invoice{}, err
 	}
 	if err := checkPeriodTx(ctx, tx, inv, now); err != nil {
-		return Invoice{}, err
+		return document.Invoice{}, err
 	}
 	at := now.UTC().Truncate(time.Microsecond)
-	inv.Status, inv.CancelledAt, inv.CancelReason = StatusCancelled, &at, reason
-	rec := CancelRecord(string(seller.GSTIN), inv, length+1, head)
+	inv.Status, inv.CancelledAt, inv.CancelReason = document.StatusCancelled, &at, reason
+	rec := document.CancelRecord(string(seller.GSTIN), inv, length+1, head)
 	hash := rec.Hash()
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1 AND seller_id = $4`, id, at, reason, seller.ID)
 	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
 		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash, seller.ID)
 	series.QueueAdvanceChains(batch, []int64{seller.ID}, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
-	queueEvents(batch, []*Invoice{&inv}, EventCancelled, func(*Invoice) time.Time { return at }, subscribed)
+	queueEvents(batch, []*document.Invoice{&inv}, EventCancelled, func(*document.Invoice) time.Time { return at }, subscribed)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return Invoice{}, translate(err, "cancel invoice")
+		return document.Invoice{}, translate(err, "cancel invoice")
 	}
 	return inv, nil
 }

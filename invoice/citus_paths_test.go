@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -22,13 +24,13 @@ import (
 
 // citusSellers makes n sellers with a series each, whose shard groups lie
 // on both workers (the test fails otherwise), on a fresh Citus database.
-func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]series.Seller, []series.Series) {
+func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]gst.Seller, []gst.Series) {
 	t.Helper()
-	sellers, ss := make([]series.Seller, n), make([]series.Series, n)
+	sellers, ss := make([]gst.Seller, n), make([]gst.Series, n)
 	workers := map[int]bool{}
 	for i := range n {
 		first14 := fmt.Sprintf("29AAPFU%04dF1Z", i)
-		check, err := series.CheckChar(first14)
+		check, err := gst.CheckChar(first14)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]series.Seller, []s
 }
 
 // subscribe registers a webhook of seller for both event types.
-func subscribe(t *testing.T, pool *pgxpool.Pool, seller series.Seller) {
+func subscribe(t *testing.T, pool *pgxpool.Pool, seller gst.Seller) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), `INSERT INTO webhooks (public_id, seller_id, url, events, secret)
 		VALUES ($1, $2, 'https://hooks.example/in', '{invoice.issued,invoice.cancelled}', 'secret')`,
@@ -88,7 +90,7 @@ func TestCitusKeysEventsBatchesAndCancelsAreSingleShard(t *testing.T) {
 	before := twoPhase(t, pool)
 
 	const singles, batch, solo = 4, 5, 2
-	issued := make([][]invoice.Invoice, len(sellers))
+	issued := make([][]document.Invoice, len(sellers))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for i := range sellers {
@@ -208,7 +210,7 @@ func TestCitusLeaseWaitsForAnIssueInFlight(t *testing.T) {
 		defer func() { _ = tx.Rollback(ctx) }() // after Commit, nothing to undo
 		at := time.Now()
 		d := testfactory.Draft(t, sellers[i], ss[i], at, nil)
-		if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []invoice.Draft{d}, at, series.Options{Routed: true}); err != nil {
+		if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []document.Draft{d}, at, series.Options{Routed: true}); err != nil {
 			t.Fatal(err)
 		}
 		leased := make(chan error, 1)
@@ -256,12 +258,12 @@ func TestCitusPeriodLockWaitsForABackdatedIssue(t *testing.T) {
 	for i := range sellers {
 		err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
 			d := testfactory.Draft(t, sellers[i], ss[i], last, nil)
-			if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []invoice.Draft{d}, at, series.Options{Routed: true}); err != nil {
+			if _, err := invoice.IssueTx(ctx, tx, sellers[i], ss[i], []document.Draft{d}, at, series.Options{Routed: true}); err != nil {
 				return err
 			}
 			locked := make(chan error, 1)
 			go func() {
-				_, _, err := invoice.LockPeriod(ctx, pool, sellers[i], invoice.MonthOf(last), "test", at)
+				_, _, err := invoice.LockPeriod(ctx, pool, sellers[i], document.MonthOf(last), "test", at)
 				locked <- err
 			}()
 			select {

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -76,14 +76,14 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	ctx := context.Background()
 	const sellers, each = 64, 12
 	type seller struct {
-		s  series.Seller
-		se series.Series
+		s  gst.Seller
+		se gst.Series
 	}
 	all := make([]seller, sellers)
 	workers := map[int][]int64{}
 	for i := range all {
 		first14 := fmt.Sprintf("27AAPFU%04dF1Z", i)
-		check, err := series.CheckChar(first14)
+		check, err := gst.CheckChar(first14)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,9 +8,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/groupcommit"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Committer issues invoices, gathering concurrent requests into one
@@ -32,14 +34,14 @@ import (
 // for a few seconds, so a stuck series never holds the others up.
 //
 // A batch that fails does not fail its neighbours: members are validated
-// before they join (Prepare); a series refused on its own (date out of
+// before they join (document.Prepare); a series refused on its own (date out of
 // order, exhausted) fails only its members; and when the transaction fails
 // for a reason that is not common to all members, each member is retried
 // alone (retryRules). A rolled-back batch returns all its numbers. Several
 // processes on one database stay correct: the counter row locks still
 // serialise them.
 type Committer struct {
-	db   Beginner
+	db   db.Beginner
 	pool Pool // set for pipelined transactions
 	tx   transactions
 	cfg  Config
@@ -79,14 +81,14 @@ func NewCommitter(pool Pool, cfg Config) (*Committer, error) {
 // (db.Begin), one round trip per statement, as a library user with a
 // single connection has them. It fails when db is nil, cfg.Predict is set
 // (prediction needs pipelined transactions) or a field of cfg is invalid.
-func NewPlainCommitter(db Beginner, cfg Config) (*Committer, error) {
+func NewPlainCommitter(db db.Beginner, cfg Config) (*Committer, error) {
 	if db == nil {
 		return nil, errors.New("invoice: NewPlainCommitter needs a database")
 	}
 	return newCommitter(db, nil, plain, cfg)
 }
 
-func newCommitter(db Beginner, pool Pool, tx transactions, cfg Config) (*Committer, error) {
+func newCommitter(db db.Beginner, pool Pool, tx transactions, cfg Config) (*Committer, error) {
 	if err := cfg.check(tx); err != nil {
 		return nil, err
 	}
@@ -163,7 +165,7 @@ type rowKey = groupcommit.Row
 // counter row of the date's financial year.
 func queueOf(r IssueRequest) groupcommit.Key {
 	d := r.Draft.InvoiceDate
-	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(series.FYOf(d)), Owner: r.Seller.ID}, Date: d}
+	return groupcommit.Key{Row: rowKey{Series: r.Series.ID, Year: int(gst.FYOf(d)), Owner: r.Seller.ID}, Date: d}
 }
 
 // rowOf returns the counter row that numbers r.
@@ -171,15 +173,15 @@ func rowOf(r IssueRequest) rowKey { return queueOf(r).Row }
 
 // IssueRequest is one invoice to issue.
 type IssueRequest struct {
-	Seller series.Seller
-	Series series.Series
-	Draft  Draft
+	Seller gst.Seller
+	Series gst.Series
+	Draft  document.Draft
 }
 
 // Result is the outcome of one request: the invoice, whether it is a replay
 // of an earlier request with the same Idempotency-Key, or an error.
 type Result struct {
-	Invoice  Invoice
+	Invoice  document.Invoice
 	Replayed bool
 	Err      error
 }

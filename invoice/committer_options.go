@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/groupcommit"
 	"github.com/invoiced/invoiced/series"
 )
@@ -31,8 +32,8 @@ type Config struct {
 	// waits in a queue of this or another process), a retry is never
 	// refused for a date that has meanwhile fallen out of the window (IST
 	// midnight): it waits for the attempt, or is told the key is in
-	// progress, or replays it. Nil: the caller judged the dates (Prepare).
-	DateWindow *Policy
+	// progress, or replays it. Nil: the caller judged the dates (document.Prepare).
+	DateWindow *document.Policy
 	// DateClock is the clock DateWindow is judged by (default Now).
 	DateClock DateClock
 	// InFlight is how many shared transactions may be open at once
@@ -101,7 +102,7 @@ const (
 	// ride along with other statements (pipeTx), and prediction is
 	// possible.
 	pipelined transactions = iota + 1
-	// plain transactions are the database's own (Beginner.Begin).
+	// plain transactions are the database's own (db.Beginner.Begin).
 	plain
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/series"
 )
@@ -29,7 +30,7 @@ func TestRetryRules(t *testing.T) {
 		want [scopes]bool // shared, oneSeries, oneMember, memberAgain
 	}{
 		{"check violation", fmt.Errorf("invoice: insert: %w", pg("23514", "ERROR")), [scopes]bool{true, true, false, false}},
-		{"bad key", apperr.Errorf(ErrInvalid, "bad"), [scopes]bool{true, true, false, false}},
+		{"bad key", apperr.Errorf(document.ErrInvalid, "bad"), [scopes]bool{true, true, false, false}},
 		{"key race", apperr.WithCause(ErrKeyRace, pg("23505", "ERROR")), [scopes]bool{true, true, true, false}},
 		{"lock timeout", apperr.WithCause(series.ErrLockTimeout, pg("55P03", "ERROR")), [scopes]bool{true, false, false, false}},
 		{"row moved", apperr.WithCause(series.ErrMoved, pg("IV001", "ERROR")), [scopes]bool{true, false, false, false}},

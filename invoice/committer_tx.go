@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -133,7 +134,7 @@ func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Op
 	var members [][]*call
 	for _, p := range parts {
 		var ms []*call
-		var drafts []Draft
+		var drafts []document.Draft
 		for _, cl := range p {
 			if !skip[cl] {
 				ms = append(ms, cl)
@@ -146,7 +147,7 @@ func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Op
 		}
 	}
 	// Replays read committed rows; do it before the counter locks.
-	replayed := map[*call]Invoice{}
+	replayed := map[*call]document.Invoice{}
 	for cl, id := range replays {
 		inv, err := Get(ctx, tx, cl.req.Seller.ID, id)
 		if err != nil {
@@ -154,7 +155,7 @@ func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Op
 		}
 		replayed[cl] = inv
 	}
-	var invs [][]Invoice
+	var invs [][]document.Invoice
 	var groupErrs []error
 	var states []*series.State
 	committed := false

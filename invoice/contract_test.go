@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
@@ -32,14 +35,14 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // holdRow locks the counter row of s in the year of now from another
 // transaction, so that the Committer's next transaction on it waits; the
 // returned function releases it.
-func holdRow(t *testing.T, f fixture, s series.Series) func() {
+func holdRow(t *testing.T, f fixture, s gst.Series) func() {
 	t.Helper()
 	ctx := context.Background()
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, series.FYOf(now), testfactory.Options(t, series.Options{})); err != nil {
+	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, gst.FYOf(now), testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	release := sync.OnceFunc(func() { holder.Rollback(context.Background()) })
@@ -118,7 +121,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			ctx := context.Background()
-			mk := func(code, format string) series.Series {
+			mk := func(code, format string) gst.Series {
 				s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: code, DocType: "invoice", Format: format})
 				if err != nil {
 					t.Fatal(err)
@@ -129,8 +132,8 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
 			c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
 				Options: series.Options{LockTimeout: 20 * time.Second}})))
-			draft := func(s series.Series, key string) invoice.Draft {
-				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+			draft := func(s gst.Series, key string) document.Draft {
+				d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -176,7 +179,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 				switch {
 				case want <= 9 && (r.Err != nil || r.Invoice.Serial != want):
 					t.Errorf("N9 request %d in arrival order: serial %d, %v; want serial %d", i, r.Invoice.Serial, r.Err, want)
-				case want > 9 && !errors.Is(r.Err, series.ErrExhausted):
+				case want > 9 && !errors.Is(r.Err, gst.ErrExhausted):
 					t.Errorf("N9 request %d in arrival order: serial %d, %v; want series_exhausted", i, r.Invoice.Serial, r.Err)
 				}
 			}
@@ -185,7 +188,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 				switch {
 				case want <= 99 && (r.Err != nil || r.Invoice.Serial != want):
 					t.Fatalf("H99 request %d in arrival order: serial %d, %v; want serial %d", i, r.Invoice.Serial, r.Err, want)
-				case want > 99 && !errors.Is(r.Err, series.ErrExhausted):
+				case want > 99 && !errors.Is(r.Err, gst.ErrExhausted):
 					t.Fatalf("H99 request %d in arrival order: serial %d, %v; want series_exhausted", i, r.Invoice.Serial, r.Err)
 				}
 			}
@@ -223,7 +226,7 @@ func (g *gatedPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
 // overlapCounter is a Beginner (not a pool: the Committer then runs plain
 // transactions) that records how many transactions are open at once.
 type overlapCounter struct {
-	db   invoice.Beginner
+	db   db.Beginner
 	open atomic.Int64
 	max  atomic.Int64
 }
@@ -270,7 +273,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	oc := &overlapCounter{db: f.pool}
 	c := mustCommitter(invoice.NewPlainCommitter(oc, testfactory.Config(t, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
-	yesterday := series.DateIST(now).AddDate(0, 0, -1)
+	yesterday := gst.DateIST(now).AddDate(0, 0, -1)
 	ctx := context.Background()
 	// The counter row exists and is held by another transaction for a
 	// while, so that the first shared batches wait past their 250 ms,
@@ -287,9 +290,9 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	for w := range clients {
 		wg.Go(func() {
 			for i := range each {
-				d, err := invoice.Prepare(invoice.Request{InvoiceDate: yesterday, Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, invoice.Policy{BackdateDays: 3})
+				d, err := document.Prepare(document.Request{InvoiceDate: yesterday, Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, document.Policy{BackdateDays: 3})
 				if w%2 == 1 {
-					d, err = invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, invoice.Policy{})
+					d, err = document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, now, document.Policy{})
 				}
 				if err != nil {
 					t.Error(err)
@@ -364,7 +367,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 // commitFails is a Beginner whose transactions fail COMMIT with err after
 // rolling back: the answer of a server that went away while committing.
 type commitFails struct {
-	db  invoice.Beginner
+	db  db.Beginner
 	err error
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -27,10 +29,10 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	today = time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
 	processNow := today.AddDate(0, 0, -3).Add(6 * time.Hour) // the process's clock is 3 days behind
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return processNow },
-		DateWindow: &invoice.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
+		DateWindow: &document.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
-	draft := func(key string, date time.Time) invoice.Draft {
-		d, err := invoice.PrepareContent(invoice.Request{InvoiceDate: date, Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, processNow)
+	draft := func(key string, date time.Time) document.Draft {
+		d, err := document.PrepareContent(document.Request{InvoiceDate: date, Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, f.s, processNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 			t.Fatalf("%s, dated the database's today: %+v", key, r)
 		}
 	}
-	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("old", processNow)}); !errors.Is(r.Err, series.ErrInvalidDate) {
+	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("old", processNow)}); !errors.Is(r.Err, gst.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days before the database's: %+v", r)
 	}
 	if st := c.Stats(); st.Predicted == 0 {
@@ -55,12 +57,12 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	// the ordinary way, which words the refusal).
 	ahead := today.AddDate(0, 0, 3).Add(6 * time.Hour)
 	c2 := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return ahead },
-		DateWindow: &invoice.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
+		DateWindow: &document.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-1", today)}); r.Err != nil || r.Invoice.Serial != 4 {
 		t.Fatalf("second process, dated the database's today: %+v", r)
 	}
-	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-2", ahead)}); !errors.Is(r.Err, series.ErrInvalidDate) {
+	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-2", ahead)}); !errors.Is(r.Err, gst.ErrInvalidDate) {
 		t.Fatalf("dated the process's today, 3 days after the database's: %+v", r)
 	}
 	if st := c2.Stats(); st.Mispredicted != 1 {

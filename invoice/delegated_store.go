@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -54,7 +55,7 @@ func takeEventIDs(ctx context.Context, q db.Querier, n int) ([]int64, error) {
 // sent that is not the database's answer is ErrOutcomeUnknown: the call
 // may have committed.
 func issueDelegated(ctx context.Context, conn conner, groups []Group, predicted []series.State, claims []KeyClaim,
-	window *dateWindow, now time.Time, opt series.Options, eventIDs []int64) (out [][]Invoice, states []*series.State, err error) {
+	window *dateWindow, now time.Time, opt series.Options, eventIDs []int64) (out [][]document.Invoice, states []*series.State, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, err
@@ -182,7 +183,7 @@ const issueBatchSQL = `SELECT invoiced_issue_batch($1::bigint, $2::bigint[],
 // it takes event ids for the sellers c knows to subscribe and returns
 // what the package's issueDelegated returns.
 func (c *Committer) issueDelegated(ctx context.Context, groups []Group, predicted []series.State, claims []KeyClaim,
-	window *dateWindow, now time.Time, opt series.Options) ([][]Invoice, []*series.State, error) {
+	window *dateWindow, now time.Time, opt series.Options) ([][]document.Invoice, []*series.State, error) {
 	events := 0
 	for _, g := range groups {
 		if nearMonthEnd(g.Drafts[0].InvoiceDate, now) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -35,7 +36,7 @@ func TestDelegatedBatchesFallBackAndRecover(t *testing.T) {
 	ctx := context.Background()
 	clock := now
 	c := delegating(t, f, func() time.Time { return clock })
-	draft := func(key string) invoice.Draft {
+	draft := func(key string) document.Draft {
 		return testfactory.Draft(t, f.seller, f.s, clock, &testfactory.DraftOpts{Key: key})
 	}
 	issue := func(key string) invoice.Result {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -30,7 +32,7 @@ type cancelYear struct {
 // chain, cancel an invoice of that series-year that is stored and not
 // cancelled, under its number, at a time not before the chain's last
 // record nor after the server's tomorrow, with the reason rules of an
-// online cancel and the chain hash the server computes (CancelOffline);
+// online cancel and the chain hash the server computes (document.CancelOffline);
 // the invoice must have been numbered under the lease and its month must
 // not be locked when the upload arrives. Nothing is stored otherwise.
 // Each stored cancellation marks the invoice
@@ -39,11 +41,11 @@ type cancelYear struct {
 // It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
 // that cannot upload, a *ContinuationError (ErrNotContinuation) naming
 // where the chain stands when a position does not continue it,
-// ErrNotLeasedInvoice, ErrPeriodLocked, and ErrInvalid naming the first
+// ErrNotLeasedInvoice, ErrPeriodLocked, and document.ErrInvalid naming the first
 // bad cancellation and field.
-func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, cs []OfflineCancel, now time.Time) (UploadResult, error) {
+func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, leaseID string, cs []OfflineCancel, now time.Time) (UploadResult, error) {
 	if len(cs) == 0 || len(cs) > MaxOfflineBatch {
-		return UploadResult{}, apperr.Errorf(ErrInvalid, "cancels must hold 1 to %d cancellations", MaxOfflineBatch)
+		return UploadResult{}, apperr.Errorf(document.ErrInvalid, "cancels must hold 1 to %d cancellations", MaxOfflineBatch)
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
@@ -61,7 +63,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 		// the counter rows, as an online cancel (CancelTx) takes them; the
 		// opposite order could deadlock with an online cancel of one of
 		// them waiting for the counter.
-		invs := make([]Invoice, len(cs))
+		invs := make([]document.Invoice, len(cs))
 		errs := make([]error, len(cs))
 		for i, c := range cs {
 			invs[i], errs[i] = lockInvoiceBySerial(ctx, tx, seller.ID, s.ID, c.FY, c.Serial)
@@ -69,14 +71,14 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 				return errs[i]
 			}
 		}
-		years := map[series.FY]*cancelYear{}
+		years := map[gst.FY]*cancelYear{}
 		done := map[[2]int64]bool{} // (fy, serial) cancelled by this batch
-		var order []series.FY
+		var order []gst.FY
 		write := &pgx.Batch{}
 		var st *cancelYear
 		for i, c := range cs {
 			bad := func(field, format string, args ...any) error {
-				return apperr.Errorf(ErrInvalid, "cancels[%d].%s %s", i, field, fmt.Sprintf(format, args...))
+				return apperr.Errorf(document.ErrInvalid, "cancels[%d].%s %s", i, field, fmt.Sprintf(format, args...))
 			}
 			if st = years[c.FY]; st == nil {
 				var err error
@@ -106,24 +108,24 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 			switch {
 			case errs[i] != nil:
 				return bad("serial", "%d is not an invoice of series %s %s the server holds", c.Serial, s.Code, c.FY)
-			case inv.Status == StatusCancelled || done[[2]int64{int64(c.FY), c.Serial}]:
+			case inv.Status == document.StatusCancelled || done[[2]int64{int64(c.FY), c.Serial}]:
 				return bad("serial", "%d: invoice %s was already cancelled", c.Serial, inv.Number)
 			case c.Number != inv.Number:
 				return bad("number", "is %s; serial %d is %s", c.Number, c.Serial, inv.Number)
 			case !numberedUnder(lease, inv):
 				return apperr.Errorf(ErrNotLeasedInvoice, "cancels[%d].serial %d: invoice %s was issued at %s, not under lease %s (from serial %d of %s, %s): cancel it online after the lease ends",
-					i, c.Serial, inv.Number, Timestamp(inv.IssuedAt), lease.ID, lease.Next.Serial, lease.StartFY(), Timestamp(lease.LeasedAt))
+					i, c.Serial, inv.Number, document.Timestamp(inv.IssuedAt), lease.ID, lease.Next.Serial, lease.StartFY(), document.Timestamp(lease.LeasedAt))
 			case c.CancelledAt.Before(st.lastAt):
-				return bad("cancelled_at", "%s is before %s, the chain's last record's", Timestamp(c.CancelledAt), Timestamp(st.lastAt))
-			case series.DateIST(c.CancelledAt).After(series.DateIST(now).AddDate(0, 0, 1)):
-				return bad("cancelled_at", "%s is in the future", Timestamp(c.CancelledAt))
+				return bad("cancelled_at", "%s is before %s, the chain's last record's", document.Timestamp(c.CancelledAt), document.Timestamp(st.lastAt))
+			case gst.DateIST(c.CancelledAt).After(gst.DateIST(now).AddDate(0, 0, 1)):
+				return bad("cancelled_at", "%s is in the future", document.Timestamp(c.CancelledAt))
 			}
 			if err := checkPeriodTx(ctx, tx, inv, now); errors.Is(err, ErrPeriodLocked) {
 				return apperr.Errorf(ErrPeriodLocked, "cancels[%d].serial %d: %s", i, c.Serial, apperr.MessageOf(err))
 			} else if err != nil {
 				return err
 			}
-			cancelled, hash, err := CancelOffline(seller.GSTIN, inv, c.Reason, c.CancelledAt, st.length+1, st.head)
+			cancelled, hash, err := document.CancelOffline(seller.GSTIN, inv, c.Reason, c.CancelledAt, st.length+1, st.head)
 			if err != nil {
 				return apperr.Errorf(apperrOf(err), "cancels[%d].%s", i, apperr.MessageOf(err))
 			}
@@ -135,7 +137,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 			write.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
 				s.ID, int(c.FY), st.length+1, inv.Serial, at, hash, seller.ID)
 			cancelled.ID = inv.ID
-			queueEvents(write, []*Invoice{&cancelled}, EventCancelled, func(*Invoice) time.Time { return at }, subscribed)
+			queueEvents(write, []*document.Invoice{&cancelled}, EventCancelled, func(*document.Invoice) time.Time { return at }, subscribed)
 			st.length, st.head, st.lastAt, st.touched = st.length+1, hash, at, true
 			done[[2]int64{int64(c.FY), c.Serial}] = true
 			res.Stored++
@@ -164,7 +166,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller series.Sell
 
 // lockCancelYear locks the counter row of (s, fy) and returns its state
 // with the recorded time of the chain's last record.
-func lockCancelYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*cancelYear, error) {
+func lockCancelYear(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (*cancelYear, error) {
 	st, err := lockYear(ctx, tx, s, fy)
 	if err != nil {
 		return nil, err
@@ -183,14 +185,14 @@ func lockCancelYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.F
 
 // lockInvoiceBySerial locks and returns the seller's invoice serial of
 // series seriesID in fy; ErrNotFound when there is none.
-func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy series.FY, serial int64) (Invoice, error) {
+func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy gst.FY, serial int64) (document.Invoice, error) {
 	inv, err := scanInvoice(tx.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.seller_id = $1 AND i.series_id = $2 AND i.fy = $3 AND i.serial = $4 FOR UPDATE OF i`,
 		sellerID, seriesID, int(fy), serial))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invoice{}, ErrNotFound
+		return document.Invoice{}, ErrNotFound
 	}
 	if err != nil {
-		return Invoice{}, translate(err, "lock invoice")
+		return document.Invoice{}, translate(err, "lock invoice")
 	}
 	return inv, nil
 }
@@ -198,7 +200,7 @@ func lockInvoiceBySerial(ctx context.Context, tx pgx.Tx, sellerID, seriesID int6
 // numberedUnder reports whether inv was numbered under lease l: at or
 // after the serial and year the lease started from, and not issued before
 // it was taken.
-func numberedUnder(l series.Lease, inv Invoice) bool {
+func numberedUnder(l series.Lease, inv document.Invoice) bool {
 	if inv.FY < l.StartFY() || (inv.FY == l.StartFY() && inv.Serial < l.Next.Serial) {
 		return false
 	}
@@ -207,7 +209,7 @@ func numberedUnder(l series.Lease, inv Invoice) bool {
 
 // cancelStored reports whether c is stored already: the record at its
 // position is a cancel of its serial with its hash.
-func cancelStored(ctx context.Context, tx pgx.Tx, s series.Series, c OfflineCancel) (bool, error) {
+func cancelStored(ctx context.Context, tx pgx.Tx, s gst.Series, c OfflineCancel) (bool, error) {
 	var h []byte
 	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND position = $3 AND kind = 'cancel' AND serial = $4 AND seller_id = $5`,
 		s.ID, int(c.FY), c.Position, c.Serial, s.SellerID).Scan(&h)

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -44,17 +46,17 @@ type yearState struct {
 // series-year, the number the format renders for it, an invoice date and
 // issue time not before the previous invoice's nor before the lease was
 // taken (in a financial year not before the lease's), the amounts and the
-// chain hash the server computes (NumberOffline). Nothing is stored
+// chain hash the server computes (document.NumberOffline). Nothing is stored
 // otherwise.
 //
 // It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
 // that cannot upload, a *ContinuationError (ErrNotContinuation) naming
 // the expected next serial and chain head when a serial does not
-// continue, ErrYearBeforeLease and ErrIssuedBeforeLease, and ErrInvalid (or the errors of PrepareContent) naming the
+// continue, ErrYearBeforeLease and ErrIssuedBeforeLease, and document.ErrInvalid (or the errors of document.PrepareContent) naming the
 // first bad invoice and field.
-func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
+func UploadOffline(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
 	if len(invs) == 0 || len(invs) > MaxOfflineBatch {
-		return UploadResult{}, apperr.Errorf(ErrInvalid, "invoices must hold 1 to %d invoices", MaxOfflineBatch)
+		return UploadResult{}, apperr.Errorf(document.ErrInvalid, "invoices must hold 1 to %d invoices", MaxOfflineBatch)
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
@@ -62,23 +64,23 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 		if err != nil {
 			return err
 		}
-		years := map[series.FY]*yearState{}
-		var fy series.FY
+		years := map[gst.FY]*yearState{}
+		var fy gst.FY
 		var st *yearState
-		var rows []Invoice
+		var rows []document.Invoice
 		var hashes [][]byte
 		var positions []int64
 		for i, o := range invs {
-			y := series.FYOf(o.Request.InvoiceDate)
+			y := gst.FYOf(o.Request.InvoiceDate)
 			if !y.Valid() {
-				return apperr.Errorf(series.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
+				return apperr.Errorf(gst.ErrInvalidDate, "invoices[%d].invoice_date %s is outside the supported financial years", i, o.Request.InvoiceDate.Format(time.DateOnly))
 			}
 			if y < lease.StartFY() {
 				return apperr.Errorf(ErrYearBeforeLease, "invoices[%d].invoice_date %s is in %s, before %s, the year lease %s started in", i, o.Request.InvoiceDate.Format(time.DateOnly), y, lease.StartFY(), lease.ID)
 			}
 			if st == nil || y != fy {
 				if st != nil && y < fy {
-					return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s goes back to %s after an invoice of %s", i, o.Request.InvoiceDate.Format(time.DateOnly), y, fy)
+					return apperr.Errorf(document.ErrInvalid, "invoices[%d].invoice_date %s goes back to %s after an invoice of %s", i, o.Request.InvoiceDate.Format(time.DateOnly), y, fy)
 				}
 				var err error
 				if st, err = lockYear(ctx, tx, s, y); err != nil {
@@ -104,25 +106,25 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 				}
 			}
 			if o.Request.InvoiceDate.Before(st.lastDate) {
-				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is before %s, the previous invoice's", i, o.Request.InvoiceDate.Format(time.DateOnly), st.lastDate.Format(time.DateOnly))
+				return apperr.Errorf(document.ErrInvalid, "invoices[%d].invoice_date %s is before %s, the previous invoice's", i, o.Request.InvoiceDate.Format(time.DateOnly), st.lastDate.Format(time.DateOnly))
 			}
 			if o.IssuedAt.Before(st.lastIssuedAt) {
-				return apperr.Errorf(ErrInvalid, "invoices[%d].issued_at %s is before %s, the previous invoice's", i, Timestamp(o.IssuedAt), Timestamp(st.lastIssuedAt))
+				return apperr.Errorf(document.ErrInvalid, "invoices[%d].issued_at %s is before %s, the previous invoice's", i, document.Timestamp(o.IssuedAt), document.Timestamp(st.lastIssuedAt))
 			}
 			if o.IssuedAt.Before(lease.LeasedAt) {
-				return apperr.Errorf(ErrIssuedBeforeLease, "invoices[%d].issued_at %s is before %s, when lease %s was taken", i, Timestamp(o.IssuedAt), Timestamp(lease.LeasedAt), lease.ID)
+				return apperr.Errorf(ErrIssuedBeforeLease, "invoices[%d].issued_at %s is before %s, when lease %s was taken", i, document.Timestamp(o.IssuedAt), document.Timestamp(lease.LeasedAt), lease.ID)
 			}
-			if o.Request.InvoiceDate.After(series.DateIST(now).AddDate(0, 0, 1)) {
-				return apperr.Errorf(ErrInvalid, "invoices[%d].invoice_date %s is in the future", i, o.Request.InvoiceDate.Format(time.DateOnly))
+			if o.Request.InvoiceDate.After(gst.DateIST(now).AddDate(0, 0, 1)) {
+				return apperr.Errorf(document.ErrInvalid, "invoices[%d].invoice_date %s is in the future", i, o.Request.InvoiceDate.Format(time.DateOnly))
 			}
-			inv, hash, err := NumberOffline(seller, s, o.Request, o.Serial, st.length+1, st.head, o.IssuedAt)
+			inv, hash, err := document.NumberOffline(seller, s, o.Request, o.Serial, st.length+1, st.head, o.IssuedAt)
 			if err != nil {
 				return apperr.Errorf(apperrOf(err), "invoices[%d]: %s", i, apperr.MessageOf(err))
 			}
 			if err := checkOffline(i, o, inv, hash); err != nil {
 				return err
 			}
-			inv.PublicID = NewPublicID(seller.ID, inv.IssuedAt)
+			inv.PublicID = document.NewPublicID(seller.ID, inv.IssuedAt)
 			rows, hashes, positions = append(rows, inv), append(hashes, hash), append(positions, st.length+1)
 			st.last, st.lastDate, st.lastIssuedAt, st.length, st.head, st.touched = o.Serial, inv.InvoiceDate, inv.IssuedAt, st.length+1, hash, true
 		}
@@ -139,19 +141,19 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller series.Seller, s s
 	return res, nil
 }
 
-// apperrOf returns the sentinel-like coded error of err, ErrInvalid when it
+// apperrOf returns the sentinel-like coded error of err, document.ErrInvalid when it
 // has none, so that an upload's message can name the invoice.
 func apperrOf(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	return ErrInvalid
+	return document.ErrInvalid
 }
 
 // lockYear locks the counter row of (s, fy), when there is one, and
 // returns its state.
-func lockYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*yearState, error) {
+func lockYear(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (*yearState, error) {
 	st := &yearState{stored: series.Position{FY: fy, Serial: 1}}
 	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at, chain_length, chain_head
 		FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`, s.ID, int(fy), s.SellerID).
@@ -168,7 +170,7 @@ func lockYear(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*y
 
 // storedSame reports whether o is stored already: its serial's issue
 // record has o's chain hash (which seals every field).
-func storedSame(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, o OfflineInvoice) (bool, error) {
+func storedSame(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, o OfflineInvoice) (bool, error) {
 	var h []byte
 	err := tx.QueryRow(ctx, `SELECT hash FROM chain_records WHERE series_id = $1 AND fy = $2 AND serial = $3 AND kind = 'issue' AND seller_id = $4`,
 		s.ID, int(fy), o.Serial, s.SellerID).Scan(&h)
@@ -184,7 +186,7 @@ func storedSame(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, o
 // writeOffline inserts the verified invoices and their issue records and
 // advances the counter rows of years, in one round trip, and records their
 // events in a second when the seller subscribes.
-func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, rows []Invoice, hashes [][]byte, positions []int64, years map[series.FY]*yearState) error {
+func writeOffline(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, rows []document.Invoice, hashes [][]byte, positions []int64, years map[gst.FY]*yearState) error {
 	b := &pgx.Batch{}
 	for y, st := range years {
 		if !st.touched {
@@ -219,7 +221,7 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 				oext = &inv.Original.ExternalReason
 			}
 		}
-		m := moneyOf(inv.Totals)
+		m := document.MoneyOf(inv.Totals)
 		b.Queue(`
 			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
@@ -242,11 +244,11 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller series.Seller, s series
 	// The events need the invoices' ids: a round trip of their own, only
 	// when the seller subscribes (routed_store.go says why not a CTE).
 	events := &pgx.Batch{}
-	all := make([]*Invoice, len(rows))
+	all := make([]*document.Invoice, len(rows))
 	for i := range rows {
 		all[i] = &rows[i]
 	}
-	if !queueEvents(events, all, EventIssued, func(inv *Invoice) time.Time { return inv.IssuedAt }, subscribed) {
+	if !queueEvents(events, all, EventIssued, func(inv *document.Invoice) time.Time { return inv.IssuedAt }, subscribed) {
 		return nil
 	}
 	return translate(tx.SendBatch(ctx, events).Close(), "record offline invoices' events")

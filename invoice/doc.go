@@ -1,10 +1,42 @@
-// Package invoice issues, reads and cancels GST invoices numbered by package
-// series. Amounts are computed here, on the server, from decimal strings;
-// every issue and every cancellation is a record in the series-year's
-// tamper-evident hash chain (see docs/chain.md), appended under the same
+// Package invoice stores GST invoices and numbers them in the database:
+// it issues, reads and cancels them, keeps their idempotency keys, period
+// locks, openings and the uploads of offline devices, and gathers
+// concurrent requests into shared transactions (the Committer). The
+// document itself (the request, its validation and amounts, the chain
+// record and its hash, public ids) is package document's, computed before
+// any transaction; the numbers are package series' counter rows, taken
+// under their lock in the same transaction.
+//
+// Every issue and every cancellation is a record in the series-year's
+// tamper-evident hash chain (docs/chain.md), appended under the same
 // counter lock and in the same transaction as the invoice itself.
 //
-// IssueTx numbers a whole batch of validated drafts with one counter update,
-// so a caller that gathers concurrent requests pays one lock hold and one
-// COMMIT for all of them.
+// What it holds:
+//   - Issuing: [Issue], [IssueTx] and [IssueManyTx] number validated
+//     drafts (document.Draft, made by document.Prepare) in one counter
+//     update per series-year, so a caller that gathers concurrent requests
+//     pays one lock hold and one COMMIT for all of them.
+//   - The Committer ([NewCommitter], [NewPlainCommitter]): queues requests
+//     per counter row in internal/groupcommit, commits batches (pipelined,
+//     or predicted in one round trip, predict.go), and retries a failed
+//     batch by the rules in committer_retry.go.
+//   - Reading: [Get], [GetByPublicID], [List], [ListDated], [FindByNumber],
+//     [IDBySerial]; notes' originals: [CheckOriginal].
+//   - Cancelling: [Cancel], [CancelOnce], [CancelTx].
+//   - Idempotency keys: [ClaimKey], [ClaimKeys], [PurgeKeys].
+//   - Period locks after filing (docs/periods.md): [LockPeriod],
+//     [UnlockPeriod], [PeriodLocks], [PeriodEvents], [CheckPeriod], and the
+//     guard every backdated write takes.
+//   - Openings of a series moved here mid-year (docs/openings.md):
+//     [DeclareOpeningTx], [OpeningOf], [OpeningRecord].
+//   - Offline devices' uploads (docs/offline.md): [UploadOffline] and
+//     [UploadOfflineCancels] store what a leased device numbered only when
+//     the server's own document.NumberOffline and document.CancelOffline
+//     compute the same.
+//
+// For Go programs this is the library surface beside package series: the
+// types a caller passes and receives (document.Draft, document.Invoice,
+// gst.Seller, gst.Series) come from packages document and gst; there are
+// no aliases of them here. SQL lives in the *_store.go files; database
+// errors are translated where they arise.
 package invoice

@@ -7,7 +7,6 @@ import (
 
 // Errors returned by this package; match them with errors.Is.
 var (
-	ErrInvalid          = apperr.New(apperr.Invalid, "invalid_invoice", "the invoice is not valid")
 	ErrNotFound         = apperr.New(apperr.NotFound, "invoice_not_found", "invoice not found")
 	ErrAlreadyCancelled = apperr.New(apperr.Conflict, "already_cancelled", "the invoice is already cancelled")
 	ErrKeyInProgress    = apperr.New(apperr.Conflict, "idempotency_key_in_progress", "a request with this Idempotency-Key is still being processed")

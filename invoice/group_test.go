@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -235,9 +237,9 @@ func date(t *testing.T, s string) time.Time {
 }
 
 // moreSeries creates n more series S0..S(n-1) for f's seller.
-func (f fixture) moreSeries(t *testing.T, n int) []series.Series {
+func (f fixture) moreSeries(t *testing.T, n int) []gst.Series {
 	t.Helper()
-	out := make([]series.Series, n)
+	out := make([]gst.Series, n)
 	for i := range n {
 		s, err := series.CreateSeries(context.Background(), f.pool, series.NewSeries{
 			SellerID: f.seller.ID, Code: fmt.Sprintf("S%d", i), DocType: "invoice", Format: fmt.Sprintf("S%d/{FY}/{SEQ:6}", i)})
@@ -249,7 +251,7 @@ func (f fixture) moreSeries(t *testing.T, n int) []series.Series {
 	return out
 }
 
-func (f fixture) serialsOfSeries(t *testing.T, s series.Series) []int64 {
+func (f fixture) serialsOfSeries(t *testing.T, s gst.Series) []int64 {
 	t.Helper()
 	rows, err := f.pool.Query(context.Background(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, s.ID)
 	if err != nil {
@@ -293,7 +295,7 @@ func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 		wg.Go(func() {
 			for i := range each {
 				s := ss[(w+i)%len(ss)]
-				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+				d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -360,7 +362,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	ref := time.Hour
 	{
 		rc := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
-		refSeries := make([]series.Series, len(ss))
+		refSeries := make([]gst.Series, len(ss))
 		for i := range refSeries {
 			s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: fmt.Sprintf("R%d", i), DocType: "invoice", Format: fmt.Sprintf("R%d/{FY}/{SEQ:6}", i)})
 			if err != nil {
@@ -374,7 +376,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 			var rw sync.WaitGroup
 			for _, s := range refSeries {
 				rw.Go(func() {
-					d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+					d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 					if err != nil {
 						t.Error(err)
 						return
@@ -405,8 +407,8 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	if _, err := series.Next(ctx, holder, f.s, date(t, "2026-11-29"), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	issue := func(s series.Series) (invoice.Result, time.Duration) {
-		d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, invoice.Policy{})
+	issue := func(s gst.Series) (invoice.Result, time.Duration) {
+		d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,9 +486,9 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ctx := context.Background()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
-	prep := func(s series.Series, day string) invoice.Draft {
-		d, err := invoice.Prepare(invoice.Request{InvoiceDate: date(t, day), Items: []invoice.ItemInput{chai("1", "10", "5")}},
-			f.seller, s, now, invoice.Policy{BackdateDays: 5})
+	prep := func(s gst.Series, day string) document.Draft {
+		d, err := document.Prepare(document.Request{InvoiceDate: date(t, day), Items: []document.ItemInput{chai("1", "10", "5")}},
+			f.seller, s, now, document.Policy{BackdateDays: 5})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,11 +18,11 @@ import (
 // transaction that creates the series, or any before the series-year's
 // first invoice), declared by by at now: the counter row of o.FY starts at
 // o.LastSerial and o.LastInvoiceDate, and the chain's first record seals
-// the declaration. It returns ErrInvalid when o does not fit the series
+// the declaration. It returns document.ErrInvalid when o does not fit the series
 // (Opening.check), ErrOpeningTooLate when the series-year has a counter row
 // already (an invoice or an opening), and database errors.
-func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, o Opening, by string, now time.Time) (Opening, error) {
-	if err := o.check(s, series.DateIST(now)); err != nil {
+func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, o Opening, by string, now time.Time) (Opening, error) {
+	if err := o.check(s, gst.DateIST(now)); err != nil {
 		return Opening{}, err
 	}
 	o.DeclaredAt, o.DeclaredBy = now.UTC().Truncate(time.Microsecond), by
@@ -54,7 +55,7 @@ func DeclareOpeningTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s se
 
 // OpeningOf returns the opening declared for series s in fy; found is
 // false when there is none.
-func OpeningOf(ctx context.Context, q db.Querier, s series.Series, fy series.FY) (o Opening, found bool, err error) {
+func OpeningOf(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (o Opening, found bool, err error) {
 	err = q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_number, declared_at, declared_by FROM series_openings
 		WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
 		s.ID, int(fy), s.SellerID).Scan(&o.LastSerial, &o.LastInvoiceDate, &o.LastNumber, &o.DeclaredAt, &o.DeclaredBy)
@@ -72,8 +73,8 @@ func OpeningOf(ctx context.Context, q db.Querier, s series.Series, fy series.FY)
 // before invoiced: a number that an invoice-type series of seller with an
 // opening in o's year renders for a declared serial, dated no later than
 // the opening's last date.
-func declaredOriginal(ctx context.Context, q db.Querier, seller series.Seller, o *Original) (bool, error) {
-	fy := series.FYOf(o.InvoiceDate)
+func declaredOriginal(ctx context.Context, q db.Querier, seller gst.Seller, o *document.Original) (bool, error) {
+	fy := gst.FYOf(o.InvoiceDate)
 	rows, err := q.Query(ctx, `
 		SELECT s.format, o.last_serial FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = o.seller_id
 		WHERE s.seller_id = $1 AND o.seller_id = $1 AND o.fy = $2 AND o.last_invoice_date >= $3
@@ -95,7 +96,7 @@ func declaredOriginal(ctx context.Context, q db.Querier, seller series.Seller, o
 		return false, translate(err, "find declared original")
 	}
 	for _, op := range ops {
-		f, err := series.ParseFormat(op.format)
+		f, err := gst.ParseFormat(op.format)
 		if err != nil {
 			return false, err
 		}

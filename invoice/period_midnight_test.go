@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
@@ -31,14 +33,14 @@ func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 	if err := f.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
 		t.Fatal(err)
 	}
-	ist := dbNow.In(series.IST)
-	thisMonth := time.Date(ist.Year(), ist.Month(), 1, 0, 0, 0, 0, series.IST)
+	ist := dbNow.In(gst.IST)
+	thisMonth := time.Date(ist.Year(), ist.Month(), 1, 0, 0, 0, 0, gst.IST)
 	lastSecond := thisMonth.Add(-time.Second) // 23:59:59 IST on the month's last day
 	lastDay := time.Date(lastSecond.Year(), lastSecond.Month(), lastSecond.Day(), 0, 0, 0, 0, time.UTC)
-	month := invoice.MonthOf(lastDay)
-	draft := func() invoice.Draft {
-		d, err := invoice.Prepare(invoice.Request{InvoiceDate: lastDay, Items: []invoice.ItemInput{chai("1", "10.00", "5")}},
-			f.seller, f.s, lastSecond, invoice.Policy{BackdateDays: 1})
+	month := document.MonthOf(lastDay)
+	draft := func() document.Draft {
+		d, err := document.Prepare(document.Request{InvoiceDate: lastDay, Items: []document.ItemInput{chai("1", "10.00", "5")}},
+			f.seller, f.s, lastSecond, document.Policy{BackdateDays: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +104,7 @@ func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 	if err := f.pool.QueryRow(ctx, `SELECT count(*), min(status) FILTER (WHERE id = $2) FROM invoices WHERE seller_id = $1`, f.seller.ID, first.ID).Scan(&n, &status); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 || status != string(invoice.StatusIssued) {
+	if n != 1 || status != string(document.StatusIssued) {
 		t.Fatalf("%d invoices in the locked month (want 1), the first %s (want issued)", n, status)
 	}
 }

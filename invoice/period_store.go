@@ -5,9 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -21,9 +22,9 @@ import (
 // (lockPeriods) is held while the lock is written, so an issuing
 // transaction holding it shared (a backdated invoice being issued)
 // finishes first, and one that comes after sees the lock.
-func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by string, now time.Time) (lock PeriodLock, created bool, err error) {
+func LockPeriod(ctx context.Context, b db.Beginner, seller gst.Seller, m document.Month, by string, now time.Time) (lock document.PeriodLock, created bool, err error) {
 	if !backdated(m.Start(), now) {
-		return PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, series.DateIST(now).Format("2 Jan 2006"))
+		return document.PeriodLock{}, false, apperr.Errorf(ErrPeriodNotEnded, "%s has not ended yet (today is %s in IST); lock a month after filing its GSTR-1", m, gst.DateIST(now).Format("2 Jan 2006"))
 	}
 	err = db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if err := lockPeriods(ctx, tx, seller.ID); err != nil {
@@ -55,20 +56,20 @@ func LockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mont
 	})
 	if err != nil {
 		if apperr.KindOf(err) != apperr.Internal {
-			return PeriodLock{}, false, err
+			return document.PeriodLock{}, false, err
 		}
-		return PeriodLock{}, false, translate(err, "lock period")
+		return document.PeriodLock{}, false, translate(err, "lock period")
 	}
 	lock.Month = m
 	return lock, created, nil
 }
 
 // UnlockPeriod unlocks month m of seller and records who (by), when (now)
-// and why (reason, required). It returns ErrInvalid for an empty or
+// and why (reason, required). It returns document.ErrInvalid for an empty or
 // overlong reason, ErrPeriodNotLocked, and database errors.
-func UnlockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Month, by, reason string, now time.Time) error {
+func UnlockPeriod(ctx context.Context, b db.Beginner, seller gst.Seller, m document.Month, by, reason string, now time.Time) error {
 	reason = strings.TrimSpace(reason)
-	if err := checkText("reason", reason, false); err != nil {
+	if err := document.CheckText("reason", reason, false); err != nil {
 		return err
 	}
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
@@ -93,16 +94,16 @@ func UnlockPeriod(ctx context.Context, b db.Beginner, seller series.Seller, m Mo
 }
 
 // PeriodLocks returns the seller's locked months, newest first.
-func PeriodLocks(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodLock, error) {
+func PeriodLocks(ctx context.Context, q db.Querier, sellerID int64) ([]document.PeriodLock, error) {
 	rows, err := q.Query(ctx, `SELECT period, locked_at, locked_by FROM period_locks WHERE seller_id = $1 ORDER BY period DESC`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list period locks")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PeriodLock, error) {
-		var l PeriodLock
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.PeriodLock, error) {
+		var l document.PeriodLock
 		var p time.Time
 		err := r.Scan(&p, &l.LockedAt, &l.LockedBy)
-		l.Month = Month(p)
+		l.Month = document.Month(p)
 		return l, err
 	})
 	return out, translate(err, "list period locks")
@@ -110,16 +111,16 @@ func PeriodLocks(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodLoc
 
 // PeriodEvents returns every lock and unlock of the seller's months, oldest
 // first.
-func PeriodEvents(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodEvent, error) {
+func PeriodEvents(ctx context.Context, q db.Querier, sellerID int64) ([]document.PeriodEvent, error) {
 	rows, err := q.Query(ctx, `SELECT period, action, at, by, reason FROM period_lock_events WHERE seller_id = $1 ORDER BY id`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list period events")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PeriodEvent, error) {
-		var e PeriodEvent
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.PeriodEvent, error) {
+		var e document.PeriodEvent
 		var p time.Time
 		err := r.Scan(&p, &e.Action, &e.At, &e.By, &e.Reason)
-		e.Month = Month(p)
+		e.Month = document.Month(p)
 		return e, err
 	})
 	return out, translate(err, "list period events")
@@ -130,12 +131,12 @@ func PeriodEvents(ctx context.Context, q db.Querier, sellerID int64) ([]PeriodEv
 // (IST) or later is never in a locked month and costs no query. This is the
 // early, exact answer; the issuing transaction checks again under the
 // seller's row lock (queuePeriodGuard), which is what makes it race-free.
-func CheckPeriod(ctx context.Context, q db.Querier, seller series.Seller, date, now time.Time) error {
+func CheckPeriod(ctx context.Context, q db.Querier, seller gst.Seller, date, now time.Time) error {
 	if !backdated(date, now) {
 		return nil
 	}
 	var locked bool
-	m := MonthOf(date)
+	m := document.MonthOf(date)
 	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM period_locks WHERE seller_id = $1 AND period = $2)`, seller.ID, m.Start()).Scan(&locked); err != nil {
 		return translate(err, "check period lock")
 	}
@@ -166,7 +167,7 @@ func lockPeriods(ctx context.Context, tx pgx.Tx, sellerID int64) error {
 }
 
 // periodGuard is what queuePeriodGuard queued: the months it checks.
-type periodGuard struct{ months []Month }
+type periodGuard struct{ months []document.Month }
 
 // mayBeBackdated is the SQL condition, over u.m (a month's first day) and
 // u.late (backdated by the process's clock), under which a guard takes its
@@ -188,7 +189,7 @@ const mayBeBackdated = `(u.late OR u.m < date_trunc('month', (clock_timestamp() 
 // transaction. Nothing is queued when every date is in now's month and
 // the month ends more than guardHorizon after now, the common case. It
 // must be queued after the counter rows are locked.
-func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now time.Time) periodGuard {
+func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]document.Invoice, now time.Time) periodGuard {
 	var sellers, seriesIDs []int64
 	var months []time.Time
 	var late []bool
@@ -197,7 +198,7 @@ func queuePeriodGuard(b *pgx.Batch, groups []Group, written [][]Invoice, now tim
 		if len(written[i]) == 0 || !nearMonthEnd(gr.Drafts[0].InvoiceDate, now) {
 			continue
 		}
-		m := MonthOf(gr.Drafts[0].InvoiceDate)
+		m := document.MonthOf(gr.Drafts[0].InvoiceDate)
 		sellers, seriesIDs, months = append(sellers, gr.Seller.ID), append(seriesIDs, gr.Series.ID), append(months, m.Start())
 		late = append(late, backdated(gr.Drafts[0].InvoiceDate, now))
 		g.months = append(g.months, m)
@@ -238,11 +239,11 @@ func (g periodGuard) translate(err error) error {
 // backdated is decided by the database's clock when the lock is taken
 // (after the invoice and counter rows were waited for), not by now; a date
 // in now's month that ends more than guardHorizon after now costs nothing.
-func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv Invoice, now time.Time) error {
+func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv document.Invoice, now time.Time) error {
 	if !nearMonthEnd(inv.InvoiceDate, now) {
 		return nil
 	}
-	m := MonthOf(inv.InvoiceDate)
+	m := document.MonthOf(inv.InvoiceDate)
 	var locked bool
 	if err := tx.QueryRow(ctx, `SELECT count(pg_advisory_xact_lock_shared(hashtextextended('period:' || s.seller_id, 0)))
 		FROM series s, (SELECT $3::date AS m, $4::bool AS late) u

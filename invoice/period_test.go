@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -17,20 +19,20 @@ import (
 
 // december is the periods tests' clock: 5 December 2026, 10:00 IST, so
 // November 2026 has ended and may be locked.
-var december = time.Date(2026, 12, 5, 10, 0, 0, 0, series.IST)
+var december = time.Date(2026, 12, 5, 10, 0, 0, 0, gst.IST)
 
-func dated(t *testing.T, f fixture, s series.Series, date string) invoice.Draft {
+func dated(t *testing.T, f fixture, s gst.Series, date string) document.Draft {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, date)
-	draft, err := invoice.Prepare(invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{chai("1", "10.00", "5")}},
-		f.seller, s, december, invoice.Policy{BackdateDays: 60})
+	draft, err := document.Prepare(document.Request{InvoiceDate: d, Items: []document.ItemInput{chai("1", "10.00", "5")}},
+		f.seller, s, december, document.Policy{BackdateDays: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return draft
 }
 
-func lastSerial(t *testing.T, f fixture, s series.Series) int64 {
+func lastSerial(t *testing.T, f fixture, s gst.Series) int64 {
 	t.Helper()
 	var n int64
 	if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(max(last_serial), 0) FROM series_counters WHERE series_id = $1`, s.ID).Scan(&n); err != nil {
@@ -88,7 +90,7 @@ func TestPeriodLock(t *testing.T) {
 	}
 
 	// Unlocking needs a reason and is recorded.
-	if err := invoice.UnlockPeriod(ctx, f.pool, f.seller, nov, "cli", " ", december); !errors.Is(err, invoice.ErrInvalid) {
+	if err := invoice.UnlockPeriod(ctx, f.pool, f.seller, nov, "cli", " ", december); !errors.Is(err, document.ErrInvalid) {
 		t.Fatalf("unlock without a reason: %v", err)
 	}
 	if err := invoice.UnlockPeriod(ctx, f.pool, f.seller, mustMonth(t, "102026"), "cli", "x", december); !errors.Is(err, invoice.ErrPeriodNotLocked) {
@@ -109,9 +111,9 @@ func TestPeriodLock(t *testing.T) {
 	}
 }
 
-func mustMonth(t *testing.T, fp string) invoice.Month {
+func mustMonth(t *testing.T, fp string) document.Month {
 	t.Helper()
-	m, err := invoice.ParseMonth(fp)
+	m, err := document.ParseMonth(fp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,7 @@ func TestDeclareOpening(t *testing.T) {
 		{FY: 2026, LastSerial: 1233, LastInvoiceDate: day("2026-03-31"), LastNumber: "CH1/26-27/01233"},  // outside the year
 		{FY: 2026, LastSerial: 0, LastInvoiceDate: day("2026-11-15"), LastNumber: "CH1/26-27/00000"},
 	} {
-		if err := declare(o); !errors.Is(err, invoice.ErrInvalid) {
+		if err := declare(o); !errors.Is(err, document.ErrInvalid) {
 			t.Fatalf("declare %+v: %v, want ErrInvalid", o, err)
 		}
 	}
@@ -314,7 +316,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 		reqs = append(reqs, invoice.IssueRequest{Seller: f.seller, Series: n9, Draft: dated(t, f, n9, "2026-11-20")})
 	}
 	for i, r := range c.IssueBatch(ctx, reqs) {
-		if r.Err == nil || !errors.Is(r.Err, invoice.ErrPeriodLocked) && !errors.Is(r.Err, series.ErrExhausted) {
+		if r.Err == nil || !errors.Is(r.Err, invoice.ErrPeriodLocked) && !errors.Is(r.Err, gst.ErrExhausted) {
 			t.Errorf("request %d: %+v, want period_locked or exhausted", i, r)
 		}
 	}

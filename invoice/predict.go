@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -199,7 +200,7 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 	var claims []KeyClaim
 	var window *dateWindow // the dates, for the database to judge
 	for g, p := range parts {
-		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]Draft, len(p))}
+		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]document.Draft, len(p))}
 		for i, cl := range p {
 			d := cl.req.Draft
 			groups[g].Drafts[i] = d
@@ -231,7 +232,7 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 			}
 		}
 	}
-	var invs [][]Invoice
+	var invs [][]document.Invoice
 	var states []*series.State
 	if c.cfg.Delegated {
 		invs, states, err = c.issueDelegated(ctx, groups, predicted, claims, window, now, opt)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -26,7 +27,7 @@ import (
 // errPredictRefused, before touching tx, when some group's prediction says
 // NextMany would refuse it.
 // tx must be fresh: the round trip ends with COMMIT.
-func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, window *dateWindow, now time.Time, opt series.Options) (out [][]Invoice, states []*series.State, err error) {
+func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, window *dateWindow, now time.Time, opt series.Options) (out [][]document.Invoice, states []*series.State, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, err

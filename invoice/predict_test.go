@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -23,7 +25,7 @@ func predicting(t testing.TB, f fixture, now func() time.Time) *invoice.Committe
 
 func verifyChains(t *testing.T, f fixture) {
 	t.Helper()
-	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", series.FYOf(now))
+	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", gst.FYOf(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestPredictFallsBack(t *testing.T) {
 	ctx := context.Background()
 	clock := now
 	c := predicting(t, f, func() time.Time { return clock })
-	issue := func(key string, mod func(*invoice.Draft)) invoice.Result {
+	issue := func(key string, mod func(*document.Draft)) invoice.Result {
 		d := f.draft(t, key)
 		if mod != nil {
 			mod(&d)
@@ -114,7 +116,7 @@ func TestPredictFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "lib")}, now, testfactory.Options(t, series.Options{})); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []document.Draft{f.draft(t, "lib")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -3,6 +3,7 @@ package invoice
 import (
 	"context"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/db"
 )
 
@@ -13,11 +14,11 @@ import (
 // answers. A legacy id names no seller; it is found through the index
 // that holds legacy ids only (docs/public-ids.md). The length conditions
 // name each index's predicate, so that the planner may use it.
-func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (Invoice, error) {
-	route, ok := ParsePublicID(publicID)
+func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (document.Invoice, error) {
+	route, ok := document.ParsePublicID(publicID)
 	switch {
 	case !ok:
-		return Invoice{}, ErrNotFound
+		return document.Invoice{}, ErrNotFound
 	case route.Legacy():
 		return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+
 			`WHERE i.public_id = $1 AND length(i.public_id) = 26`, publicID), "get invoice")

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
@@ -23,8 +24,8 @@ const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_
 
 const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id `
 
-func scanInvoice(row pgx.Row) (Invoice, error) {
-	var inv Invoice
+func scanInvoice(row pgx.Row) (document.Invoice, error) {
+	var inv document.Invoice
 	var dt string
 	var fy int
 	var bg, bn, on, reason, oext *string
@@ -35,19 +36,19 @@ func scanInvoice(row pgx.Row) (Invoice, error) {
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
 		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext)
 	if err != nil {
-		return Invoice{}, err
+		return document.Invoice{}, err
 	}
-	inv.DocType, inv.FY = series.DocType(dt), series.FY(fy)
+	inv.DocType, inv.FY = gst.DocType(dt), gst.FY(fy)
 	if bg != nil || bn != nil {
-		inv.Buyer = &Buyer{GSTIN: deref(bg), Name: deref(bn)}
+		inv.Buyer = &document.Buyer{GSTIN: deref(bg), Name: deref(bn)}
 	}
 	if on != nil && od != nil {
-		inv.Original = &Original{Number: *on, InvoiceDate: *od, ExternalReason: deref(oext)}
+		inv.Original = &document.Original{Number: *on, InvoiceDate: *od, ExternalReason: deref(oext)}
 	}
-	inv.Totals = Totals{Taxable: taxable, CGST: cgst, SGST: sgst, IGST: igst, Total: total}
+	inv.Totals = document.Totals{Taxable: taxable, CGST: cgst, SGST: sgst, IGST: igst, Total: total}
 	inv.CancelReason = deref(reason)
 	if err := json.Unmarshal(items, &inv.Items); err != nil {
-		return Invoice{}, fmt.Errorf("invoice %d: stored items: %w", inv.ID, err)
+		return document.Invoice{}, fmt.Errorf("invoice %d: stored items: %w", inv.ID, err)
 	}
 	return inv, nil
 }
@@ -59,27 +60,27 @@ func deref(p *string) string {
 	return *p
 }
 
-func one(row pgx.Row, what string) (Invoice, error) {
+func one(row pgx.Row, what string) (document.Invoice, error) {
 	inv, err := scanInvoice(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Invoice{}, ErrNotFound
+		return document.Invoice{}, ErrNotFound
 	}
 	if err != nil {
-		return Invoice{}, translate(err, what)
+		return document.Invoice{}, translate(err, what)
 	}
 	return inv, nil
 }
 
 // Get returns the seller's invoice with id, or ErrNotFound (also when it
 // belongs to another seller).
-func Get(ctx context.Context, q db.Querier, sellerID, id int64) (Invoice, error) {
+func Get(ctx context.Context, q db.Querier, sellerID, id int64) (document.Invoice, error) {
 	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
 // IDBySerial returns the internal id of the seller's invoice with serial
 // in series seriesID and year fy, or ErrNotFound (also when the series is
 // another seller's). It fails otherwise only on a database error.
-func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy series.FY, serial int64) (int64, error) {
+func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy gst.FY, serial int64) (int64, error) {
 	var id int64
 	err := q.QueryRow(ctx, `SELECT id FROM invoices WHERE series_id = $1 AND fy = $2 AND serial = $3 AND seller_id = $4`,
 		seriesID, int(fy), serial, sellerID).Scan(&id)
@@ -94,20 +95,20 @@ func IDBySerial(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy 
 
 // List returns up to limit invoices of series s in fy with serials above
 // after, in serial order.
-func List(ctx context.Context, q db.Querier, s series.Series, fy series.FY, after int64, limit int) ([]Invoice, error) {
+func List(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, after int64, limit int) ([]document.Invoice, error) {
 	return ListDated(ctx, q, s, fy, DateRange{}, after, limit)
 }
 
 // DateRange bounds invoice dates, both ends included; a zero end is open.
 type DateRange struct {
-	From, To time.Time // civil dates (midnight UTC, as series.DateIST gives)
+	From, To time.Time // civil dates (midnight UTC, as gst.DateIST gives)
 }
 
 // ListDated is List restricted to invoices dated within r. Within a
 // series-year invoice dates never decrease with the serial, so the
 // matching invoices are consecutive serials. It fails only on a database
 // error.
-func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY, r DateRange, after int64, limit int) ([]Invoice, error) {
+func ListDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r DateRange, after int64, limit int) ([]document.Invoice, error) {
 	var from, to *string
 	if !r.From.IsZero() {
 		v := r.From.Format(time.DateOnly)
@@ -125,7 +126,7 @@ func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY,
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}
@@ -138,9 +139,9 @@ func ListDated(ctx context.Context, q db.Querier, s series.Series, fy series.FY,
 // as issued before invoiced (an opening whose serials include the number,
 // dated no later than the opening's last date). Invoices are
 // never deleted, so a check before issuing stays true. It returns nil for a
-// draft without an original, ErrOriginalNotFound, ErrInvalid when the
+// draft without an original, ErrOriginalNotFound, document.ErrInvalid when the
 // number names a note or a voucher, and database errors.
-func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *Draft) error {
+func CheckOriginal(ctx context.Context, q db.Querier, seller gst.Seller, d *document.Draft) error {
 	o := d.Original
 	if o == nil || o.ExternalReason != "" {
 		return nil
@@ -149,7 +150,7 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *D
 	err := q.QueryRow(ctx, `
 		SELECT s.doc_type FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id
 		WHERE i.seller_id = $1 AND i.fy = $2 AND i.number = $3 AND i.invoice_date = $4`,
-		seller.ID, int(series.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
+		seller.ID, int(gst.FYOf(o.InvoiceDate)), o.Number, o.InvoiceDate).Scan(&dt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		declared, derr := declaredOriginal(ctx, q, seller, o)
 		if derr != nil || declared {
@@ -161,18 +162,18 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller series.Seller, d *D
 	if err != nil {
 		return translate(err, "find original")
 	}
-	switch series.DocType(dt) {
-	case series.Invoice, series.BillOfSupply, series.RevisedInvoice, series.InwardSupplyUnregistered:
+	switch gst.DocType(dt) {
+	case gst.Invoice, gst.BillOfSupply, gst.RevisedInvoice, gst.InwardSupplyUnregistered:
 		return nil
 	}
-	return apperr.Errorf(ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)
+	return apperr.Errorf(document.ErrInvalid, "original %s is a %s; a note corrects an invoice", o.Number, dt)
 }
 
 // FindByNumber returns the seller's invoices whose number is number,
 // compared case-insensitively (as the IRP compares document numbers):
 // none, one, or, for a format without {FY}, one per financial year,
 // newest year first. It fails only on a database error.
-func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number string) ([]Invoice, error) {
+func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number string) ([]document.Invoice, error) {
 	// Numbers are stored upper-case (formats are), and unique per seller
 	// and year: one index probe per year the seller has used.
 	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
@@ -182,7 +183,7 @@ func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number stri
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Invoice, error) { return scanInvoice(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}

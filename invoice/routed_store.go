@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/invoiced/invoiced/document"
 )
 
 // This file holds the routed form of the issuing writes
@@ -65,7 +67,7 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 		fy     int32
 		serial int64
 	}
-	at := make(map[serialKey]*Invoice, len(w.all))
+	at := make(map[serialKey]*document.Invoice, len(w.all))
 	sellers := map[int64]bool{}
 	for i, r := range w.invoices {
 		args = valuesRow(&sql, args, invoiceCasts, r.sellerID, r.seriesID, r.fy, r.serial, r.number, r.date, r.issuedAt, r.publicID,
@@ -142,7 +144,7 @@ func queueSubscribed(b *pgx.Batch, sellers []int64, typ string, subscribed map[i
 // queued anything. The deliveries are an INSERT … SELECT from events and
 // webhooks, co-located and filtered by the sellers: Citus runs it on the
 // sellers' worker.
-func queueEvents(b *pgx.Batch, invs []*Invoice, typ string, at func(*Invoice) time.Time, subscribed map[int64]bool) bool {
+func queueEvents(b *pgx.Batch, invs []*document.Invoice, typ string, at func(*document.Invoice) time.Time, subscribed map[int64]bool) bool {
 	var sql strings.Builder
 	sql.WriteString(`INSERT INTO events (seller_id, type, invoice_id, created_at) VALUES `)
 	var args []any

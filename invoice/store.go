@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -13,10 +15,6 @@ import (
 
 // This file holds the SQL of issuing, cancelling and reading invoices and
 // of idempotency keys; database errors are translated where they arise.
-
-// Beginner is db.Beginner, under the name the Committer and callers
-// outside the data layer know.
-type Beginner = db.Beginner
 
 // IssueTx numbers drafts, in order, with consecutive serials of s and
 // inserts them, their chain records and their idempotency keys inside tx.
@@ -29,7 +27,7 @@ type Beginner = db.Beginner
 // idempotency keys first, and database errors. After a refusal of the
 // series (invalid date, date out of order, exhausted) tx is still usable
 // and nothing was taken; after any other error it is aborted.
-func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, drafts []Draft, now time.Time, opt series.Options) ([]Invoice, error) {
+func IssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, drafts []document.Draft, now time.Time, opt series.Options) ([]document.Invoice, error) {
 	if len(drafts) == 0 {
 		return nil, nil
 	}
@@ -42,9 +40,9 @@ func IssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Seri
 
 // Group is drafts to number in one series: all of one invoice date.
 type Group struct {
-	Seller series.Seller
-	Series series.Series
-	Drafts []Draft
+	Seller gst.Seller
+	Series gst.Series
+	Drafts []document.Draft
 }
 
 // IssueManyTx is IssueTx for several series at once: one statement takes
@@ -60,7 +58,7 @@ type Group struct {
 // that concerns them all (lock timeout, ErrKeyRace, a database error); tx
 // is then aborted. A malformed call (a group without drafts or with mixed
 // dates) fails before touching tx.
-func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]Invoice, []error, error) {
+func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]document.Invoice, []error, error) {
 	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false, allOrNothing)
 	return invs, errs, err
 }
@@ -87,7 +85,7 @@ const (
 // refused). With fill whatIsLeft, a group may be issued in part: out[g]
 // then holds the invoices of its first drafts and errs[g] (ErrExhausted)
 // is the answer for the rest.
-func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]Invoice, errs []error, states []*series.State, committed bool, err error) {
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]document.Invoice, errs []error, states []*series.State, committed bool, err error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, nil, false, err
@@ -111,7 +109,7 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 	w := numberGroups(groups, blocks, errs, seals)
 	for g, gr := range groups {
 		if errs[g] == nil && blocks[g].N < len(gr.Drafts) {
-			errs[g] = apperr.Errorf(series.ErrExhausted, "series %s has no numbers left in %s: the last %d went to requests that came first",
+			errs[g] = apperr.Errorf(gst.ErrExhausted, "series %s has no numbers left in %s: the last %d went to requests that came first",
 				gr.Series.Code, blocks[g].FY, blocks[g].N)
 		}
 	}
@@ -147,7 +145,7 @@ func (w *writes) sendRouted(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit
 		return false, err
 	}
 	events := &pgx.Batch{}
-	queued := queueEvents(events, w.all, EventIssued, func(inv *Invoice) time.Time { return inv.IssuedAt }, subscribed)
+	queued := queueEvents(events, w.all, EventIssued, func(inv *document.Invoice) time.Time { return inv.IssuedAt }, subscribed)
 	if !queued && !commit {
 		return false, nil
 	}
@@ -163,10 +161,10 @@ func takeWhatIsLeft(ctx context.Context, tx pgx.Tx, takes []series.Take, blocks 
 	var retakes []series.Take
 	var at []int
 	for g, t := range takes {
-		if !errors.Is(errs[g], series.ErrExhausted) {
+		if !errors.Is(errs[g], gst.ErrExhausted) {
 			continue
 		}
-		u, err := series.Counter(ctx, tx, t.Series.SellerID, t.Series.ID, series.FYOf(t.Date))
+		u, err := series.Counter(ctx, tx, t.Series.SellerID, t.Series.ID, gst.FYOf(t.Date))
 		if err != nil {
 			return err
 		}
@@ -203,14 +201,14 @@ func commitFailed(err error) error {
 
 // Issue numbers and stores one draft in its own transaction and returns it.
 // See IssueTx for the errors.
-func Issue(ctx context.Context, b db.Beginner, seller series.Seller, s series.Series, d Draft, now time.Time, opt series.Options) (Invoice, error) {
-	var invs []Invoice
+func Issue(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, d document.Draft, now time.Time, opt series.Options) (document.Invoice, error) {
+	var invs []document.Invoice
 	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
-		invs, err = IssueTx(ctx, tx, seller, s, []Draft{d}, now, opt)
+		invs, err = IssueTx(ctx, tx, seller, s, []document.Draft{d}, now, opt)
 		return err
 	})
 	if err != nil {
-		return Invoice{}, txFailed(err)
+		return document.Invoice{}, txFailed(err)
 	}
 	return invs[0], nil
 }

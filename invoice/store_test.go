@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -15,8 +17,8 @@ import (
 
 type fixture struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
-	s      series.Series
+	seller gst.Seller
+	s      gst.Series
 }
 
 func setup(t *testing.T) fixture {
@@ -26,7 +28,7 @@ func setup(t *testing.T) fixture {
 	return fixture{pool: pool, seller: sel, s: testfactory.Series(t, pool, sel, nil)}
 }
 
-func (f fixture) draft(t *testing.T, key string) invoice.Draft {
+func (f fixture) draft(t *testing.T, key string) document.Draft {
 	t.Helper()
 	return testfactory.Draft(t, f.seller, f.s, now, &testfactory.DraftOpts{Key: key})
 }
@@ -43,7 +45,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drafts := []invoice.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
+	drafts := []document.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
 	invs, err := invoice.IssueTx(ctx, tx, f.seller, f.s, drafts, now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +89,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 		if err != nil || len(inv) != 1 {
 			t.Fatalf("invoice %d: %v", serial, err)
 		}
-		want := invoice.IssueRecord(string(f.seller.GSTIN), inv[0], pos, prev).Hash()
+		want := document.IssueRecord(string(f.seller.GSTIN), inv[0], pos, prev).Hash()
 		if string(want) != string(hash) {
 			t.Fatalf("record %d does not recompute from its invoice", pos)
 		}
@@ -114,7 +116,7 @@ func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []invoice.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
+	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []document.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
@@ -188,20 +190,20 @@ func TestCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := now.Add(time.Hour)
-	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrInvalid) {
+	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "", later, testfactory.Options(t, series.Options{})); !errors.Is(err, document.ErrInvalid) {
 		t.Fatalf("empty reason: %v", err)
 	}
 	c, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "customer returned the cup", later, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Status != invoice.StatusCancelled || c.CancelReason != "customer returned the cup" || !c.CancelledAt.Equal(later) {
+	if c.Status != document.StatusCancelled || c.CancelReason != "customer returned the cup" || !c.CancelledAt.Equal(later) {
 		t.Fatalf("cancelled: %+v", c)
 	}
 	if _, err := invoice.Cancel(ctx, f.pool, f.seller, inv.ID, "again", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrAlreadyCancelled) {
 		t.Fatalf("second cancel: %v", err)
 	}
-	if _, err := invoice.Cancel(ctx, f.pool, series.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrNotFound) {
+	if _, err := invoice.Cancel(ctx, f.pool, gst.Seller{ID: f.seller.ID + 1}, inv.ID, "x", later, testfactory.Options(t, series.Options{})); !errors.Is(err, invoice.ErrNotFound) {
 		t.Fatalf("another seller's cancel: %v", err)
 	}
 	next, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), later, testfactory.Options(t, series.Options{}))

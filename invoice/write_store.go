@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -20,24 +21,24 @@ import (
 
 // sealGroups checks groups and returns each draft's sealed parts (worked
 // out before the lock) and each group's take.
-func sealGroups(groups []Group) ([][]*sealed, []series.Take, error) {
+func sealGroups(groups []Group) ([][]*document.Sealed, []series.Take, error) {
 	takes := make([]series.Take, len(groups))
-	seals := make([][]*sealed, len(groups))
+	seals := make([][]*document.Sealed, len(groups))
 	for g, gr := range groups {
 		if len(gr.Drafts) == 0 {
 			return nil, nil, fmt.Errorf("invoice: IssueManyTx: group %d has no drafts", g)
 		}
 		date := gr.Drafts[0].InvoiceDate
-		seals[g] = make([]*sealed, len(gr.Drafts))
+		seals[g] = make([]*document.Sealed, len(gr.Drafts))
 		for i := range gr.Drafts {
 			d := &gr.Drafts[i]
 			if !d.InvoiceDate.Equal(date) {
 				return nil, nil, fmt.Errorf("invoice: drafts of one group must share an invoice date")
 			}
 			// The items' JSON, the totals as text and the content part of
-			// the chain record (Prepare did it already).
+			// the chain record (document.Prepare did it already).
 			var err error
-			if seals[g][i], err = d.seal(); err != nil {
+			if seals[g][i], err = d.Seal(); err != nil {
 				return nil, nil, err
 			}
 		}
@@ -50,9 +51,9 @@ func sealGroups(groups []Group) ([][]*sealed, []series.Take, error) {
 // group, and all of them in order), each group's counter state after
 // (states), and the rows of each table.
 type writes struct {
-	out      [][]Invoice
+	out      [][]document.Invoice
 	states   []*series.State
-	all      []*Invoice
+	all      []*document.Invoice
 	invoices []invoiceRow
 	chain    []chainRow
 	keys     []keyRow
@@ -112,28 +113,28 @@ type headRow struct {
 
 // numberGroups numbers and chains the drafts of every group not refused
 // (errs) with its block and returns the rows to write.
-func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][]*sealed) *writes {
-	w := &writes{out: make([][]Invoice, len(groups)), states: make([]*series.State, len(groups))}
+func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][]*document.Sealed) *writes {
+	w := &writes{out: make([][]document.Invoice, len(groups)), states: make([]*series.State, len(groups))}
 	for g, gr := range groups {
 		if errs[g] != nil {
 			continue
 		}
 		b := blocks[g]
-		invs := make([]Invoice, b.N)
+		invs := make([]document.Invoice, b.N)
 		w.out[g] = invs
 		head := b.ChainHead
 		for i, d := range gr.Drafts[:b.N] {
 			inv := &invs[i]
-			*inv = Invoice{
-				PublicID: NewPublicID(gr.Seller.ID, b.IssuedAt), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
+			*inv = document.Invoice{
+				PublicID: document.NewPublicID(gr.Seller.ID, b.IssuedAt), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
 				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
-				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: StatusIssued, Buyer: d.Buyer,
+				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: document.StatusIssued, Buyer: d.Buyer,
 				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
 			}
 			w.all = append(w.all, inv)
 			position := b.ChainLength + int64(i) + 1
 			sl := seals[g][i]
-			head = issueHash(string(gr.Seller.GSTIN), inv, position, head, sl.content)
+			head = document.IssueHash(string(gr.Seller.GSTIN), inv, position, head, sl.Content)
 
 			w.invoices = append(w.invoices, invoiceRowOf(inv, sl))
 			w.chain = append(w.chain, chainRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY), position: position,
@@ -152,11 +153,11 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 }
 
 // invoiceRowOf returns the row of inv, with the parts sl sealed.
-func invoiceRowOf(inv *Invoice, sl *sealed) invoiceRow {
+func invoiceRowOf(inv *document.Invoice, sl *document.Sealed) invoiceRow {
 	r := invoiceRow{sellerID: inv.SellerID, seriesID: inv.SeriesID, fy: int32(inv.FY), serial: inv.Serial,
 		number: inv.Number, date: inv.InvoiceDate, issuedAt: inv.IssuedAt, publicID: inv.PublicID,
-		placeOfSupply: inv.PlaceOfSupply, items: sl.itemsJSON,
-		taxable: sl.money[0], cgst: sl.money[1], sgst: sl.money[2], igst: sl.money[3], total: sl.money[4]}
+		placeOfSupply: inv.PlaceOfSupply, items: sl.ItemsJSON,
+		taxable: sl.Money[0], cgst: sl.Money[1], sgst: sl.Money[2], igst: sl.Money[3], total: sl.Money[4]}
 	if inv.Buyer != nil {
 		if inv.Buyer.GSTIN != "" {
 			r.buyerGSTIN = &inv.Buyer.GSTIN

@@ -9,6 +9,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
@@ -68,7 +69,7 @@ func uniqueIndexes(t *testing.T, pool *pgxpool.Pool) []string {
 
 // firstUseRace takes the first number of a fresh year of one series from
 // eight transactions at once and returns the errors.
-func firstUseRace(t *testing.T, pool *pgxpool.Pool, s series.Series, fy int) []error {
+func firstUseRace(t *testing.T, pool *pgxpool.Pool, s gst.Series, fy int) []error {
 	t.Helper()
 	ctx := context.Background()
 	date := time.Date(fy, 6, 1, 0, 0, 0, 0, time.UTC)

@@ -7,10 +7,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -82,7 +82,7 @@ type Summary struct {
 // Row is one invoice of a serial audit, with every field its chain records
 // seal, so that a third party can recompute the chain from the JSON export
 // alone (docs/chain.md). Amounts are decimal strings with two places;
-// instants are UTC as the chain writes them (invoice.Timestamp). Hash and
+// instants are UTC as the chain writes them (document.Timestamp). Hash and
 // CancelHash are the hex SHA-256 of the invoice's issue and cancel records
 // as stored, at IssuePosition and CancelPosition ("" and 0 when there is no
 // such record).
@@ -108,7 +108,7 @@ type Row struct {
 	IssuePosition  int64  `json:"issue_position"`
 	CancelPosition int64  `json:"cancel_position"`
 	CancelHash     string `json:"cancel_hash"`
-	// ID is the invoice's id in the API ("CH1-2026-7", invoice.Key),
+	// ID is the invoice's id in the API ("CH1-2026-7", document.Key),
 	// PublicID its receipt link's id (/r/{public_id}). Added after the
 	// columns above, so that their order stays.
 	ID       string `json:"id"`
@@ -131,7 +131,7 @@ type OpeningSummary struct {
 	LastSerial      int64  `json:"last_serial"`
 	LastNumber      string `json:"last_number"`
 	LastInvoiceDate string `json:"last_invoice_date"` // YYYY-MM-DD
-	DeclaredAt      string `json:"declared_at"`       // UTC, invoice.Timestamp
+	DeclaredAt      string `json:"declared_at"`       // UTC, document.Timestamp
 	DeclaredBy      string `json:"declared_by"`
 	Position        int64  `json:"position"` // always 1
 	Hash            string `json:"hash"`     // the opening record's stored hash
@@ -176,7 +176,7 @@ type RowItem struct {
 // ErrSeriesYearNotFound (before writing) when the series-year has no
 // counter row, invoice or chain record, database errors, and w's write
 // errors; after a failure w may hold a partial export.
-func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	if ContentType(format) == "" {
 		return apperr.Errorf(ErrInvalidFormat, "report format %q must be csv, json or xlsx", format)
 	}
@@ -185,7 +185,7 @@ func WriteAudit(ctx context.Context, b db.OptionsBeginner, seller series.Seller,
 
 // WriteAuditTx is WriteAudit inside the caller's transaction, which should
 // be REPEATABLE READ so that both passes see the same rows.
-func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	aw, err := newAuditWriter(format, w)
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ func newAuditWriter(format string, w io.Writer) (auditWriter, error) {
 // WriteAuditSummary writes the summary of the serial audit alone, as
 // WriteAudit would head it: in CSV two columns (Field, Value), in JSON
 // {"summary": {…}}, in XLSX the Summary sheet. It fails as WriteAudit does.
-func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY, format string, w io.Writer) error {
+func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY, format string, w io.Writer) error {
 	aw, err := newAuditWriter(format, w)
 	if err != nil {
 		return err
@@ -248,7 +248,7 @@ func WriteAuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.
 // ErrSeriesYearNotFound when the series-year holds nothing (no counter
 // row, invoice or chain record, and no unsettled forced end of a lease
 // that may have numbered it), and database errors.
-func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, fy gst.FY) (Summary, error) {
 	ctr, err := counterOf(ctx, tx, s, fy)
 	if err != nil {
 		return Summary{}, err
@@ -272,7 +272,7 @@ func AuditSummaryTx(ctx context.Context, tx pgx.Tx, seller series.Seller, s seri
 	return sum, nil
 }
 
-func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainResult) Summary {
+func summaryOf(seller gst.Seller, s gst.Series, fy gst.FY, res ChainResult) Summary {
 	highest := res.LastSerial // the declared serials count as stored
 	if res.Opening != nil {
 		highest = max(highest, res.Opening.LastSerial)
@@ -291,7 +291,7 @@ func summaryOf(seller series.Seller, s series.Series, fy series.FY, res ChainRes
 	}
 	if op := res.Opening; op != nil {
 		sum.Opening = &OpeningSummary{LastSerial: op.LastSerial, LastNumber: op.LastNumber,
-			LastInvoiceDate: op.LastInvoiceDate.Format(time.DateOnly), DeclaredAt: invoice.Timestamp(op.DeclaredAt),
+			LastInvoiceDate: op.LastInvoiceDate.Format(time.DateOnly), DeclaredAt: document.Timestamp(op.DeclaredAt),
 			DeclaredBy: op.DeclaredBy, Position: 1, Hash: hex.EncodeToString(res.OpeningHash)}
 	}
 	return sum
@@ -305,11 +305,11 @@ func nonNil[T any](s []T) []T {
 }
 
 // rowOf returns r, an invoice of series code in year fy, as an audit row.
-func rowOf(r *invoiceRow, code string, fy series.FY) *Row {
+func rowOf(r *invoiceRow, code string, fy gst.FY) *Row {
 	row := &Row{
-		ID: invoice.Key(code, fy, r.Serial), PublicID: r.PublicID,
+		ID: document.Key(code, fy, r.Serial), PublicID: r.PublicID,
 		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
-		IssuedAt: invoice.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
+		IssuedAt: document.Timestamp(r.IssuedAt), Status: r.Status, CancelReason: r.CancelReason,
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
 		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,
 		OriginalNumber: r.OriginalNumber, IssuePosition: r.IssuePosition, CancelPosition: r.CancelPosition,
@@ -320,14 +320,14 @@ func rowOf(r *invoiceRow, code string, fy series.FY) *Row {
 		row.OriginalDate = r.OriginalDate.Format(time.DateOnly)
 	}
 	if r.CancelledAt != nil {
-		row.CancelledAt = invoice.Timestamp(*r.CancelledAt)
+		row.CancelledAt = document.Timestamp(*r.CancelledAt)
 	}
 	return row
 }
 
 // rowItems decodes stored items JSON into the chain's canonical values.
 func rowItems(stored []byte) ([]RowItem, error) {
-	var items []invoice.Item
+	var items []document.Item
 	if err := json.Unmarshal(stored, &items); err != nil {
 		return nil, err
 	}
@@ -335,8 +335,8 @@ func rowItems(stored []byte) ([]RowItem, error) {
 	for i, it := range items {
 		out[i] = RowItem{Description: it.Description, HSN: it.HSN,
 			Quantity: it.Quantity.String(), UnitPrice: it.UnitPrice.String(), GSTRate: it.GSTRate.String(),
-			Taxable: invoice.Money(it.Taxable), CGST: invoice.Money(it.CGST), SGST: invoice.Money(it.SGST),
-			IGST: invoice.Money(it.IGST), Total: invoice.Money(it.Total)}
+			Taxable: document.Money(it.Taxable), CGST: document.Money(it.CGST), SGST: document.Money(it.SGST),
+			IGST: document.Money(it.IGST), Total: document.Money(it.Total)}
 	}
 	return out, nil
 }

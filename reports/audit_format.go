@@ -2,10 +2,9 @@ package reports
 
 import (
 	"fmt"
+	"github.com/invoiced/invoiced/gst"
 	"strings"
 	"time"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds what the export formats share: the writer each implements
@@ -33,7 +32,7 @@ var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (IST)", 
 // "2026-12-01T09:35:00.000000+05:30": the same instant as the chain's UTC
 // stamp, to the microsecond, in the time zone the invoice date is in.
 func istStamp(t time.Time) string {
-	return t.In(series.IST).Format("2006-01-02T15:04:05.000000-07:00")
+	return t.In(gst.IST).Format("2006-01-02T15:04:05.000000-07:00")
 }
 
 // summaryField is one line of the summary block (CSV, XLSX).

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 	"github.com/xuri/excelize/v2"
 )
 
-func audit(t *testing.T, f fixture, s series.Series, fy series.FY, format string) []byte {
+func audit(t *testing.T, f fixture, s gst.Series, fy gst.FY, format string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := reports.WriteAudit(context.Background(), f.pool, f.seller, s, fy, format, &buf); err != nil {
@@ -231,7 +232,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	oct, _ := invoice.ParseMonth("102026")
+	oct, _ := document.ParseMonth("102026")
 	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
 		t.Fatal(err)
 	}

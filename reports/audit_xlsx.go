@@ -4,12 +4,11 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/xuri/excelize/v2"
 	"io"
 	"strconv"
 	"time"
-
-	"github.com/invoiced/invoiced/series"
-	"github.com/xuri/excelize/v2"
 )
 
 // This file holds the XLSX export of the serial audit.
@@ -154,7 +153,7 @@ func (xw *xlsxWriter) row(r *Row) error {
 	c := xw.cells
 	c[0], c[1] = r.Serial, r.Number
 	c[2] = excelize.Cell{StyleID: xw.date, Value: r.invoiceDate}
-	c[3] = excelize.Cell{StyleID: xw.datetime, Value: r.issuedAt.In(series.IST)}
+	c[3] = excelize.Cell{StyleID: xw.datetime, Value: r.issuedAt.In(gst.IST)}
 	c[4], c[5], c[6] = r.Status, nilIfEmpty(r.CancelReason), nilIfEmpty(r.BuyerGSTIN)
 	for i, a := range []string{r.Taxable, r.CGST, r.SGST, r.IGST, r.Total} {
 		v, err := strconv.ParseFloat(a, 64)
@@ -174,7 +173,7 @@ func (xw *xlsxWriter) row(r *Row) error {
 		c[16] = excelize.Cell{StyleID: xw.date, Value: d}
 	}
 	if r.cancelledAt != nil {
-		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(series.IST)}
+		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(gst.IST)}
 	}
 	c[18], c[19], c[20] = r.IssuePosition, nilIfZero(r.CancelPosition), nilIfEmpty(r.CancelHash)
 	c[21], c[22] = r.ID, r.PublicID

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
@@ -216,8 +217,8 @@ func TestChainWithOpeningRecomputedFromJSONExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, date := range []string{"2026-11-15", "2026-11-20"} {
-		d, err := invoice.Prepare(invoice.Request{InvoiceDate: day(date), Buyer: &invoice.Buyer{Name: "Ravi"}, Items: []invoice.ItemInput{
-			{Description: "Ginger chai", HSN: "0902", Quantity: "3", UnitPrice: "40", GSTRate: "5"}}}, f.seller, s, clock, invoice.Policy{BackdateDays: 60})
+		d, err := document.Prepare(document.Request{InvoiceDate: day(date), Buyer: &document.Buyer{Name: "Ravi"}, Items: []document.ItemInput{
+			{Description: "Ginger chai", HSN: "0902", Quantity: "3", UnitPrice: "40", GSTRate: "5"}}}, f.seller, s, clock, document.Policy{BackdateDays: 60})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
@@ -17,7 +18,7 @@ import (
 
 // AuditSummary returns the summary of the serial audit of s in fy, read in
 // its own snapshot; it fails as AuditSummaryTx does.
-func AuditSummary(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY) (Summary, error) {
+func AuditSummary(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY) (Summary, error) {
 	var sum Summary
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
@@ -38,7 +39,7 @@ type RowQuery struct {
 
 // AuditRows returns the audit rows of s in fy that q selects, in serial
 // order (without items). It fails only when the database fails.
-func AuditRows(ctx context.Context, b db.OptionsBeginner, s series.Series, fy series.FY, q RowQuery) ([]Row, error) {
+func AuditRows(ctx context.Context, b db.OptionsBeginner, s gst.Series, fy gst.FY, q RowQuery) ([]Row, error) {
 	var out []Row
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		return walkInvoicePage(ctx, tx, s, fy, q, func(r *invoiceRow) error {
@@ -59,7 +60,7 @@ type DayCount struct {
 // DailyCounts returns the invoices of s in fy per invoice date, in date
 // order (days without invoices are absent). It fails only when the
 // database fails.
-func DailyCounts(ctx context.Context, b db.OptionsBeginner, s series.Series, fy series.FY) ([]DayCount, error) {
+func DailyCounts(ctx context.Context, b db.OptionsBeginner, s gst.Series, fy gst.FY) ([]DayCount, error) {
 	var out []DayCount
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
@@ -71,7 +72,7 @@ func DailyCounts(ctx context.Context, b db.OptionsBeginner, s series.Series, fy 
 
 // Activity is what the console's overview shows of one series.
 type Activity struct {
-	Series      series.Series
+	Series      gst.Series
 	Years       []series.Usage // last serial per financial year, newest first
 	IssuedToday int64          // invoices dated today (IST)
 	CancelledFY int64          // invoices of the current year cancelled
@@ -80,14 +81,14 @@ type Activity struct {
 // SeriesActivity returns the activity of each of the seller's series on
 // the day today (a civil date, IST), ordered by code. It fails only when
 // the database fails.
-func SeriesActivity(ctx context.Context, b db.OptionsBeginner, seller series.Seller, today time.Time) ([]Activity, error) {
+func SeriesActivity(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, today time.Time) ([]Activity, error) {
 	var out []Activity
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		all, err := series.List(ctx, tx, seller.ID)
 		if err != nil {
 			return err
 		}
-		counts, err := activityCounts(ctx, tx, seller.ID, today, series.FYOf(today))
+		counts, err := activityCounts(ctx, tx, seller.ID, today, gst.FYOf(today))
 		if err != nil {
 			return err
 		}
@@ -116,7 +117,7 @@ type Head struct {
 // SeriesYearHead returns the head of s in fy. It returns
 // ErrSeriesYearNotFound when the year has no counter row, and fails
 // otherwise only when the database fails.
-func SeriesYearHead(ctx context.Context, b db.OptionsBeginner, seller series.Seller, s series.Series, fy series.FY) (Head, error) {
+func SeriesYearHead(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, s gst.Series, fy gst.FY) (Head, error) {
 	var h Head
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		ctr, err := counterOf(ctx, tx, s, fy)

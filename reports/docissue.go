@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -48,7 +48,7 @@ func (p Period) String() string {
 //
 // It fails with ErrInvalidPeriod for any other shape, a month outside
 // 01–12, a range that ends before it starts or spans two financial years,
-// and a year outside series.MinFY..MaxFY.
+// and a year outside gst.MinFY..MaxFY.
 func ParsePeriod(s string) (Period, error) {
 	s = strings.TrimSpace(s)
 	bad := func(format string, args ...any) (Period, error) {
@@ -57,7 +57,7 @@ func ParsePeriod(s string) (Period, error) {
 	var p Period
 	switch {
 	case isQuarter(s):
-		fy, err := series.ParseFY(s[:7])
+		fy, err := gst.ParseFY(s[:7])
 		if err != nil {
 			return bad("period %q: %s", s, apperr.MessageOf(err))
 		}
@@ -83,15 +83,15 @@ func ParsePeriod(s string) (Period, error) {
 		if to.Before(from) {
 			return bad("period %q ends before it starts", s)
 		}
-		if series.FYOf(from) != series.FYOf(to) {
-			return bad("period %q spans financial years %s and %s; file one return per year", s, series.FYOf(from), series.FYOf(to))
+		if gst.FYOf(from) != gst.FYOf(to) {
+			return bad("period %q spans financial years %s and %s; file one return per year", s, gst.FYOf(from), gst.FYOf(to))
 		}
 		p.From, p.To = from, to
 	default:
 		return bad("period %q must be MMYYYY (112026), MMYYYY-MMYYYY (042026-062026) or a quarter such as 2026-27-Q1", s)
 	}
-	if fy := series.FYOf(p.From); !fy.Valid() {
-		return bad("period %q is outside the financial years %s to %s", s, series.MinFY, series.MaxFY)
+	if fy := gst.FYOf(p.From); !fy.Valid() {
+		return bad("period %q is outside the financial years %s to %s", s, gst.MinFY, gst.MaxFY)
 	}
 	return p, nil
 }
@@ -159,7 +159,7 @@ type DocRange struct {
 // dated in the period, the count of serials from..to, how many of those
 // invoices are cancelled (as of now), and the net issued. A period with no
 // documents gives an empty doc_det. It fails only when the database fails.
-func DocIssue(ctx context.Context, b db.OptionsBeginner, seller series.Seller, period Period) (DocIssueReport, error) {
+func DocIssue(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, period Period) (DocIssueReport, error) {
 	var rep DocIssueReport
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
@@ -170,7 +170,7 @@ func DocIssue(ctx context.Context, b db.OptionsBeginner, seller series.Seller, p
 }
 
 // DocIssueTx is DocIssue inside the caller's transaction.
-func DocIssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, period Period) (DocIssueReport, error) {
+func DocIssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, period Period) (DocIssueReport, error) {
 	rep := DocIssueReport{GSTIN: string(seller.GSTIN), FP: period.FP(), DocIssue: DocIssueSection{DocDet: []DocDet{}}}
 	rows, err := docIssueRows(ctx, tx, seller.ID, period.FirstDay(), period.LastDay())
 	if err != nil {
@@ -204,7 +204,7 @@ func DocIssueTx(ctx context.Context, tx pgx.Tx, seller series.Seller, period Per
 		return DocIssueReport{}, err
 	}
 	rep.Warnings = append(rep.Warnings, lw...)
-	ops, err := openingsOf(ctx, tx, seller.ID, series.FYOf(period.FirstDay()))
+	ops, err := openingsOf(ctx, tx, seller.ID, gst.FYOf(period.FirstDay()))
 	if err != nil {
 		return DocIssueReport{}, err
 	}

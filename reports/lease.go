@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/jackc/pgx/v5"
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgx/v5"
 )
 
 // DeviceNotUploaded is the finding of a lease of the series ended by force (a lost device)
@@ -22,23 +21,23 @@ const DeviceNotUploaded FindingKind = "device_not_uploaded"
 // unsettledLease is a lease ended by force and not settled.
 type unsettledLease struct {
 	Code, DeviceID, Reason string
-	StartFY                series.FY
-	FY                     series.FY
+	StartFY                gst.FY
+	FY                     gst.FY
 	Serial                 int64
 	// Years: the last serial uploaded per year from the lease's start to
 	// the year of the forced end (nil for an end recorded before they
 	// were: only FY's).
-	Years   map[series.FY]int64
+	Years   map[gst.FY]int64
 	EndedAt time.Time
 }
 
 // years returns the years l's forced end recorded, in order, each with its
 // last serial uploaded.
-func (l unsettledLease) years() []series.FY {
+func (l unsettledLease) years() []gst.FY {
 	if len(l.Years) == 0 {
-		return []series.FY{l.FY}
+		return []gst.FY{l.FY}
 	}
-	out := make([]series.FY, 0, len(l.Years))
+	out := make([]gst.FY, 0, len(l.Years))
 	for y := range l.Years {
 		out = append(out, y)
 	}
@@ -48,7 +47,7 @@ func (l unsettledLease) years() []series.FY {
 
 // lastUploaded returns the last serial uploaded in fy when l was ended,
 // and whether l recorded it.
-func (l unsettledLease) lastUploaded(fy series.FY) (int64, bool) {
+func (l unsettledLease) lastUploaded(fy gst.FY) (int64, bool) {
 	if len(l.Years) == 0 {
 		return l.Serial, fy == l.FY
 	}
@@ -73,7 +72,7 @@ func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) (
 		if err := r.Scan(&l.Code, &l.DeviceID, &l.Reason, &start, &fy, &l.Serial, &years, &l.EndedAt); err != nil {
 			return l, err
 		}
-		l.StartFY, l.FY = series.FY(start), series.FY(fy)
+		l.StartFY, l.FY = gst.FY(start), gst.FY(fy)
 		if len(years) == 0 {
 			return l, nil
 		}
@@ -81,13 +80,13 @@ func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) (
 		if err := json.Unmarshal(years, &in); err != nil {
 			return l, err
 		}
-		l.Years = map[series.FY]int64{}
+		l.Years = map[gst.FY]int64{}
 		for k, n := range in {
 			y, err := strconv.Atoi(k)
 			if err != nil {
 				return l, err
 			}
-			l.Years[series.FY(y)] = n
+			l.Years[gst.FY(y)] = n
 		}
 		return l, nil
 	})
@@ -99,7 +98,7 @@ func unsettledLeases(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64) (
 
 // message says what l leaves unknown in fy, whose last serial uploaded is
 // last.
-func (l unsettledLease) message(fy series.FY, last int64) string {
+func (l unsettledLease) message(fy gst.FY, last int64) string {
 	return fmt.Sprintf("device %s's lease ended by force at %s (%s) with serial %d of %s uploaded last: the device may have issued serials after %d offline that were never uploaded, until it uploads them or the accountant declares them cancelled",
 		l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339), l.Reason, last, fy, last)
 }
@@ -110,7 +109,7 @@ func (l unsettledLease) message(fy series.FY, last int64) string {
 // then is not intact. The finding is at the serial after the last one
 // uploaded when the lease ended, or for a year the end did not record
 // (it came later), after the last one stored.
-func addLeaseFindings(ctx context.Context, tx pgx.Tx, seller series.Seller, s series.Series, fy series.FY, sum *Summary) error {
+func addLeaseFindings(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Series, fy gst.FY, sum *Summary) error {
 	ls, err := unsettledLeases(ctx, tx, seller.ID, s.ID)
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -31,11 +33,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 //	B2  (bill_of_supply, BS/{FY}/{SEQ:4}): 2026-27 serials 1-2 dated 2026-11-05, 2026-12-01
 type fixture struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
-	ch1    series.Series
-	cn1    series.Series
-	b2     series.Series
-	invs   map[string]invoice.Invoice // by number
+	seller gst.Seller
+	ch1    gst.Series
+	cn1    gst.Series
+	b2     gst.Series
+	invs   map[string]document.Invoice // by number
 }
 
 var clock = time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC) // 09:30 IST on 1 December 2026
@@ -45,8 +47,8 @@ func setup(t *testing.T) fixture {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, nil)
-	f := fixture{pool: pool, seller: seller, invs: map[string]invoice.Invoice{}}
-	mk := func(code, docType, format string) series.Series {
+	f := fixture{pool: pool, seller: seller, invs: map[string]document.Invoice{}}
+	mk := func(code, docType, format string) gst.Series {
 		return testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: code, DocType: docType, Format: format})
 	}
 	f.ch1 = mk("CH1", "invoice", "CH1/{FY}/{SEQ:5}")
@@ -57,15 +59,15 @@ func setup(t *testing.T) fixture {
 	// invoiced serve's do there (series.Options.Routed).
 	opt := series.Options{Routed: dbtest.Citus(t)}
 	minute := 0
-	issue := func(s series.Series, date string, buyer *invoice.Buyer, orig *invoice.Original) invoice.Invoice {
+	issue := func(s gst.Series, date string, buyer *document.Buyer, orig *document.Original) document.Invoice {
 		t.Helper()
 		minute++
 		now := clock.Add(time.Duration(minute) * time.Minute)
-		req := invoice.Request{InvoiceDate: day(date), Buyer: buyer, Original: orig, PlaceOfSupply: pos(buyer), Items: []invoice.ItemInput{
+		req := document.Request{InvoiceDate: day(date), Buyer: buyer, Original: orig, PlaceOfSupply: pos(buyer), Items: []document.ItemInput{
 			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "10", UnitPrice: "125.50", GSTRate: "5"},
 			{Description: "Steel tumbler", HSN: "7323", Quantity: "2", UnitPrice: "99.99", GSTRate: "18"},
 		}}
-		d, err := invoice.Prepare(req, seller, s, now, invoice.Policy{BackdateDays: 400})
+		d, err := document.Prepare(req, seller, s, now, document.Policy{BackdateDays: 400})
 		if err != nil {
 			t.Fatalf("prepare %s %s: %v", s.Code, date, err)
 		}
@@ -76,23 +78,23 @@ func setup(t *testing.T) fixture {
 		f.invs[inv.Number] = inv
 		return inv
 	}
-	cancel := func(inv invoice.Invoice, reason string) {
+	cancel := func(inv document.Invoice, reason string) {
 		t.Helper()
 		minute++
 		if _, err := invoice.Cancel(ctx, pool, seller, inv.ID, reason, clock.Add(time.Duration(minute)*time.Minute), opt); err != nil {
 			t.Fatalf("cancel %s: %v", inv.Number, err)
 		}
 	}
-	karnataka := &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bengaluru Traders"}
+	karnataka := &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bengaluru Traders"}
 	issue(f.ch1, "2026-03-20", nil, nil)
 	first := issue(f.ch1, "2026-10-30", karnataka, nil)
 	second := issue(f.ch1, "2026-11-02", nil, nil)
-	issue(f.ch1, "2026-11-02", &invoice.Buyer{Name: "Śrī Stores, Kothrud"}, nil)
+	issue(f.ch1, "2026-11-02", &document.Buyer{Name: "Śrī Stores, Kothrud"}, nil)
 	cancel(second, `Wrong buyer, "duplicate" entry`)
 	issue(f.ch1, "2026-11-15", nil, nil)
 	issue(f.ch1, "2026-11-28", karnataka, nil)
 	issue(f.ch1, "2026-11-28", nil, nil)
-	issue(f.cn1, "2026-11-20", karnataka, &invoice.Original{Number: first.Number, InvoiceDate: first.InvoiceDate})
+	issue(f.cn1, "2026-11-20", karnataka, &document.Original{Number: first.Number, InvoiceDate: first.InvoiceDate})
 	issue(f.b2, "2026-11-05", nil, nil)
 	issue(f.b2, "2026-12-01", nil, nil)
 	// Public ids hold random bits; fixed ones (in the legacy form, unique
@@ -121,7 +123,7 @@ func setup(t *testing.T) fixture {
 }
 
 // pos returns the buyer's state as the place of supply ("" = the seller's).
-func pos(b *invoice.Buyer) string {
+func pos(b *document.Buyer) string {
 	if b == nil || b.GSTIN == "" {
 		return ""
 	}

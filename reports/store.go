@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -24,11 +26,6 @@ import (
 // refused as a join that would need repartitioning. On plain PostgreSQL
 // the extra condition is one more column of the same index.
 
-// DB is db.OptionsBeginner, under the name callers outside the data layer
-// know. Every report runs in one read-only REPEATABLE READ transaction
-// (readTx), so its passes see one snapshot.
-type DB = db.OptionsBeginner
-
 // readTx runs fn in a read-only REPEATABLE READ transaction begun on b and
 // returns fn's error, or BEGIN's or COMMIT's translated.
 func readTx(ctx context.Context, b db.OptionsBeginner, fn func(pgx.Tx) error) error {
@@ -39,8 +36,8 @@ func readTx(ctx context.Context, b db.OptionsBeginner, fn func(pgx.Tx) error) er
 // seriesYear is one series-year to check, with its counter row when there
 // is one.
 type seriesYear struct {
-	Series  series.Series
-	FY      series.FY
+	Series  gst.Series
+	FY      gst.FY
 	Counter *counterRow // nil when the counter row is missing
 }
 
@@ -53,12 +50,12 @@ type counterRow struct {
 // listSeriesYears returns the seller's series-years that have a counter
 // row, an invoice or a chain record, ordered by series code and year,
 // restricted to code and fy when those are set ("" and 0 mean all).
-func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string, fy series.FY) ([]seriesYear, error) {
+func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string, fy gst.FY) ([]seriesYear, error) {
 	all, err := series.List(ctx, tx, sellerID)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[int64]series.Series{}
+	byID := map[int64]gst.Series{}
 	var ids []int64
 	for _, su := range all {
 		if code != "" && su.Code != code {
@@ -92,7 +89,7 @@ func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string
 		if err := rows.Scan(&id, &y, &has, &c.LastSerial, &c.ChainLength, &c.ChainHead); err != nil {
 			return nil, translate(err, "list series-years")
 		}
-		sy := seriesYear{Series: byID[id], FY: series.FY(y)}
+		sy := seriesYear{Series: byID[id], FY: gst.FY(y)}
 		if has {
 			sy.Counter = &c
 		}
@@ -106,7 +103,7 @@ func listSeriesYears(ctx context.Context, tx pgx.Tx, sellerID int64, code string
 }
 
 // counterOf reads the counter row of one series-year; nil when missing.
-func counterOf(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (*counterRow, error) {
+func counterOf(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (*counterRow, error) {
 	var c counterRow
 	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
 		s.ID, int(fy), s.SellerID).Scan(&c.LastSerial, &c.ChainLength, &c.ChainHead)
@@ -151,7 +148,7 @@ type invoiceFields struct {
 
 // walkRecords streams the chain records of a series-year in position
 // order (rows of one position repeat when duplicate serials were forced in).
-func walkRecords(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, fn func(*recordRow) error) error {
+func walkRecords(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, fn func(*recordRow) error) error {
 	rows, err := tx.Query(ctx, `
 		SELECT c.position, c.kind, c.serial, c.recorded_at, c.hash, i.serial IS NOT NULL,
 			coalesce(i.number, ''), coalesce(i.invoice_date, '0001-01-01'::date), coalesce(i.issued_at, '0001-01-01Z'::timestamptz),
@@ -197,7 +194,7 @@ type invoiceRow struct {
 }
 
 // walkInvoices streams the invoices of a series-year in serial order.
-func walkInvoices(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, fn func(*invoiceRow) error) error {
+func walkInvoices(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, fn func(*invoiceRow) error) error {
 	return walkInvoicePage(ctx, tx, s, fy, RowQuery{}, fn)
 }
 
@@ -210,7 +207,7 @@ func walkInvoices(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY,
 // planned, on tables not yet analysed after a burst of issues (estimated at
 // one row), as a nested loop that re-aggregated every record for every
 // invoice — quadratic, 5.9 s for 800 invoices under load.
-func walkInvoicePage(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, q RowQuery, fn func(*invoiceRow) error) error {
+func walkInvoicePage(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, q RowQuery, fn func(*invoiceRow) error) error {
 	limit := int64(q.Limit)
 	if limit <= 0 {
 		limit = -1 // no limit
@@ -269,7 +266,7 @@ type declaredOpening struct {
 }
 
 // openingsOf returns the seller's opening declarations of year fy, by code.
-func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]declaredOpening, error) {
+func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy gst.FY) ([]declaredOpening, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT s.code, o.last_serial, o.last_invoice_date, o.last_number, o.declared_at, o.declared_by
 		FROM series_openings o JOIN series s ON s.id = o.series_id AND s.seller_id = $1
@@ -288,7 +285,7 @@ func openingsOf(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([
 
 // endNumbers returns the numbers of the lowest and highest serials of s in
 // fy ("" when it has none), by the (series_id, fy, serial) index.
-func endNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (first, last string, err error) {
+func endNumbers(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (first, last string, err error) {
 	err = tx.QueryRow(ctx, `
 		SELECT coalesce((SELECT number FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3 ORDER BY serial LIMIT 1), ''),
 			coalesce((SELECT number FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3 ORDER BY serial DESC LIMIT 1), '')`,
@@ -297,7 +294,7 @@ func endNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) (
 }
 
 // lockedPeriods returns the seller's months of year fy locked after filing.
-func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY) ([]LockedPeriod, error) {
+func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy gst.FY) ([]LockedPeriod, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT to_char(period, 'MMYYYY'), locked_at, locked_by FROM period_locks
 		WHERE seller_id = $1 AND period BETWEEN $2 AND $3 ORDER BY period`, sellerID, fy.Start(), fy.End())
@@ -308,7 +305,7 @@ func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY)
 		var l LockedPeriod
 		var at time.Time
 		err := r.Scan(&l.FP, &at, &l.LockedBy)
-		l.LockedAt = invoice.Timestamp(at)
+		l.LockedAt = document.Timestamp(at)
 		return l, err
 	})
 	if out == nil {
@@ -318,7 +315,7 @@ func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy series.FY)
 }
 
 // dailyCounts returns the invoices of a series-year per invoice date.
-func dailyCounts(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) ([]DayCount, error) {
+func dailyCounts(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) ([]DayCount, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT invoice_date, count(*), count(*) FILTER (WHERE status = 'cancelled')
 		FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3
@@ -336,7 +333,7 @@ func dailyCounts(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY) 
 
 // activityCounts returns, per series of the seller, the invoices dated
 // today and the invoices of year fy cancelled.
-func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.Time, fy series.FY) (map[int64][2]int64, error) {
+func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.Time, fy gst.FY) (map[int64][2]int64, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT series_id, count(*) FILTER (WHERE invoice_date = $2), count(*) FILTER (WHERE status = 'cancelled')
 		FROM invoices WHERE seller_id = $1 AND fy = $3
@@ -359,7 +356,7 @@ func activityCounts(ctx context.Context, tx pgx.Tx, sellerID int64, today time.T
 
 // duplicateNumbers returns up to limit numbers of a series-year held by
 // more than one invoice, with their serials, ordered by first serial.
-func duplicateNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series.FY, limit int) ([]DuplicateNumber, error) {
+func duplicateNumbers(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, limit int) ([]DuplicateNumber, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT number, array_agg(serial ORDER BY serial)
 		FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $4
@@ -379,8 +376,8 @@ func duplicateNumbers(ctx context.Context, tx pgx.Tx, s series.Series, fy series
 // docIssueRow is one series-year's documents dated in a period.
 type docIssueRow struct {
 	Code          string
-	DocType       series.DocType
-	FY            series.FY
+	DocType       gst.DocType
+	FY            gst.FY
 	From, To      string
 	Lo, Hi        int64
 	Count, Cancel int64
@@ -411,7 +408,7 @@ func docIssueRows(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.
 		var dt string
 		var fy int
 		err := r.Scan(&d.Code, &dt, &fy, &d.From, &d.To, &d.Lo, &d.Hi, &d.Count, &d.Cancel)
-		d.DocType, d.FY = series.DocType(dt), series.FY(fy)
+		d.DocType, d.FY = gst.DocType(dt), gst.FY(fy)
 		return d, err
 	})
 	return out, translate(err, "documents issued")

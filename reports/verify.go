@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
@@ -126,8 +127,8 @@ func (f Finding) String() string {
 // ChainResult is what Verify found in one series-year.
 type ChainResult struct {
 	Series  string
-	DocType series.DocType
-	FY      series.FY
+	DocType gst.DocType
+	FY      gst.FY
 
 	Invoices    int64 // invoice rows
 	Cancelled   int64 // of which cancelled
@@ -259,7 +260,7 @@ func (r VerifyReport) Findings() []Finding {
 // series.ErrNotFound, filters that select no series-year
 // ErrSeriesYearNotFound (never an empty, "intact" report); otherwise it
 // fails only when the database fails.
-func Verify(ctx context.Context, b db.OptionsBeginner, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
+func Verify(ctx context.Context, b db.OptionsBeginner, seller gst.Seller, seriesCode string, fy gst.FY) (VerifyReport, error) {
 	var rep VerifyReport
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
@@ -271,7 +272,7 @@ func Verify(ctx context.Context, b db.OptionsBeginner, seller series.Seller, ser
 
 // VerifyTx is Verify inside the caller's transaction (which should be
 // REPEATABLE READ for a consistent result).
-func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode string, fy series.FY) (VerifyReport, error) {
+func VerifyTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, seriesCode string, fy gst.FY) (VerifyReport, error) {
 	rep := VerifyReport{GSTIN: string(seller.GSTIN)}
 	if seriesCode != "" {
 		s, err := series.Get(ctx, tx, seller.ID, seriesCode)
@@ -298,7 +299,7 @@ func VerifyTx(ctx context.Context, tx pgx.Tx, seller series.Seller, seriesCode s
 }
 
 // filterText returns " in series CODE in 2026-27" for the filters set.
-func filterText(code string, fy series.FY) string {
+func filterText(code string, fy gst.FY) string {
 	var s string
 	if code != "" {
 		s += " in series " + code

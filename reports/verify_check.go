@@ -9,8 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
@@ -105,13 +106,13 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 			return
 		}
 		switch r.Kind {
-		case invoice.KindIssue:
+		case document.KindIssue:
 			if r.Serial <= lastIssueSerial {
 				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
 					Message: fmt.Sprintf("issue record of serial %d follows the issue record of serial %d", r.Serial, lastIssueSerial)})
 			}
 			lastIssueSerial = max(lastIssueSerial, r.Serial)
-		case invoice.KindCancel:
+		case document.KindCancel:
 			if r.Serial > lastIssueSerial {
 				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
 					Message: fmt.Sprintf("cancel record of serial %d precedes its issue record", r.Serial)})
@@ -142,7 +143,7 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 		}
 		if found && !timeOK {
 			c.add(Finding{Kind: RecordedAtMismatch, Position: r.Position, Serial: r.Serial,
-				Message: fmt.Sprintf("%s record of serial %d: recorded_at %s differs from the invoice's time", r.Kind, r.Serial, invoice.Timestamp(r.RecordedAt))})
+				Message: fmt.Sprintf("%s record of serial %d: recorded_at %s differs from the invoice's time", r.Kind, r.Serial, document.Timestamp(r.RecordedAt))})
 		}
 		lastHash, lastPos = r.Hash, r.Position
 		c.res.Records++
@@ -180,28 +181,28 @@ func (c *checker) checkOpening(r recordRow, linkKnown bool) {
 
 // record rebuilds the chain record of kind for the invoice fields f; ok is
 // false when a stored amount does not parse.
-func (c *checker) record(kind string, f *invoiceFields, position int64, prev []byte) (invoice.Record, bool) {
+func (c *checker) record(kind string, f *invoiceFields, position int64, prev []byte) (document.Record, bool) {
 	inv, ok := c.invoice(f)
-	if kind == invoice.KindCancel {
-		return invoice.CancelRecord(c.gstin, inv, position, prev), ok
+	if kind == document.KindCancel {
+		return document.CancelRecord(c.gstin, inv, position, prev), ok
 	}
-	return invoice.IssueRecord(c.gstin, inv, position, prev), ok
+	return document.IssueRecord(c.gstin, inv, position, prev), ok
 }
 
-// invoice returns the invoice.Invoice that f describes, as far as the chain
+// invoice returns the document.Invoice that f describes, as far as the chain
 // covers it.
-func (c *checker) invoice(f *invoiceFields) (invoice.Invoice, bool) {
-	inv := invoice.Invoice{
+func (c *checker) invoice(f *invoiceFields) (document.Invoice, bool) {
+	inv := document.Invoice{
 		SeriesCode: c.sy.Series.Code, DocType: c.sy.Series.DocType, FY: c.sy.FY,
 		Serial: f.Serial, Number: f.Number, InvoiceDate: f.InvoiceDate, IssuedAt: f.IssuedAt,
 		Status: f.Status, CancelledAt: f.CancelledAt, CancelReason: f.CancelReason,
 	}
 	if f.BuyerGSTIN != "" || f.BuyerName != "" {
-		inv.Buyer = &invoice.Buyer{GSTIN: f.BuyerGSTIN, Name: f.BuyerName}
+		inv.Buyer = &document.Buyer{GSTIN: f.BuyerGSTIN, Name: f.BuyerName}
 	}
 	inv.PlaceOfSupply = f.PlaceOfSupply
 	if f.OriginalNumber != "" && f.OriginalDate != nil {
-		inv.Original = &invoice.Original{Number: f.OriginalNumber, InvoiceDate: *f.OriginalDate}
+		inv.Original = &document.Original{Number: f.OriginalNumber, InvoiceDate: *f.OriginalDate}
 	}
 	ok := json.Unmarshal(f.Items, &inv.Items) == nil
 	parse := func(s string) decimal.Decimal {
@@ -211,7 +212,7 @@ func (c *checker) invoice(f *invoiceFields) (invoice.Invoice, bool) {
 		}
 		return d
 	}
-	inv.Totals = invoice.Totals{Taxable: parse(f.Taxable), CGST: parse(f.CGST), SGST: parse(f.SGST), IGST: parse(f.IGST), Total: parse(f.Total)}
+	inv.Totals = document.Totals{Taxable: parse(f.Taxable), CGST: parse(f.CGST), SGST: parse(f.SGST), IGST: parse(f.IGST), Total: parse(f.Total)}
 	return inv, ok
 }
 
@@ -231,7 +232,7 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 	}
 	err := walkInvoices(ctx, tx, c.sy.Series, c.sy.FY, func(r *invoiceRow) error {
 		c.res.Invoices++
-		if r.Status == invoice.StatusCancelled {
+		if r.Status == document.StatusCancelled {
 			c.res.Cancelled++
 		}
 		if !havePrev {
@@ -261,7 +262,7 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 			c.add(Finding{Kind: DateOrder, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is dated %s, earlier than its predecessor (%s)", r.Number, r.InvoiceDate.Format(time.DateOnly), prevDate.Format(time.DateOnly))})
 		}
-		if series.FYOf(r.InvoiceDate) != c.sy.FY {
+		if gst.FYOf(r.InvoiceDate) != c.sy.FY {
 			c.add(Finding{Kind: DateOutsideFY, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is dated %s, outside %s", r.Number, r.InvoiceDate.Format(time.DateOnly), c.sy.FY)})
 		}
@@ -278,10 +279,10 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 				Message: fmt.Sprintf("%s has %d issue records", r.Number, r.Issues)})
 		}
 		switch {
-		case r.Status == invoice.StatusCancelled && r.Cancels == 0:
+		case r.Status == document.StatusCancelled && r.Cancels == 0:
 			c.add(Finding{Kind: CancelRecordMissing, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is cancelled but the chain has no cancel record for it", r.Number)})
-		case r.Status != invoice.StatusCancelled && r.Cancels > 0:
+		case r.Status != document.StatusCancelled && r.Cancels > 0:
 			c.add(Finding{Kind: CancelRecordUnexpected, Serial: r.Serial,
 				Message: fmt.Sprintf("%s is %s but the chain records its cancellation", r.Number, r.Status)})
 		case r.Cancels > 1:

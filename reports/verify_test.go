@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -50,7 +51,7 @@ func TestVerifyIntact(t *testing.T) {
 	// Filters that select no series-year say so, never "intact".
 	for _, tc := range []struct {
 		code string
-		fy   series.FY
+		fy   gst.FY
 	}{{"CN1", 2025}, {"", 2030}} {
 		if rep, err := reports.Verify(context.Background(), f.pool, f.seller, tc.code, tc.fy); !errors.Is(err, reports.ErrSeriesYearNotFound) {
 			t.Errorf("Verify(%q, %s) = %d chains, %v; want ErrSeriesYearNotFound", tc.code, tc.fy, len(rep.Chains), err)

@@ -2,6 +2,8 @@ package series
 
 import (
 	"time"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // This file holds the counter's values: the blocks of numbers taken, the
@@ -10,8 +12,8 @@ import (
 // Block is a run of consecutive numbers taken in one step: serials First to
 // First+N-1 of one series-year, all issued at IssuedAt.
 type Block struct {
-	Series   Series
-	FY       FY
+	Series   gst.Series
+	FY       gst.FY
 	First    int64
 	N        int
 	IssuedAt time.Time
@@ -53,7 +55,7 @@ type Options struct {
 
 // Take asks for N consecutive numbers of Series for invoices dated Date.
 type Take struct {
-	Series Series
+	Series gst.Series
 	Date   time.Time
 	N      int
 }
@@ -82,7 +84,7 @@ func (b Block) After(date time.Time, chainLength int64, chainHead []byte) State 
 // (date invalid or out of order, numbers exhausted): only NextMany gives the
 // refusal its error.
 func Predict(t Take, st State, now time.Time) (Block, bool) {
-	fy := FYOf(t.Date)
+	fy := gst.FYOf(t.Date)
 	if !fy.Valid() || t.N < 1 || t.Date.Before(st.LastDate) || st.LastSerial+int64(t.N) > t.Series.Format.Capacity() {
 		return Block{}, false
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/jackc/pgx/v5"
@@ -19,7 +20,7 @@ import (
 // Next takes the next number of s for an invoice dated date (a civil date in
 // IST, see FYOf) inside the caller's transaction, stamped with now or, if the
 // clock went back, the series-year's last issue time. See NextN.
-func Next(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, opt Options) (Block, error) {
+func Next(ctx context.Context, tx pgx.Tx, s gst.Series, date, now time.Time, opt Options) (Block, error) {
 	return NextN(ctx, tx, s, date, now, 1, opt)
 }
 
@@ -36,7 +37,7 @@ func Next(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, opt Opt
 // and ErrLockTimeout when opt.LockTimeout passes before the lock is had. After
 // any error from the database the transaction is aborted and must be rolled
 // back.
-func NextN(ctx context.Context, tx pgx.Tx, s Series, date, now time.Time, n int, opt Options) (Block, error) {
+func NextN(ctx context.Context, tx pgx.Tx, s gst.Series, date, now time.Time, n int, opt Options) (Block, error) {
 	blocks, errs, err := NextMany(ctx, tx, []Take{{Series: s, Date: date, N: n}}, now, opt)
 	if err != nil {
 		return Block{}, err
@@ -64,22 +65,22 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	errs := make([]error, len(takes))
 	type rowKey struct {
 		id int64
-		fy FY
+		fy gst.FY
 	}
 	index := map[rowKey]int{}
 	var ids, ns, caps, sellers []int64
 	var fys []int32
 	var dates []time.Time
 	for i, t := range takes {
-		fy := FYOf(t.Date)
+		fy := gst.FYOf(t.Date)
 		switch {
 		case !fy.Valid():
-			errs[i] = apperr.Errorf(ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), FY(MinFY), FY(MaxFY))
+			errs[i] = apperr.Errorf(gst.ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), gst.FY(gst.MinFY), gst.FY(gst.MaxFY))
 			continue
 		case t.N < 1:
 			return nil, nil, fmt.Errorf("series: NextMany: n = %d, want at least 1", t.N)
 		case int64(t.N) > t.Series.Format.Capacity():
-			errs[i] = apperr.Errorf(ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
+			errs[i] = apperr.Errorf(gst.ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
 			continue
 		}
 		k := rowKey{t.Series.ID, fy}
@@ -149,7 +150,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 			if err := rows.Scan(&id, &fy, &last, &b.IssuedAt, &b.ChainLength, &b.ChainHead); err != nil {
 				return err
 			}
-			k := rowKey{id, FY(fy)}
+			k := rowKey{id, gst.FY(fy)}
 			i, ok := index[k]
 			if !ok {
 				return fmt.Errorf("series: counter row %d/%d not asked for", id, fy)
@@ -185,7 +186,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 // explainRefusal reads the (already locked) counter row after the upsert's
 // WHERE refused to advance it and returns the reason as the first result;
 // the second is a database error.
-func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.Time, n int) (error, error) {
+func explainRefusal(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, date time.Time, n int) (error, error) {
 	var last int64
 	var lastDate time.Time
 	err := tx.QueryRow(ctx, `SELECT last_serial, last_invoice_date FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
@@ -197,12 +198,12 @@ func explainRefusal(ctx context.Context, tx pgx.Tx, s Series, fy FY, date time.T
 		return apperr.Errorf(ErrDateOutOfOrder, "invoice date %s is earlier than %s, the last invoice date of series %s in %s",
 			date.Format(time.DateOnly), lastDate.Format(time.DateOnly), s.Code, fy), nil
 	}
-	return apperr.Errorf(ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n), nil
+	return apperr.Errorf(gst.ErrExhausted, "series %s has %d of %d numbers left in %s, %d asked", s.Code, s.Format.Capacity()-last, s.Format.Capacity(), fy, n), nil
 }
 
 // Counter returns the counter row of the seller's series seriesID in fy
 // without locking it, or ErrNotFound when no number was ever taken there.
-func Counter(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy FY) (Usage, error) {
+func Counter(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy gst.FY) (Usage, error) {
 	u := Usage{FY: fy}
 	err := q.QueryRow(ctx, `SELECT last_serial, last_invoice_date, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
 		seriesID, int(fy), sellerID).Scan(&u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt)
@@ -219,7 +220,7 @@ func Counter(ctx context.Context, q db.Querier, sellerID, seriesID int64, fy FY)
 // for a record that takes no number (a cancellation) and returns its chain
 // state. It returns ErrNotFound when the row does not exist and
 // ErrLockTimeout as NextN does.
-func LockChain(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy FY, opt Options) (length int64, head []byte, err error) {
+func LockChain(ctx context.Context, tx pgx.Tx, sellerID, seriesID int64, fy gst.FY, opt Options) (length int64, head []byte, err error) {
 	batch := &pgx.Batch{}
 	QueueLockTimeout(batch, opt)
 	batch.Queue(`SELECT chain_length, chain_head FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`,

@@ -8,16 +8,11 @@ import (
 // Errors returned by this package. Match them with errors.Is; the returned
 // errors carry a specific message and the sentinel's code.
 var (
-	ErrInvalidGSTIN   = apperr.New(apperr.Invalid, "invalid_gstin", "the GSTIN is not valid")
-	ErrInvalidFormat  = apperr.New(apperr.Invalid, "invalid_format", "the number format is not valid")
-	ErrInvalidSeries  = apperr.New(apperr.Invalid, "invalid_series", "the series is not valid")
-	ErrInvalidDate    = apperr.New(apperr.Invalid, "invalid_date", "the invoice date is not valid")
 	ErrOverlap        = apperr.New(apperr.Conflict, "overlapping_format", "the format can render a number another series of this seller renders")
 	ErrDuplicateCode  = apperr.New(apperr.Conflict, "duplicate_series", "a series with this code already exists")
 	ErrSellerNotFound = apperr.New(apperr.NotFound, "seller_not_found", "seller not found")
 	ErrSellerExists   = apperr.New(apperr.Conflict, "duplicate_seller", "a seller with this GSTIN already exists")
 	ErrNotFound       = apperr.New(apperr.NotFound, "series_not_found", "series not found")
-	ErrExhausted      = apperr.New(apperr.Conflict, "series_exhausted", "the series has no numbers left in this financial year")
 	ErrDateOutOfOrder = apperr.New(apperr.Conflict, "date_out_of_order", "the invoice date is earlier than the last invoice date of the series in this financial year")
 	// ErrLockTimeout is returned when a counter row stays locked past
 	// Options.LockTimeout (db.ErrLockTimeout, class db.LockTimeout).
@@ -25,6 +20,5 @@ var (
 	// ErrMoved is returned by a transaction that queued QueueAdvance when
 	// a counter row was not in the predicted state; it took nothing
 	// (db.ErrRowMoved, class db.RowMoved).
-	ErrMoved          = db.ErrRowMoved
-	ErrInvalidDocType = apperr.New(apperr.Invalid, "invalid_doc_type", "unknown document type")
+	ErrMoved = db.ErrRowMoved
 )

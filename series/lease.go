@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/textcut"
 )
@@ -33,7 +34,7 @@ const (
 // Position is where a series-year's chain stands: the next serial to
 // issue and the hash of the last record (nil for an empty chain).
 type Position struct {
-	FY          FY
+	FY          gst.FY
 	Serial      int64
 	ChainLength int64 // records in the chain so far; the next is at ChainLength+1
 	ChainHead   []byte
@@ -68,11 +69,11 @@ type Lease struct {
 	EndReason string
 	// EndFY and EndSerial: the device's last serial, or for a forced end
 	// the last serial uploaded, when the lease ended.
-	EndFY     FY
+	EndFY     gst.FY
 	EndSerial int64
 	// EndYears is, for a forced end, the last serial uploaded in each
 	// financial year from the lease's start to the year of the end.
-	EndYears map[FY]int64
+	EndYears map[gst.FY]int64
 
 	SettledAt    *time.Time
 	SettledBy    string
@@ -84,17 +85,17 @@ type Lease struct {
 	// DeclaredYears is, for a settled lease, the last serial the device
 	// may have issued in each financial year the settlement covers: from
 	// the lease's start to the year of the settlement.
-	DeclaredYears map[FY]int64
+	DeclaredYears map[gst.FY]int64
 }
 
 // StartFY returns the financial year the lease started in.
-func (l Lease) StartFY() FY { return l.Next.FY }
+func (l Lease) StartFY() gst.FY { return l.Next.FY }
 
 // YearsThrough returns the financial years from the lease's start to
 // last (at least the start year), in order: the years a lease ended or
 // settled in last could have numbered.
-func (l Lease) YearsThrough(last FY) []FY {
-	out := []FY{l.StartFY()}
+func (l Lease) YearsThrough(last gst.FY) []gst.FY {
+	out := []gst.FY{l.StartFY()}
 	for y := l.StartFY() + 1; y <= last; y++ {
 		out = append(out, y)
 	}

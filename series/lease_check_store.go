@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/textcut"
@@ -18,7 +19,7 @@ import (
 // returns ErrLeaseNotFound for a lease of another series or none,
 // ErrLeaseNotHeld for one that no longer holds its series, and the
 // translated failure of the read.
-func CheckLease(ctx context.Context, q db.Querier, s Series, leaseID string) error {
+func CheckLease(ctx context.Context, q db.Querier, s gst.Series, leaseID string) error {
 	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))

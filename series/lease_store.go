@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/textcut"
@@ -51,7 +52,7 @@ func newLeaseID() string {
 // meet in one lock space; a bare SELECT pg_advisory_xact_lock(…) would run
 // on the coordinator and meet nothing. The aggregate returns a row (and so
 // takes the lock) in any case. On plain PostgreSQL it is the same lock.
-func lockLeases(ctx context.Context, tx pgx.Tx, s Series) error {
+func lockLeases(ctx context.Context, tx pgx.Tx, s gst.Series) error {
 	_, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('lease:' || $1::bigint, 0)), count(*)
 		FROM series WHERE id = $1 AND seller_id = $2`, s.ID, s.SellerID)
 	return translate(err, "lock leases")
@@ -78,7 +79,7 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 // and the series' last issue time), its next serial and chain head. It
 // returns ErrInvalidLease for a bad device id and ErrLeaseHeld when the
 // series is held by a lease (of this or another device) not yet settled.
-func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string, now time.Time) (Lease, error) {
+func TakeLease(ctx context.Context, b db.Beginner, s gst.Series, deviceID, by string, now time.Time) (Lease, error) {
 	if err := CheckDeviceID(deviceID); err != nil {
 		return Lease{}, err
 	}
@@ -106,7 +107,7 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 		// later year committed by a process whose clock runs ahead puts
 		// the floor (and the device's first invoice) in that year, which
 		// must continue after its stored serials (docs/offline.md).
-		fy := FYAt(l.NotBefore)
+		fy := gst.FYAt(l.NotBefore)
 		if l.Next, err = position(ctx, tx, s, fy); err != nil {
 			return err
 		}
@@ -127,7 +128,7 @@ func TakeLease(ctx context.Context, b db.Beginner, s Series, deviceID, by string
 // leasedAt may use: the later of leasedAt and the series' last issue time
 // in any financial year (a year turned by the server's clock has no
 // invoice yet, so the year's own last_issued_at is no floor).
-func notBefore(ctx context.Context, q db.Querier, s Series, leasedAt time.Time) (time.Time, error) {
+func notBefore(ctx context.Context, q db.Querier, s gst.Series, leasedAt time.Time) (time.Time, error) {
 	var last *time.Time
 	if err := q.QueryRow(ctx, `SELECT max(last_issued_at) FROM series_counters WHERE series_id = $1 AND seller_id = $2`, s.ID, s.SellerID).Scan(&last); err != nil {
 		return time.Time{}, translate(err, "read last issue time")
@@ -151,7 +152,7 @@ func leaseTxFailed(err error) error {
 
 // position returns where series-year (s, fy) stands, read without a row
 // lock (the caller holds the series' lease lock or the counter row's lock).
-func position(ctx context.Context, q db.Querier, s Series, fy FY) (Position, error) {
+func position(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (Position, error) {
 	p := Position{FY: fy, Serial: 1}
 	var last int64
 	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
@@ -168,7 +169,7 @@ func position(ctx context.Context, q db.Querier, s Series, fy FY) (Position, err
 
 // NextPosition returns where series-year (s, fy) stands now: its next
 // serial and chain head, read without a lock.
-func NextPosition(ctx context.Context, q db.Querier, s Series, fy FY) (Position, error) {
+func NextPosition(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (Position, error) {
 	return position(ctx, q, s, fy)
 }
 
@@ -183,7 +184,7 @@ func scanLease(row pgx.Row) (Lease, error) {
 	err := row.Scan(&l.ID, &l.SeriesID, &l.DeviceID, &l.LeasedAt, &l.LeasedBy, &startFY, &l.Next.Serial,
 		&l.EndedAt, &l.EndKind, &l.EndedBy, &l.EndReason, &endFY, &l.EndSerial,
 		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears, &l.EndEpoch)
-	l.Next.FY, l.EndFY = FY(startFY), FY(endFY)
+	l.Next.FY, l.EndFY = gst.FY(startFY), gst.FY(endFY)
 	if err != nil {
 		return l, err
 	}
@@ -196,7 +197,7 @@ func scanLease(row pgx.Row) (Lease, error) {
 
 // yearsJSON returns serials per financial year as stored: a JSON object
 // keyed by the year's start ({"2026": 3}); nil for none.
-func yearsJSON(m map[FY]int64) []byte {
+func yearsJSON(m map[gst.FY]int64) []byte {
 	if len(m) == 0 {
 		return nil
 	}
@@ -209,7 +210,7 @@ func yearsJSON(m map[FY]int64) []byte {
 }
 
 // parseYears reads yearsJSON's object; nil for NULL.
-func parseYears(b []byte) (map[FY]int64, error) {
+func parseYears(b []byte) (map[gst.FY]int64, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -217,13 +218,13 @@ func parseYears(b []byte) (map[FY]int64, error) {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("series: lease years: %w", err)
 	}
-	out := make(map[FY]int64, len(in))
+	out := make(map[gst.FY]int64, len(in))
 	for k, n := range in {
 		y, err := strconv.Atoi(k)
 		if err != nil {
 			return nil, fmt.Errorf("series: lease years: %w", err)
 		}
-		out[FY(y)] = n
+		out[gst.FY(y)] = n
 	}
 	return out, nil
 }
@@ -231,7 +232,7 @@ func parseYears(b []byte) (map[FY]int64, error) {
 // GetLease returns lease leaseID of series s as it stands (held, ended or
 // settled), read without a lock. It returns ErrLeaseNotFound for a lease
 // of another series or none.
-func GetLease(ctx context.Context, q db.Querier, s Series, leaseID string) (Lease, error) {
+func GetLease(ctx context.Context, q db.Querier, s gst.Series, leaseID string) (Lease, error) {
 	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))
@@ -244,7 +245,7 @@ func GetLease(ctx context.Context, q db.Querier, s Series, leaseID string) (Leas
 
 // HolderLease returns the lease holding series s (in force, or ended by
 // force and not settled); ErrLeaseNotFound when none does.
-func HolderLease(ctx context.Context, q db.Querier, s Series) (Lease, error) {
+func HolderLease(ctx context.Context, q db.Querier, s gst.Series) (Lease, error) {
 	l, err := holder(ctx, q, s)
 	if err != nil {
 		return Lease{}, err
@@ -256,7 +257,7 @@ func HolderLease(ctx context.Context, q db.Querier, s Series) (Lease, error) {
 }
 
 // holder returns the lease holding series s, nil when none does.
-func holder(ctx context.Context, q db.Querier, s Series) (*Lease, error) {
+func holder(ctx context.Context, q db.Querier, s gst.Series) (*Lease, error) {
 	l, err := scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 AND seller_id = $2 AND settled_at IS NULL`, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -269,7 +270,7 @@ func holder(ctx context.Context, q db.Querier, s Series) (*Lease, error) {
 
 // Leases returns every lease of series s, oldest first. Next holds the
 // position each lease started from (its chain head is not kept).
-func Leases(ctx context.Context, q db.Querier, s Series) ([]Lease, error) {
+func Leases(ctx context.Context, q db.Querier, s gst.Series) ([]Lease, error) {
 	rows, err := q.Query(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE series_id = $1 AND seller_id = $2 ORDER BY id`, s.ID, s.SellerID)
 	if err != nil {
 		return nil, translate(err, "list leases")
@@ -282,7 +283,7 @@ func Leases(ctx context.Context, q db.Querier, s Series) ([]Lease, error) {
 // for the rest of tx, so that tx may write the leased series' counter rows
 // (an upload by the lease holder), and returns the lease. It returns
 // LockLeaseTx's errors, or the translated failure of naming the lease.
-func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s gst.Series, leaseID string) (Lease, error) {
 	l, err := LockLeaseTx(ctx, tx, s, leaseID)
 	if err != nil {
 		return Lease{}, err
@@ -296,7 +297,7 @@ func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (L
 // for a transaction that writes as the lease (an upload) or ends it. It
 // returns ErrLeaseNotFound for a lease of another series or none, and
 // ErrLeaseNotHeld for one that no longer holds its series.
-func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+func LockLeaseTx(ctx context.Context, tx pgx.Tx, s gst.Series, leaseID string) (Lease, error) {
 	l, err := lockLease(ctx, tx, s, leaseID)
 	if err != nil {
 		return Lease{}, err
@@ -309,7 +310,7 @@ func LockLeaseTx(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Leas
 
 // lockLease locks lease leaseID of series s inside tx and returns it,
 // whether or not it holds its series; ErrLeaseNotFound when there is none.
-func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease, error) {
+func lockLease(ctx context.Context, tx pgx.Tx, s gst.Series, leaseID string) (Lease, error) {
 	l, err := scanLease(tx.QueryRow(ctx, `SELECT `+leaseCols+` FROM series_leases WHERE lease_id = $1 AND series_id = $2 AND seller_id = $3 FOR UPDATE`, leaseID, s.ID, s.SellerID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Lease{}, apperr.Errorf(ErrLeaseNotFound, "lease %q is not a lease of this series", textcut.To(leaseID, textcut.Echo))
@@ -336,7 +337,7 @@ func lockLease(ctx context.Context, tx pgx.Tx, s Series, leaseID string) (Lease,
 // returns ErrEndSuperseded, and ends nothing, when the lease still holds
 // and its epoch has moved on (the device resumed after asking, see
 // ResumeLease).
-func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID string, fy FY, last int64, epoch *int64, now time.Time) (Lease, error) {
+func EndLeaseByDevice(ctx context.Context, b db.Beginner, s gst.Series, leaseID string, fy gst.FY, last int64, epoch *int64, now time.Time) (Lease, error) {
 	if !fy.Valid() || last < 0 {
 		return Lease{}, apperr.Errorf(ErrInvalidLease, "fy and last_serial must name a series-year and a serial")
 	}
@@ -367,7 +368,7 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 		case stored > last:
 			return apperr.Errorf(ErrInvalidLease, "series %s %s holds serials up to %d, beyond last_serial %d", s.Code, fy, stored, last)
 		}
-		declared := map[FY]int64{fy: last}
+		declared := map[gst.FY]int64{fy: last}
 		for _, y := range l.YearsThrough(fy - 1) {
 			if y >= fy {
 				break
@@ -407,7 +408,7 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s Series, leaseID stri
 // returns ErrLeaseNotFound for a lease of another series or none, and
 // db.ErrOutcomeUnknown when the COMMIT's answer was lost (a resume again
 // is harmless: it only moves the epoch on once more).
-func ResumeLease(ctx context.Context, b db.Beginner, s Series, leaseID string) (Lease, error) {
+func ResumeLease(ctx context.Context, b db.Beginner, s gst.Series, leaseID string) (Lease, error) {
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
@@ -426,7 +427,7 @@ func ResumeLease(ctx context.Context, b db.Beginner, s Series, leaseID string) (
 
 // endedByDevice reports whether l was ended (or settled) by its own
 // device with last as the last serial of fy.
-func (l Lease) endedByDevice(fy FY, last int64) bool {
+func (l Lease) endedByDevice(fy gst.FY, last int64) bool {
 	if l.SettledAt == nil || l.SettledBy != "device "+l.DeviceID {
 		return false
 	}
@@ -448,7 +449,7 @@ func (l Lease) endedByDevice(fy FY, last int64) bool {
 // ErrInvalidLease without a reason and ErrLeaseNotFound when no lease is
 // in force (one already ended by force is settled with SettleLease), and
 // db.ErrOutcomeUnknown when the COMMIT's answer was lost.
-func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by string, now time.Time) (Lease, error) {
+func ForceEndLease(ctx context.Context, b db.Beginner, s gst.Series, reason, by string, now time.Time) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -476,7 +477,7 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 		// till whose clock runs ahead numbers in the new year before the
 		// server's midnight): the device may have numbered in each,
 		// whether or not anything of it was uploaded.
-		years := map[FY]int64{}
+		years := map[gst.FY]int64{}
 		for _, y := range l.YearsThrough(max(lastYear(now), fy)) {
 			p, err := position(ctx, tx, s, y)
 			if err != nil {
@@ -502,7 +503,7 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s Series, reason, by stri
 // serial the device may have issued in it. A lease spanning several years
 // is refused with ErrLeaseYearsUndeclared: settle it with
 // SettleLeaseYears.
-func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, reason, by string, now time.Time) (Lease, error) {
+func SettleLease(ctx context.Context, b db.Beginner, s gst.Series, through int64, reason, by string, now time.Time) (Lease, error) {
 	return settleLease(ctx, b, s, nil, through, reason, by, now)
 }
 
@@ -519,7 +520,7 @@ func SettleLease(ctx context.Context, b db.Beginner, s Series, through int64, re
 // ended by force holds the series, ErrLeaseYearsUndeclared when a year is
 // missing, ErrInvalidLease for a bad serial, year or reason, and
 // db.ErrOutcomeUnknown when the COMMIT's answer was lost.
-func SettleLeaseYears(ctx context.Context, b db.Beginner, s Series, declared map[FY]int64, reason, by string, now time.Time) (Lease, error) {
+func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time) (Lease, error) {
 	if len(declared) == 0 {
 		return Lease{}, apperr.Errorf(ErrLeaseYearsUndeclared, "declare the last serial the device may have issued in each year of the lease")
 	}
@@ -528,7 +529,7 @@ func SettleLeaseYears(ctx context.Context, b db.Beginner, s Series, declared map
 
 // settleLease is SettleLease (declared nil: through for the lease's one
 // year) and SettleLeaseYears.
-func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]int64, through int64, reason, by string, now time.Time) (Lease, error) {
+func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -558,7 +559,7 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 				return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s spans %s to %s: declare the last serial device %s may have issued in each of them (declared), not declared_through alone",
 					s.Code, years[0], years[len(years)-1], l.DeviceID)
 			}
-			declared = map[FY]int64{years[0]: through}
+			declared = map[gst.FY]int64{years[0]: through}
 		}
 		for y := range declared {
 			if y < years[0] || y > years[len(years)-1] {
@@ -609,7 +610,7 @@ func settleLease(ctx context.Context, b db.Beginner, s Series, declared map[FY]i
 // lastYear returns the latest financial year a device may have numbered
 // in by now: the year of the server's tomorrow (IST), the latest invoice
 // date an upload is accepted with.
-func lastYear(now time.Time) FY { return FYOf(DateIST(now).AddDate(0, 0, 1)) }
+func lastYear(now time.Time) gst.FY { return gst.FYOf(gst.DateIST(now).AddDate(0, 0, 1)) }
 
 func checkReason(reason string) error {
 	if reason == "" || len(reason) > 300 {

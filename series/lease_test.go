@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -43,7 +44,7 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, series.IST)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	lost := answerLost{f.pool}
 	want := func(what string, err error) {
 		t.Helper()
@@ -57,13 +58,13 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the lease was taken: %v", err)
 	}
-	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, series.FY(2026), 0, nil, now)
+	_, err = series.EndLeaseByDevice(ctx, lost, s, l.ID, gst.FY(2026), 0, nil, now)
 	want("the device's end", err)
 	// The end is idempotent: asked again, the same answer.
-	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, nil, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
+	if again, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, gst.FY(2026), 0, nil, now.Add(time.Hour)); err != nil || again.SettledAt == nil || !again.SettledAt.Equal(now) {
 		t.Fatalf("the device's end asked again: %+v, %v", again, err)
 	}
-	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 1, nil, now); !errors.Is(err, series.ErrLeaseNotHeld) {
+	if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, gst.FY(2026), 1, nil, now); !errors.Is(err, series.ErrLeaseNotHeld) {
 		t.Fatalf("another end of an ended lease: %v, want lease_not_held", err)
 	}
 	if _, err := series.TakeLease(ctx, f.pool, s, "till-8", "test", now); err != nil {
@@ -100,7 +101,7 @@ func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, series.IST)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	epoch := func(n int64) *int64 { return &n }
 	for _, forced := range []bool{false, true} {
 		l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
@@ -116,7 +117,7 @@ func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(0), now); !errors.Is(err, series.ErrEndSuperseded) {
+		if _, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, gst.FY(2026), 0, epoch(0), now); !errors.Is(err, series.ErrEndSuperseded) {
 			t.Fatalf("forced %v: an end asked before the resume: %v, want lease_end_superseded", forced, err)
 		}
 		if h, err := series.HolderLease(ctx, f.pool, s); err != nil || h.ID != l.ID || h.SettledAt != nil {
@@ -137,7 +138,7 @@ func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 		if g, err := series.GetLease(ctx, f.pool, s, l.ID); err != nil || g.EndEpoch != want {
 			t.Fatalf("forced %v: epoch %d after the second resume, want %d (%v)", forced, g.EndEpoch, want, err)
 		}
-		if e, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, series.FY(2026), 0, epoch(want), now); err != nil || e.SettledAt == nil {
+		if e, err := series.EndLeaseByDevice(ctx, f.pool, s, l.ID, gst.FY(2026), 0, epoch(want), now); err != nil || e.SettledAt == nil {
 			t.Fatalf("forced %v: the end at the current epoch: %+v, %v", forced, e, err)
 		}
 		if r, err := series.ResumeLease(ctx, f.pool, s, l.ID); err != nil || r.EndEpoch != want || r.SettledAt == nil {
@@ -162,23 +163,23 @@ func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 		VALUES ($1, 2027, $2, 2, $3, '2027-04-01', '2027-04-01T00:00:01+05:30')`, s.ID, s.SellerID, s.Format.Capacity()); err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2027, 3, 31, 23, 59, 0, 0, series.IST)
+	now := time.Date(2027, 3, 31, 23, 59, 0, 0, gst.IST)
 	l, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now)
-	if err != nil || l.StartFY() != series.FY(2027) || l.Next.Serial != 3 {
+	if err != nil || l.StartFY() != gst.FY(2027) || l.Next.Serial != 3 {
 		t.Fatalf("take: start %s serial %d, %v; want 2027-28 serial 3", l.StartFY(), l.Next.Serial, err)
 	}
 	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now)
-	if err != nil || len(forced.EndYears) != 1 || forced.EndYears[series.FY(2027)] != 2 || forced.EndFY != series.FY(2027) {
+	if err != nil || len(forced.EndYears) != 1 || forced.EndYears[gst.FY(2027)] != 2 || forced.EndFY != gst.FY(2027) {
 		t.Fatalf("forced end with the clock before the lease's year: years %v, end %s/%d, %v; want 2027-28 through 2 only", forced.EndYears, forced.EndFY, forced.EndSerial, err)
 	}
 	settled, err := series.SettleLease(ctx, f.pool, s, 4, "paper receipts to 4", "test", now)
-	if err != nil || len(settled.DeclaredYears) != 1 || settled.DeclaredYears[series.FY(2027)] != 4 {
+	if err != nil || len(settled.DeclaredYears) != 1 || settled.DeclaredYears[gst.FY(2027)] != 4 {
 		t.Fatalf("settle with the clock before the lease's year: %v, %v; want 2027-28 through 4 only", settled.DeclaredYears, err)
 	}
-	if p, err := series.NextPosition(ctx, f.pool, s, series.FY(2027)); err != nil || p.Serial != 5 {
+	if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2027)); err != nil || p.Serial != 5 {
 		t.Fatalf("2027-28 after the settlement continues at %d, %v; want 5", p.Serial, err)
 	}
-	if p, err := series.NextPosition(ctx, f.pool, s, series.FY(2026)); err != nil || p.Serial != 1 {
+	if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2026)); err != nil || p.Serial != 1 {
 		t.Fatalf("2026-27, before the lease, was touched: next %d, %v", p.Serial, err)
 	}
 }
@@ -196,22 +197,22 @@ func TestForcedEndCoversTheYearOfTomorrow(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
-	now := time.Date(2027, 3, 31, 23, 48, 0, 0, series.IST)
+	now := time.Date(2027, 3, 31, 23, 48, 0, 0, gst.IST)
 	if _, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now); err != nil {
 		t.Fatal(err)
 	}
 	forced, err := series.ForceEndLease(ctx, f.pool, s, "till missing", "test", now.Add(9*time.Minute))
-	if _, ok := forced.EndYears[series.FY(2027)]; err != nil || !ok {
+	if _, ok := forced.EndYears[gst.FY(2027)]; err != nil || !ok {
 		t.Fatalf("forced end before midnight: years %v, %v; want 2026-27 and 2027-28", forced.EndYears, err)
 	}
 	if _, err := series.SettleLease(ctx, f.pool, s, 0, "nothing printed", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
 		t.Fatalf("declared_through alone for a lease reaching tomorrow's year: %v, want lease_years_undeclared", err)
 	}
-	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[series.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute))
+	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute))
 	if err != nil || len(settled.DeclaredYears) != 3 {
 		t.Fatalf("settle through 2028-29: %v, %v", settled.DeclaredYears, err)
 	}
-	for fy, next := range map[series.FY]int64{2026: 1, 2027: 2, 2028: 3} {
+	for fy, next := range map[gst.FY]int64{2026: 1, 2027: 2, 2028: 3} {
 		if p, err := series.NextPosition(ctx, f.pool, s, fy); err != nil || p.Serial != next {
 			t.Fatalf("%s continues at %d, %v; want %d", fy, p.Serial, err, next)
 		}

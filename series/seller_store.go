@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/freetext"
@@ -14,29 +15,29 @@ import (
 // This file holds the SQL of sellers.
 
 // CreateSeller registers a seller; see CreateSellerWith.
-func CreateSeller(ctx context.Context, q db.Querier, gstin, name string) (Seller, error) {
-	return CreateSellerWith(ctx, q, gstin, name, Contact{})
+func CreateSeller(ctx context.Context, q db.Querier, gstin, name string) (gst.Seller, error) {
+	return CreateSellerWith(ctx, q, gstin, name, gst.Contact{})
 }
 
 // CreateSellerWith registers a seller with its contact. It returns
 // ErrInvalidGSTIN for a bad GSTIN, ErrInvalidSeries for an empty name or
 // an invalid contact (CheckContact) and ErrSellerExists when the GSTIN is
 // already registered.
-func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c Contact) (Seller, error) {
-	g, err := ParseGSTIN(gstin)
+func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c gst.Contact) (gst.Seller, error) {
+	g, err := gst.ParseGSTIN(gstin)
 	if err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	if err := checkSellerName(name); err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	if p := freetext.Problem(name); p != "" {
-		return Seller{}, apperr.Errorf(ErrInvalidSeries, "seller name holds %s; control, bidi and invisible characters are refused", p)
+		return gst.Seller{}, apperr.Errorf(gst.ErrInvalidSeries, "seller name holds %s; control, bidi and invisible characters are refused", p)
 	}
 	if err := CheckContact(c); err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
-	s := Seller{GSTIN: g, Name: name, StateCode: g.StateCode(), Contact: c}
+	s := gst.Seller{GSTIN: g, Name: name, StateCode: g.StateCode(), Contact: c}
 	err = q.QueryRow(ctx, `
 		INSERT INTO sellers (gstin, name, state_code, address, phone, email)
 		VALUES (@gstin, @name, @state_code, @address, @phone, @email)
@@ -45,10 +46,10 @@ func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c C
 		"address": c.Address, "phone": c.Phone, "email": c.Email,
 	}).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
-		return Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
+		return gst.Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
 	}
 	if err != nil {
-		return Seller{}, fmt.Errorf("create seller: %w", err)
+		return gst.Seller{}, fmt.Errorf("create seller: %w", err)
 	}
 	return s, nil
 }
@@ -61,10 +62,10 @@ type SellerUpdate struct {
 // UpdateSeller applies u to the seller registered under gstin and returns
 // it as stored. It returns ErrInvalidGSTIN, ErrInvalidSeries for an empty
 // name or an invalid contact, and ErrSellerNotFound.
-func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdate) (Seller, error) {
+func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdate) (gst.Seller, error) {
 	s, err := SellerByGSTIN(ctx, q, gstin)
 	if err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	set := func(dst *string, v *string) {
 		if v != nil {
@@ -76,10 +77,10 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 	set(&s.Phone, u.Phone)
 	set(&s.Email, u.Email)
 	if err := checkSellerName(s.Name); err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	if err := CheckContact(s.Contact); err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	return scanSeller(q.QueryRow(ctx, `
 		UPDATE sellers SET name = @name, address = @address, phone = @phone, email = @email WHERE id = @id
@@ -90,40 +91,40 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 
 // SellerByGSTIN returns the seller registered under gstin, or
 // ErrSellerNotFound (ErrInvalidGSTIN when gstin is malformed).
-func SellerByGSTIN(ctx context.Context, q db.Querier, gstin string) (Seller, error) {
-	g, err := ParseGSTIN(gstin)
+func SellerByGSTIN(ctx context.Context, q db.Querier, gstin string) (gst.Seller, error) {
+	g, err := gst.ParseGSTIN(gstin)
 	if err != nil {
-		return Seller{}, err
+		return gst.Seller{}, err
 	}
 	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE gstin = $1`, string(g)))
 }
 
 // SellerByID returns the seller with id, or ErrSellerNotFound.
-func SellerByID(ctx context.Context, q db.Querier, id int64) (Seller, error) {
+func SellerByID(ctx context.Context, q db.Querier, id int64) (gst.Seller, error) {
 	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE id = $1`, id))
 }
 
 // Sellers returns every seller, oldest first.
-func Sellers(ctx context.Context, q db.Querier) ([]Seller, error) {
+func Sellers(ctx context.Context, q db.Querier) ([]gst.Seller, error) {
 	rows, err := q.Query(ctx, `SELECT `+sellerCols+` FROM sellers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sellers: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Seller, error) { return scanSeller(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (gst.Seller, error) { return scanSeller(r) })
 }
 
 const sellerCols = `id, gstin, name, state_code, created_at, address, phone, email`
 
-func scanSeller(row pgx.Row) (Seller, error) {
-	var s Seller
+func scanSeller(row pgx.Row) (gst.Seller, error) {
+	var s gst.Seller
 	var g string
 	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt, &s.Address, &s.Phone, &s.Email)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Seller{}, ErrSellerNotFound
+		return gst.Seller{}, ErrSellerNotFound
 	}
 	if err != nil {
-		return Seller{}, fmt.Errorf("read seller: %w", err)
+		return gst.Seller{}, fmt.Errorf("read seller: %w", err)
 	}
-	s.GSTIN = GSTIN(g)
+	s.GSTIN = gst.GSTIN(g)
 	return s, nil
 }

@@ -7,43 +7,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/freetext"
 )
-
-// DB is db.Querier, the statements a store function runs, under the name
-// callers outside the data layer know.
-type DB = db.Querier
-
-// Seller is one GST registration.
-type Seller struct {
-	ID        int64
-	GSTIN     GSTIN
-	Name      string
-	StateCode string
-	CreatedAt time.Time
-	Contact
-}
-
-// Contact is how a seller is reached, printed on its receipts (Rule 46(a)
-// wants the supplier's address). Empty fields are not printed.
-type Contact struct {
-	Address string // one line, e.g. "12 MG Road, Pune 411001"
-	Phone   string
-	Email   string
-}
-
-// Series is one numbering series of a seller.
-type Series struct {
-	ID        int64
-	SellerID  int64
-	Code      string
-	DocType   DocType
-	Format    Format
-	Shop      string
-	CreatedAt time.Time
-}
 
 // NewSeries is what CreateSeries needs.
 type NewSeries struct {
@@ -56,7 +23,7 @@ type NewSeries struct {
 
 // Usage is the state of one series-year's counter.
 type Usage struct {
-	FY              FY
+	FY              gst.FY
 	LastSerial      int64
 	LastNumber      string
 	LastInvoiceDate time.Time
@@ -65,7 +32,7 @@ type Usage struct {
 
 // SeriesUsage is a series with its counters, newest year first.
 type SeriesUsage struct { //nolint:revive // Usage already names one year's counter; this is a series with its years
-	Series
+	gst.Series
 	Years []Usage
 }
 
@@ -77,27 +44,27 @@ var codeRE = regexp.MustCompile(`^[A-Z0-9][A-Z0-9-]{0,15}$`)
 func ParseCode(s string) (string, error) {
 	c := strings.ToUpper(strings.TrimSpace(s))
 	if !codeRE.MatchString(c) {
-		return "", apperr.Errorf(ErrInvalidSeries, "series code %q must be 1 to 16 characters of A-Z, 0-9 and '-', starting with a letter or digit", s)
+		return "", apperr.Errorf(gst.ErrInvalidSeries, "series code %q must be 1 to 16 characters of A-Z, 0-9 and '-', starting with a letter or digit", s)
 	}
 	return c, nil
 }
 
 const maxShopLen = 200
 
-func (n NewSeries) validate() (code string, dt DocType, f Format, err error) {
+func (n NewSeries) validate() (code string, dt gst.DocType, f gst.Format, err error) {
 	if code, err = ParseCode(n.Code); err != nil {
 		return
 	}
-	if dt, err = ParseDocType(n.DocType); err != nil {
+	if dt, err = gst.ParseDocType(n.DocType); err != nil {
 		return
 	}
-	if f, err = ParseFormat(n.Format); err != nil {
+	if f, err = gst.ParseFormat(n.Format); err != nil {
 		return
 	}
 	if len(n.Shop) > maxShopLen {
-		err = apperr.Errorf(ErrInvalidSeries, "shop label is longer than %d bytes", maxShopLen)
+		err = apperr.Errorf(gst.ErrInvalidSeries, "shop label is longer than %d bytes", maxShopLen)
 	} else if p := freetext.Problem(n.Shop); p != "" {
-		err = apperr.Errorf(ErrInvalidSeries, "shop label holds %s; control, bidi and invisible characters are refused", p)
+		err = apperr.Errorf(gst.ErrInvalidSeries, "shop label holds %s; control, bidi and invisible characters are refused", p)
 	}
 	return
 }
@@ -109,7 +76,7 @@ var (
 
 func checkSellerName(name string) error {
 	if name == "" || len(name) > 200 {
-		return apperr.Errorf(ErrInvalidSeries, "seller name must be 1 to 200 bytes")
+		return apperr.Errorf(gst.ErrInvalidSeries, "seller name must be 1 to 200 bytes")
 	}
 	return nil
 }
@@ -118,18 +85,18 @@ func checkSellerName(name string) error {
 // 300 bytes or holds control characters or invalid UTF-8, its phone is not
 // digits (with an optional leading + and spaces or hyphens, 7 to 20
 // characters) or its e-mail is not an address; empty fields are valid.
-func CheckContact(c Contact) error {
+func CheckContact(c gst.Contact) error {
 	if len(c.Address) > 300 || !utf8.ValidString(c.Address) || strings.ContainsFunc(c.Address, unicode.IsControl) {
-		return apperr.Errorf(ErrInvalidSeries, "address must be one line of at most 300 bytes of text")
+		return apperr.Errorf(gst.ErrInvalidSeries, "address must be one line of at most 300 bytes of text")
 	}
 	if p := freetext.Problem(c.Address); p != "" {
-		return apperr.Errorf(ErrInvalidSeries, "address holds %s; control, bidi and invisible characters are refused", p)
+		return apperr.Errorf(gst.ErrInvalidSeries, "address holds %s; control, bidi and invisible characters are refused", p)
 	}
 	if c.Phone != "" && !phoneRE.MatchString(c.Phone) {
-		return apperr.Errorf(ErrInvalidSeries, "phone %q must be digits, optionally with a leading + and spaces or hyphens", c.Phone)
+		return apperr.Errorf(gst.ErrInvalidSeries, "phone %q must be digits, optionally with a leading + and spaces or hyphens", c.Phone)
 	}
 	if c.Email != "" && (len(c.Email) > 254 || !emailRE.MatchString(c.Email)) {
-		return apperr.Errorf(ErrInvalidSeries, "email %q is not an e-mail address", c.Email)
+		return apperr.Errorf(gst.ErrInvalidSeries, "email %q is not an e-mail address", c.Email)
 	}
 	return nil
 }

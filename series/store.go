@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/jackc/pgerrcode"
@@ -15,14 +16,14 @@ import (
 // they arise (translate, below).
 
 // CreateSeries creates a series in its own transaction; see CreateSeriesTx.
-func CreateSeries(ctx context.Context, b db.Beginner, n NewSeries) (Series, error) {
-	var s Series
+func CreateSeries(ctx context.Context, b db.Beginner, n NewSeries) (gst.Series, error) {
+	var s gst.Series
 	err := db.InTx(ctx, b, func(tx pgx.Tx) (err error) {
 		s, err = CreateSeriesTx(ctx, tx, n)
 		return err
 	})
 	if err != nil {
-		return Series{}, db.TranslateTx(err, "series")
+		return gst.Series{}, db.TranslateTx(err, "series")
 	}
 	return s, nil
 }
@@ -33,34 +34,34 @@ func CreateSeries(ctx context.Context, b db.Beginner, n NewSeries) (Series, erro
 // ErrInvalidFormat for bad values, ErrSellerNotFound, ErrDuplicateCode when
 // the seller has a series with that code, and ErrOverlap when the format can
 // render a number that another series of the seller renders in the same year.
-func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (Series, error) {
+func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (gst.Series, error) {
 	code, dt, f, err := n.validate()
 	if err != nil {
-		return Series{}, err
+		return gst.Series{}, err
 	}
 	var one int
 	// NO KEY UPDATE: serialises series creations of the seller without
 	// conflicting with the KEY SHARE locks that invoice inserts take.
 	err = tx.QueryRow(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR NO KEY UPDATE`, n.SellerID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Series{}, ErrSellerNotFound
+		return gst.Series{}, ErrSellerNotFound
 	}
 	if err != nil {
-		return Series{}, translate(err, "lock seller")
+		return gst.Series{}, translate(err, "lock seller")
 	}
 	existing, err := listSeries(ctx, tx, n.SellerID)
 	if err != nil {
-		return Series{}, err
+		return gst.Series{}, err
 	}
 	for _, e := range existing {
 		if e.Code == code {
-			return Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
+			return gst.Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
 		}
-		if ex, ok := Overlap(f, e.Format); ok {
-			return Series{}, apperr.Errorf(ErrOverlap, "format %s can render %s, which series %s (%s) can render too", f, ex, e.Code, e.Format)
+		if ex, ok := gst.Overlap(f, e.Format); ok {
+			return gst.Series{}, apperr.Errorf(ErrOverlap, "format %s can render %s, which series %s (%s) can render too", f, ex, e.Code, e.Format)
 		}
 	}
-	s := Series{SellerID: n.SellerID, Code: code, DocType: dt, Format: f, Shop: n.Shop}
+	s := gst.Series{SellerID: n.SellerID, Code: code, DocType: dt, Format: f, Shop: n.Shop}
 	err = tx.QueryRow(ctx, `
 		INSERT INTO series (seller_id, code, doc_type, format, capacity, shop)
 		VALUES (@seller_id, @code, @doc_type, @format, @capacity, @shop)
@@ -69,42 +70,42 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (Series, error)
 		"format": f.String(), "capacity": f.Capacity(), "shop": n.Shop,
 	}).Scan(&s.ID, &s.CreatedAt)
 	if isUnique(err) {
-		return Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
+		return gst.Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
 	}
 	if err != nil {
-		return Series{}, translate(err, "create series")
+		return gst.Series{}, translate(err, "create series")
 	}
 	return s, nil
 }
 
 const seriesCols = `id, seller_id, code, doc_type, format, shop, created_at`
 
-func scanSeries(row pgx.Row) (Series, error) {
-	var s Series
+func scanSeries(row pgx.Row) (gst.Series, error) {
+	var s gst.Series
 	var dt, f string
 	if err := row.Scan(&s.ID, &s.SellerID, &s.Code, &dt, &f, &s.Shop, &s.CreatedAt); err != nil {
-		return Series{}, err
+		return gst.Series{}, err
 	}
-	s.DocType = DocType(dt)
+	s.DocType = gst.DocType(dt)
 	var err error
-	if s.Format, err = ParseFormat(f); err != nil {
-		return Series{}, fmt.Errorf("stored format of series %d: %w", s.ID, err)
+	if s.Format, err = gst.ParseFormat(f); err != nil {
+		return gst.Series{}, fmt.Errorf("stored format of series %d: %w", s.ID, err)
 	}
 	return s, nil
 }
 
 // Get returns the seller's series with code (case-insensitive), or ErrNotFound.
-func Get(ctx context.Context, q db.Querier, sellerID int64, code string) (Series, error) {
+func Get(ctx context.Context, q db.Querier, sellerID int64, code string) (gst.Series, error) {
 	c, err := ParseCode(code)
 	if err != nil {
-		return Series{}, apperr.Errorf(ErrNotFound, "series %q not found", code)
+		return gst.Series{}, apperr.Errorf(ErrNotFound, "series %q not found", code)
 	}
 	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND code = $2`, sellerID, c))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Series{}, apperr.Errorf(ErrNotFound, "series %s not found", c)
+		return gst.Series{}, apperr.Errorf(ErrNotFound, "series %s not found", c)
 	}
 	if err != nil {
-		return Series{}, translate(err, "get series")
+		return gst.Series{}, translate(err, "get series")
 	}
 	return s, nil
 }
@@ -113,23 +114,23 @@ func Get(ctx context.Context, q db.Querier, sellerID int64, code string) (Series
 // the series is another seller's). The seller is named because series is
 // keyed by (id, seller_id): on Citus the lookup runs on the seller's shard
 // alone, and nothing depends on id being unique by itself.
-func GetByID(ctx context.Context, q db.Querier, sellerID, id int64) (Series, error) {
+func GetByID(ctx context.Context, q db.Querier, sellerID, id int64) (gst.Series, error) {
 	s, err := scanSeries(q.QueryRow(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 AND id = $2`, sellerID, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Series{}, ErrNotFound
+		return gst.Series{}, ErrNotFound
 	}
 	if err != nil {
-		return Series{}, translate(err, "get series")
+		return gst.Series{}, translate(err, "get series")
 	}
 	return s, nil
 }
 
-func listSeries(ctx context.Context, q db.Querier, sellerID int64) ([]Series, error) {
+func listSeries(ctx context.Context, q db.Querier, sellerID int64) ([]gst.Series, error) {
 	rows, err := q.Query(ctx, `SELECT `+seriesCols+` FROM series WHERE seller_id = $1 ORDER BY code`, sellerID)
 	if err != nil {
 		return nil, translate(err, "list series")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Series, error) { return scanSeries(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (gst.Series, error) { return scanSeries(r) })
 	if err != nil {
 		return nil, translate(err, "list series")
 	}
@@ -161,7 +162,7 @@ func List(ctx context.Context, q db.Querier, sellerID int64) ([]SeriesUsage, err
 		if err := rows.Scan(&id, &fy, &u.LastSerial, &u.LastInvoiceDate, &u.LastIssuedAt); err != nil {
 			return nil, translate(err, "list counters")
 		}
-		u.FY = FY(fy)
+		u.FY = gst.FY(fy)
 		byID[id] = append(byID[id], u)
 	}
 	if err := rows.Err(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/series"
@@ -18,7 +19,7 @@ import (
 
 type fixture struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
+	seller gst.Seller
 }
 
 func setup(t *testing.T) fixture {
@@ -34,7 +35,7 @@ func setup(t *testing.T) fixture {
 	return fixture{pool: pool, seller: seller}
 }
 
-func (f fixture) series(t *testing.T, code, format string) series.Series {
+func (f fixture) series(t *testing.T, code, format string) gst.Series {
 	t.Helper()
 	return testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: code, DocType: "invoice", Format: format, Shop: "stall"})
 }
@@ -51,7 +52,7 @@ var t0 = time.Date(2026, 11, 29, 3, 20, 0, 0, time.UTC)
 
 // allocate takes one number with opt and records it in allocs, committing
 // unless rollback is set. It returns the serial taken.
-func allocate(ctx context.Context, pool *pgxpool.Pool, s series.Series, d time.Time, rollback bool, opt series.Options) (int64, error) {
+func allocate(ctx context.Context, pool *pgxpool.Pool, s gst.Series, d time.Time, rollback bool, opt series.Options) (int64, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return 0, err
@@ -70,7 +71,7 @@ func allocate(ctx context.Context, pool *pgxpool.Pool, s series.Series, d time.T
 	return b.First, tx.Commit(ctx)
 }
 
-func committed(t *testing.T, pool *pgxpool.Pool, s series.Series, fy series.FY) []int64 {
+func committed(t *testing.T, pool *pgxpool.Pool, s gst.Series, fy gst.FY) []int64 {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT serial FROM allocs WHERE series_id = $1 AND fy = $2 ORDER BY serial`, s.ID, int(fy))
 	if err != nil {
@@ -294,7 +295,7 @@ func TestFinancialYearTurnover(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		date   string
-		fy     series.FY
+		fy     gst.FY
 		serial int64
 		number string
 	}{
@@ -319,10 +320,10 @@ func TestFinancialYearTurnover(t *testing.T) {
 		}
 	}
 	// The instant 2026-03-31T18:30:00Z is already 1 April in IST.
-	if got := series.FYOf(series.DateIST(time.Date(2026, 3, 31, 18, 30, 0, 0, time.UTC))); got != 2026 {
+	if got := gst.FYOf(gst.DateIST(time.Date(2026, 3, 31, 18, 30, 0, 0, time.UTC))); got != 2026 {
 		t.Fatalf("FY at IST midnight = %s, want 2026-27", got)
 	}
-	if got := series.FYOf(series.DateIST(time.Date(2026, 3, 31, 18, 29, 59, 0, time.UTC))); got != 2025 {
+	if got := gst.FYOf(gst.DateIST(time.Date(2026, 3, 31, 18, 29, 59, 0, time.UTC))); got != 2025 {
 		t.Fatalf("FY a second before IST midnight = %s, want 2025-26", got)
 	}
 }
@@ -390,16 +391,16 @@ func TestExhaustedSeriesNeverWraps(t *testing.T) {
 	if err != nil || b.First != 1 || b.Number(7) != "X8" {
 		t.Fatalf("first block: %+v, %v", b, err)
 	}
-	if _, err := take(2); !errors.Is(err, series.ErrExhausted) {
+	if _, err := take(2); !errors.Is(err, gst.ErrExhausted) {
 		t.Fatalf("2 more of 1 left: got %v, want ErrExhausted", err)
 	}
 	if b, err := take(1); err != nil || b.Number(0) != "X9" {
 		t.Fatalf("last number: %v, %v", b.Number(0), err)
 	}
-	if _, err := take(1); !errors.Is(err, series.ErrExhausted) {
+	if _, err := take(1); !errors.Is(err, gst.ErrExhausted) {
 		t.Fatalf("past capacity: got %v, want ErrExhausted", err)
 	}
-	if _, err := take(10); !errors.Is(err, series.ErrExhausted) {
+	if _, err := take(10); !errors.Is(err, gst.ErrExhausted) {
 		t.Fatalf("more than capacity: got %v, want ErrExhausted", err)
 	}
 }
@@ -416,10 +417,10 @@ func TestCreateSeriesRefusals(t *testing.T) {
 	}{
 		{"duplicate code", series.NewSeries{Code: "ch1", DocType: "invoice", Format: "Z{SEQ}"}, series.ErrDuplicateCode},
 		{"overlapping format", series.NewSeries{Code: "CH2", DocType: "invoice", Format: "CH1/{FY}/{SEQ}"}, series.ErrOverlap},
-		{"too long", series.NewSeries{Code: "L", DocType: "invoice", Format: "ABCDEFGHIJ/{FY}/{SEQ:5}"}, series.ErrInvalidFormat},
-		{"leading zero", series.NewSeries{Code: "Z", DocType: "invoice", Format: "{SEQ:5}"}, series.ErrInvalidFormat},
-		{"unknown doc type", series.NewSeries{Code: "D", DocType: "quote", Format: "D{SEQ}"}, series.ErrInvalidDocType},
-		{"bad code", series.NewSeries{Code: "a b", DocType: "invoice", Format: "D{SEQ}"}, series.ErrInvalidSeries},
+		{"too long", series.NewSeries{Code: "L", DocType: "invoice", Format: "ABCDEFGHIJ/{FY}/{SEQ:5}"}, gst.ErrInvalidFormat},
+		{"leading zero", series.NewSeries{Code: "Z", DocType: "invoice", Format: "{SEQ:5}"}, gst.ErrInvalidFormat},
+		{"unknown doc type", series.NewSeries{Code: "D", DocType: "quote", Format: "D{SEQ}"}, gst.ErrInvalidDocType},
+		{"bad code", series.NewSeries{Code: "a b", DocType: "invoice", Format: "D{SEQ}"}, gst.ErrInvalidSeries},
 	} {
 		c.n.SellerID = f.seller.ID
 		if _, err := series.CreateSeries(ctx, f.pool, c.n); !errors.Is(err, c.want) {
@@ -467,7 +468,7 @@ func TestSellers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()
-	if _, err := series.CreateSeller(ctx, pool, "01AABCE2207R1Z5", "Bad"); !errors.Is(err, series.ErrInvalidGSTIN) {
+	if _, err := series.CreateSeller(ctx, pool, "01AABCE2207R1Z5", "Bad"); !errors.Is(err, gst.ErrInvalidGSTIN) {
 		t.Fatalf("bad check character: got %v", err)
 	}
 	s, err := series.CreateSeller(ctx, pool, "29aagcb7383j1z4", "Bangalore Traders")
@@ -534,14 +535,14 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 	if err := advance(st, 2); err != nil {
 		t.Fatalf("prediction from the committed state: %v", err)
 	}
-	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, gst.FYOf(d)); err != nil || u.LastSerial != 5 {
 		t.Fatalf("after the predicted block: %+v, %v; want last serial 5", u, err)
 	}
 	// The same state again is stale now.
 	if err := advance(st, 2); !series.IsMoved(err) {
 		t.Fatalf("stale prediction: %v, want ErrMoved", err)
 	}
-	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, series.FYOf(d)); err != nil || u.LastSerial != 5 {
+	if u, err := series.Counter(ctx, f.pool, s.SellerID, s.ID, gst.FYOf(d)); err != nil || u.LastSerial != 5 {
 		t.Fatalf("after the stale prediction: %+v, %v; want last serial still 5", u, err)
 	}
 	// A date before the row's last date, or more numbers than are left,

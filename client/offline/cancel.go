@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // Errors of Cancel.
@@ -25,7 +25,7 @@ var (
 
 // invoiceKey names an invoice of the lease: its series-year and serial.
 type invoiceKey struct {
-	fy     series.FY
+	fy     gst.FY
 	serial int64
 }
 
@@ -41,7 +41,7 @@ type CancelReceipt struct {
 
 // remember records di, numbered in fy (under the caller's key, "" for
 // none), as pending and cancellable.
-func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice, key string) {
+func (t *Terminal) remember(fy gst.FY, di client.DeviceInvoice, key string) {
 	k := invoiceKey{fy, di.Serial}
 	t.invoices[k], t.byNumber[di.Number] = di, k
 	if key != "" {
@@ -55,10 +55,10 @@ func (t *Terminal) remember(fy series.FY, di client.DeviceInvoice, key string) {
 // fsynced. ref is the invoice's number ("T07/26-27/00005") or its serial
 // ("5") in the latest series-year numbered. The cancellation's time is
 // the device clock's, never before the last invoice or cancellation
-// (times never go back); its record (invoice.CancelOffline, the server's
+// (times never go back); its record (document.CancelOffline, the server's
 // own code) takes the next position of the invoice's series-year chain,
 // and the uploader sends it after that invoice. It fails with
-// ErrUnknownInvoice, ErrAlreadyCancelled, invoice.ErrInvalid for an empty
+// ErrUnknownInvoice, ErrAlreadyCancelled, document.ErrInvalid for an empty
 // or overlong reason (nothing journaled), ErrEndPending, ErrLeaseInDoubt,
 // ErrEnded, or ErrBroken.
 func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
@@ -91,12 +91,12 @@ func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 		at = t.lastAt
 	}
 	y := t.year(k.fy)
-	_, hash, err := invoice.CancelOffline(t.seller.GSTIN, inv, reason, at, y.length+1, y.head)
+	_, hash, err := document.CancelOffline(t.seller.GSTIN, inv, reason, at, y.length+1, y.head)
 	if err != nil {
 		return CancelReceipt{}, err
 	}
 	dc := client.DeviceCancel{FY: k.fy.String(), Position: y.length + 1, Serial: di.Serial, Number: di.Number,
-		CancelledAt: invoice.Timestamp(at), Reason: reason, ChainHash: hex.EncodeToString(hash)}
+		CancelledAt: document.Timestamp(at), Reason: reason, ChainHash: hex.EncodeToString(hash)}
 	if err := t.write(record{Kind: "cancel", FY: dc.FY, Position: dc.Position, Cancel: &dc}); err != nil {
 		return CancelReceipt{}, err
 	}
@@ -114,7 +114,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 	if err != nil {
 		return invoiceKey{}, false
 	}
-	var fy series.FY
+	var fy gst.FY
 	for y := range t.years {
 		fy = max(fy, y)
 	}
@@ -125,22 +125,22 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 
 // rebuild returns the invoice di as numbered (amounts, items and fields as
 // the server stores them), for its cancel record.
-func (t *Terminal) rebuild(fy series.FY, di client.DeviceInvoice) (invoice.Invoice, error) {
+func (t *Terminal) rebuild(fy gst.FY, di client.DeviceInvoice) (document.Invoice, error) {
 	r, err := request(client.IssueRequest{Buyer: di.Buyer, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	at, err := time.Parse(time.RFC3339Nano, di.IssuedAt)
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
-	r.InvoiceDate = series.DateIST(at)
-	inv, _, err := invoice.NumberOffline(t.seller, t.series, r, di.Serial, 0, nil, at)
+	r.InvoiceDate = gst.DateIST(at)
+	inv, _, err := document.NumberOffline(t.seller, t.series, r, di.Serial, 0, nil, at)
 	if err != nil {
-		return invoice.Invoice{}, err
+		return document.Invoice{}, err
 	}
 	if inv.FY != fy || inv.Number != di.Number {
-		return invoice.Invoice{}, fmt.Errorf("offline: invoice %s rebuilt as %s %s", di.Number, inv.FY, inv.Number)
+		return document.Invoice{}, fmt.Errorf("offline: invoice %s rebuilt as %s %s", di.Number, inv.FY, inv.Number)
 	}
 	return inv, nil
 }
@@ -162,7 +162,7 @@ func (t *Terminal) replayCancel(r record) error {
 	if r.Cancel == nil {
 		return errors.New("a cancel record without its cancellation")
 	}
-	fy, err := series.ParseFY(r.Cancel.FY)
+	fy, err := gst.ParseFY(r.Cancel.FY)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (t *Terminal) Cancelled() []string {
 func (t *Terminal) LastSerial() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var fy series.FY
+	var fy gst.FY
 	for y := range t.years {
 		fy = max(fy, y)
 	}

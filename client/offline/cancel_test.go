@@ -12,7 +12,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // TestOfflineCancelsUpload: a terminal cancels invoices already uploaded
@@ -28,7 +28,7 @@ func TestOfflineCancelsUpload(t *testing.T) {
 	if _, err := e.all.CreateWebhook(ctx, client.WebhookRequest{URL: "http://127.0.0.1:9/hook", Events: []string{client.EventInvoiceCancelled}}); err != nil {
 		t.Fatal(err)
 	}
-	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	issue := func(n int) {
 		for i := range n {
@@ -115,7 +115,7 @@ func TestTamperedCancelUploadsStoreNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 4 {
 		if _, err := term.Issue(sale(i)); err != nil {

@@ -4,7 +4,7 @@
 // in a durable journal, and uploads them for the server to verify.
 //
 // A Terminal computes every amount and chain hash with the server's own
-// code (invoice.NumberOffline), so an honest upload is always accepted.
+// code (document.NumberOffline), so an honest upload is always accepted.
 // Issue returns an invoice number only once the invoice is fsynced to the
 // journal; a power cut at any instant loses only an invoice nobody was
 // told about, and never reuses or skips a serial.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/invoiced/invoiced/client"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // Ending a lease (docs/offline.md, "Ending a lease"). The device never
@@ -26,7 +26,7 @@ import (
 // endMark is the end the journal says was asked for: the last serial of
 // the latest series-year numbered, and the lease's end epoch then.
 type endMark struct {
-	fy    series.FY
+	fy    gst.FY
 	last  int64
 	epoch int64
 }
@@ -79,7 +79,7 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 	t.mu.Lock()
 	m := t.pending
 	if m == nil {
-		var fy series.FY
+		var fy gst.FY
 		for y := range t.years {
 			fy = max(fy, y)
 		}
@@ -145,7 +145,7 @@ func endedAt(l client.Lease, m *endMark) bool {
 			return d.Through == m.last && l.DeclaredThrough == m.last
 		}
 	}
-	return l.EndKind == series.EndByDevice && l.EndFY == m.fy.String() && l.EndSerial == m.last
+	return l.EndKind == client.EndByDevice && l.EndFY == m.fy.String() && l.EndSerial == m.last
 }
 
 // settle journals r ("end" or "resume"), the outcome of the pending end.

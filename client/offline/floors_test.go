@@ -12,8 +12,9 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // wantRefusal fails t unless err is the answer status with code whose
@@ -42,7 +43,7 @@ func withoutFloor(l client.Lease) client.Lease {
 // naming the field, and store nothing.
 func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	t.Parallel()
-	srv := &clock{time.Date(2026, 11, 29, 18, 0, 0, 0, series.IST)}
+	srv := &clock{time.Date(2026, 11, 29, 18, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	online, err := e.all.IssueInvoice(ctx, "T07", sale(0))
@@ -54,8 +55,8 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.NotBefore != invoice.Timestamp(srv.t) {
-		t.Fatalf("not_before %s, want the lease's time %s", l.NotBefore, invoice.Timestamp(srv.t))
+	if l.NotBefore != document.Timestamp(srv.t) {
+		t.Fatalf("not_before %s, want the lease's time %s", l.NotBefore, document.Timestamp(srv.t))
 	}
 	// A till that ignores the floor, its clock an hour before the lease.
 	early := &clock{srv.t.Add(-30 * time.Minute)}
@@ -71,7 +72,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	_, err = e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{deviceInvoice(r, sale(0))})
 	wantRefusal(t, "issued before the lease", err, http.StatusUnprocessableEntity, client.CodeIssuedBeforeLease, "invoices[0].issued_at")
 	// One whose clock is in the year before the lease's.
-	lastYear := &clock{time.Date(2026, 3, 31, 23, 0, 0, 0, series.IST)}
+	lastYear := &clock{time.Date(2026, 3, 31, 23, 0, 0, 0, gst.IST)}
 	rogue2, err := offline.Create(filepath.Join(e.dir, "rogue2"), withoutFloor(l), lastYear.now)
 	if err != nil {
 		t.Fatal(err)
@@ -101,12 +102,12 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	}
 	head, _ := hex.DecodeString(l.Next.ChainHead)
 	at := srv.t.Add(time.Minute)
-	_, hash, err := invoice.CancelOffline(e.seller.GSTIN, inv, "wrong buyer", at, l.Next.ChainLength+1, head)
+	_, hash, err := document.CancelOffline(e.seller.GSTIN, inv, "wrong buyer", at, l.Next.ChainLength+1, head)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = e.all.UploadDeviceCancels(ctx, "T07", l.LeaseID, []client.DeviceCancel{{FY: "2026-27", Position: l.Next.ChainLength + 1, Serial: inv.Serial,
-		Number: inv.Number, CancelledAt: invoice.Timestamp(at), Reason: "wrong buyer", ChainHash: hex.EncodeToString(hash)}})
+		Number: inv.Number, CancelledAt: document.Timestamp(at), Reason: "wrong buyer", ChainHash: hex.EncodeToString(hash)}})
 	wantRefusal(t, "cancel of an online invoice", err, http.StatusConflict, client.CodeInvoiceNotLeased, "cancels[0].serial")
 
 	// The honest till numbers one in November and uploads it; November is
@@ -124,7 +125,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	if _, err := term.Sync(ctx, e.all); err != nil {
 		t.Fatal(err)
 	}
-	srv.t = time.Date(2026, 12, 5, 10, 0, 0, 0, series.IST)
+	srv.t = time.Date(2026, 12, 5, 10, 0, 0, 0, gst.IST)
 	if _, err := e.all.LockPeriod(ctx, "112026"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 // refused, and the next sale takes the next serial.
 func TestIssueKeyedReplaysTheJournaledSale(t *testing.T) {
 	t.Parallel()
-	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, gst.IST)}
 	path := filepath.Join(t.TempDir(), "j")
 	term, err := offline.Create(path, lease(), clk.now)
 	if err != nil {

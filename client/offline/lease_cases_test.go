@@ -13,6 +13,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -77,7 +78,7 @@ func TestLostEndAnswerNeverNumbersTwice(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			ctx := context.Background()
-			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 			l, err := e.all.Lease(ctx, "T07", "till-7")
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +148,7 @@ func TestLostEndAnswerNeverNumbersTwice(t *testing.T) {
 // issuance never hands out a number the till printed.
 func TestDeviceLostAfterTheYearTurnsNeverNumbersTwice(t *testing.T) {
 	t.Parallel()
-	srv := &clock{time.Date(2027, 3, 30, 12, 0, 0, 0, series.IST)}
+	srv := &clock{time.Date(2027, 3, 30, 12, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	var p printed
@@ -158,9 +159,9 @@ func TestDeviceLostAfterTheYearTurnsNeverNumbersTwice(t *testing.T) {
 		}
 		p.add(t, inv.Number, "online before the lease")
 	}
-	clk := &clock{time.Date(2027, 3, 30, 13, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2027, 3, 30, 13, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
-	clk.t = time.Date(2027, 4, 2, 10, 0, 0, 0, series.IST)
+	clk.t = time.Date(2027, 4, 2, 10, 0, 0, 0, gst.IST)
 	for range 2 {
 		r, err := term.Issue(sale(0))
 		if err != nil {
@@ -168,7 +169,7 @@ func TestDeviceLostAfterTheYearTurnsNeverNumbersTwice(t *testing.T) {
 		}
 		p.add(t, r.Number, "the lost till")
 	}
-	srv.t = time.Date(2027, 4, 5, 10, 0, 0, 0, series.IST)
+	srv.t = time.Date(2027, 4, 5, 10, 0, 0, 0, gst.IST)
 	if _, err := e.all.EndLease(ctx, "T07", "", client.EndLeaseRequest{Force: true, Reason: "till 7 stolen"}); err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func (e *env) auditYear(t *testing.T, fy int) reports.Summary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := reports.AuditSummary(context.Background(), e.pool, e.seller, s, series.FY(fy))
+	sum, err := reports.AuditSummary(context.Background(), e.pool, e.seller, s, gst.FY(fy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func (e *env) auditYear(t *testing.T, fy int) reports.Summary {
 // refuses, or numbers the new one).
 func TestLeaseEarlyInTheYearWithAClockBehind(t *testing.T) {
 	t.Parallel()
-	srv := &clock{time.Date(2027, 3, 31, 15, 0, 0, 0, series.IST)}
+	srv := &clock{time.Date(2027, 3, 31, 15, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	var p printed
@@ -258,8 +259,8 @@ func TestLeaseEarlyInTheYearWithAClockBehind(t *testing.T) {
 		}
 		p.add(t, inv.Number, "online")
 	}
-	srv.t = time.Date(2027, 4, 1, 10, 0, 0, 0, series.IST)
-	clk := &clock{time.Date(2027, 3, 31, 20, 0, 0, 0, series.IST)}
+	srv.t = time.Date(2027, 4, 1, 10, 0, 0, 0, gst.IST)
+	clk := &clock{time.Date(2027, 3, 31, 20, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	r, err := term.Issue(sale(0))
 	if err == nil {
@@ -270,7 +271,7 @@ func TestLeaseEarlyInTheYearWithAClockBehind(t *testing.T) {
 		t.Fatalf("Issue with the clock a day behind: %v, want ErrClockBehind", err)
 	}
 	// Hours behind on the lease's day: floored at the lease's time.
-	clk.t = time.Date(2027, 4, 1, 0, 30, 0, 0, series.IST)
+	clk.t = time.Date(2027, 4, 1, 0, 30, 0, 0, gst.IST)
 	if r, err = term.Issue(sale(0)); err != nil {
 		t.Fatal(err)
 	}

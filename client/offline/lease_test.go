@@ -11,7 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // TestOneHolderAtATime: devices racing to lease one series; exactly one
@@ -92,7 +92,7 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 	}
 	// The device's clock is behind the server's: its invoices take the
 	// last online issue time instead.
-	clk := &clock{time.Date(2026, 11, 29, 7, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 7, 0, 0, 0, gst.IST)}
 	term, err := offline.Create(t.TempDir()+"/j", l, clk.now)
 	if err != nil {
 		t.Fatal(err)

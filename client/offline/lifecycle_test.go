@@ -16,10 +16,11 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 var (
@@ -90,7 +91,7 @@ func (d *randomDrops) drop(*http.Request) bool {
 // (docs/offline.md, "Not done").
 func TestLeaseLifecycleNeverNumbersTwice(t *testing.T) {
 	t.Parallel()
-	srv := &lockedClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)}
+	srv := &lockedClock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	base := uint64(time.Now().UnixNano())
 	start := time.Now()
@@ -159,11 +160,11 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 	kind := rng.IntN(3)
 	switch kind {
 	case 0: // across IST midnight of 31 March
-		srv.set(time.Date(2027, 3, 31, 23, 40, 0, 0, series.IST))
+		srv.set(time.Date(2027, 3, 31, 23, 40, 0, 0, gst.IST))
 	case 1: // across IST midnight of 30 June, when June may be locked
-		srv.set(time.Date(2026, 6, 30, 23, 40, 0, 0, series.IST))
+		srv.set(time.Date(2026, 6, 30, 23, 40, 0, 0, gst.IST))
 	default:
-		srv.set(time.Date(2026, 6, 10, 11, 0, 0, 0, series.IST))
+		srv.set(time.Date(2026, 6, 10, 11, 0, 0, 0, gst.IST))
 	}
 	// A<run> and B<run>, the run in base 36: numbers stay within 16
 	// characters.
@@ -185,7 +186,7 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 	// With -seed the run logs its steps.
 	trace := func(format string, args ...any) {
 		if *lifecycleSeed != 0 {
-			t.Logf("%s "+format, append([]any{srv.now().In(series.IST).Format("01-02 15:04")}, args...)...)
+			t.Logf("%s "+format, append([]any{srv.now().In(gst.IST).Format("01-02 15:04")}, args...)...)
 		}
 	}
 	printed := map[string]string{}
@@ -301,7 +302,7 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 			}
 			ln.lastPrinted = map[string]int64{}
 		case op == 10 && kind != 0 && len(locks) == 0: // the accountant locks the month before the server's
-			now := srv.now().In(series.IST)
+			now := srv.now().In(gst.IST)
 			m := time.Date(now.Year(), now.Month()-1, 1, 0, 0, 0, 0, time.UTC)
 			ml := monthLock{month: m, held: map[string]bool{}}
 			for _, x := range tills {
@@ -400,7 +401,7 @@ func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, 
 				st.lateInto++
 			}
 		}
-		if err := invoice.UnlockPeriod(ctx, e.pool, e.seller, invoice.MonthOf(ml.month), "test", "the next run", srv.now()); err != nil {
+		if err := invoice.UnlockPeriod(ctx, e.pool, e.seller, document.MonthOf(ml.month), "test", "the next run", srv.now()); err != nil {
 			fail("unlock: %v", err)
 			return false
 		}
@@ -449,19 +450,19 @@ func forceAndSettle(ctx context.Context, e *env, code string, srv *lockedClock, 
 	}
 	// The forced end recorded every year from the lease's start.
 	var declared []client.YearSerial
-	var start series.FY
+	var start gst.FY
 	years := map[string]int64{}
 	for _, y := range l.EndYears {
 		years[y.FY] = y.Through
-		if fy, err := series.ParseFY(y.FY); err == nil && (start == 0 || fy < start) {
+		if fy, err := gst.ParseFY(y.FY); err == nil && (start == 0 || fy < start) {
 			start = fy
 		}
 	}
 	// To the year of the server's tomorrow (what the forced end covers),
 	// or a later one the till printed in with its clock ahead.
-	last := max(start, series.FYAt(srv.now().Add(24*time.Hour)))
+	last := max(start, gst.FYAt(srv.now().Add(24*time.Hour)))
 	for y := range lastPrinted {
-		if fy, err := series.ParseFY(y); err == nil {
+		if fy, err := gst.ParseFY(y); err == nil {
 			last = max(last, fy)
 		}
 	}
@@ -477,7 +478,7 @@ func forceAndSettle(ctx context.Context, e *env, code string, srv *lockedClock, 
 }
 
 // stored returns the last serial of code's counter in fy (0: none).
-func stored(ctx context.Context, e *env, code string, fy series.FY) int64 {
+func stored(ctx context.Context, e *env, code string, fy gst.FY) int64 {
 	var n int64
 	_ = e.pool.QueryRow(ctx, `SELECT coalesce(max(c.last_serial), 0) FROM series_counters c JOIN series s ON s.id = c.series_id
 		WHERE s.code = $1 AND c.fy = $2`, code, int(fy)).Scan(&n)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -21,7 +22,7 @@ func TestOfflineThenSync(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 60 {
 		r, err := term.Issue(sale(i))
@@ -105,7 +106,7 @@ func TestTamperedUploadsStoreNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	var honest []client.DeviceInvoice
 	for i := range 4 {
@@ -200,7 +201,7 @@ func TestForcedEndShowsFinding(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 5 {
 		if _, err := term.Issue(sale(i)); err != nil {

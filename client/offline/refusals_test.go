@@ -11,7 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // TestSettledLeaseStopsTheTill: a till's lease is ended by force and
@@ -33,7 +33,7 @@ func TestSettledLeaseStopsTheTill(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
 			ctx := context.Background()
-			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 			path := filepath.Join(e.dir, "till-7.journal")
 			l, err := e.all.Lease(ctx, "T07", "till-7")
 			if err != nil {
@@ -150,7 +150,7 @@ func TestSyncUnderARateLimit(t *testing.T) {
 	start := time.Now()
 	e := setupRate(t, func() time.Time { return serverNow.Add(time.Since(start)) }, 4)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for range 11 {
 		if _, err := term.Issue(sale(0)); err != nil {
@@ -180,7 +180,7 @@ func TestUnknownLeaseStopsTheTill(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	l, err := e.all.Lease(ctx, "T07", "till-7")
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // holdDeletes is a transport that passes no DELETE on at once: it keeps
@@ -84,7 +84,7 @@ func TestEndStuckInFlightNeverEndsAResumedLease(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
-	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	var p printed
 	for range 3 {

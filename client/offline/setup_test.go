@@ -11,20 +11,20 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // serverNow is the server's clock: 2026-11-29 18:00 IST.
-var serverNow = time.Date(2026, 11, 29, 18, 0, 0, 0, series.IST)
+var serverNow = time.Date(2026, 11, 29, 18, 0, 0, 0, gst.IST)
 
 // env is a real server on a fresh database with a seller and series T07.
 type env struct {
 	pool   *pgxpool.Pool
-	seller series.Seller
+	seller gst.Seller
 	url    string
 	all    *client.Client // issue, read, manage
 	key    string

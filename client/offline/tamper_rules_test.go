@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // forge numbers sale(0) as serial at chain position after prev (hex) at
@@ -17,15 +17,15 @@ import (
 // exactly that: a tampered upload that breaks one rule only.
 func forge(t *testing.T, l client.Lease, serial, position int64, prev string, at time.Time) client.DeviceInvoice {
 	t.Helper()
-	g, err := series.ParseGSTIN(l.SellerGSTIN)
+	g, err := gst.ParseGSTIN(l.SellerGSTIN)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := series.ParseFormat(l.Format)
+	f, err := gst.ParseFormat(l.Format)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dt, err := series.ParseDocType(l.DocType)
+	dt, err := gst.ParseDocType(l.DocType)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,18 +34,18 @@ func forge(t *testing.T, l client.Lease, serial, position int64, prev string, at
 		t.Fatal(err)
 	}
 	req := sale(0)
-	r := invoice.Request{InvoiceDate: series.DateIST(at)}
+	r := document.Request{InvoiceDate: gst.DateIST(at)}
 	for _, it := range req.Items {
-		r.Items = append(r.Items, invoice.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
+		r.Items = append(r.Items, document.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
 	}
-	inv, hash, err := invoice.NumberOffline(series.Seller{GSTIN: g, StateCode: g.StateCode()}, series.Series{Code: l.Series, DocType: dt, Format: f}, r, serial, position, head, at)
+	inv, hash, err := document.NumberOffline(gst.Seller{GSTIN: g, StateCode: g.StateCode()}, gst.Series{Code: l.Series, DocType: dt, Format: f}, r, serial, position, head, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := inv.Totals
-	return client.DeviceInvoice{Serial: serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: invoice.Timestamp(at),
+	return client.DeviceInvoice{Serial: serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: document.Timestamp(at),
 		Items: req.Items, PlaceOfSupply: inv.PlaceOfSupply, ChainHash: hex.EncodeToString(hash),
-		Totals: client.Totals{Taxable: invoice.Money(m.Taxable), CGST: invoice.Money(m.CGST), SGST: invoice.Money(m.SGST), IGST: invoice.Money(m.IGST), Total: invoice.Money(m.Total)}}
+		Totals: client.Totals{Taxable: document.Money(m.Taxable), CGST: document.Money(m.CGST), SGST: document.Money(m.SGST), IGST: document.Money(m.IGST), Total: document.Money(m.Total)}}
 }
 
 // TestTamperedUploadsNameTheRule: each order rule of an upload is proved
@@ -57,15 +57,15 @@ func forge(t *testing.T, l client.Lease, serial, position int64, prev string, at
 // honest invoice is then accepted.
 func TestTamperedUploadsNameTheRule(t *testing.T) {
 	t.Parallel()
-	srv := &clock{time.Date(2026, 11, 29, 10, 0, 0, 0, series.IST)}
+	srv := &clock{time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	l, err := e.all.Lease(ctx, "T07", "till-7")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.t = time.Date(2026, 11, 30, 20, 0, 0, 0, series.IST)
-	first := forge(t, l, 1, 1, "", time.Date(2026, 11, 30, 10, 0, 0, 0, series.IST))
+	srv.t = time.Date(2026, 11, 30, 20, 0, 0, 0, gst.IST)
+	first := forge(t, l, 1, 1, "", time.Date(2026, 11, 30, 10, 0, 0, 0, gst.IST))
 	if _, err := e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{first}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestTamperedUploadsNameTheRule(t *testing.T) {
 		field string
 		rule  string
 	}{
-		{"date going back", time.Date(2026, 11, 29, 12, 0, 0, 0, series.IST), "invoices[0].invoice_date", "the previous invoice's"},
-		{"issue time going back", time.Date(2026, 11, 30, 9, 0, 0, 0, series.IST), "invoices[0].issued_at", "the previous invoice's"},
-		{"date in the future", time.Date(2026, 12, 5, 9, 0, 0, 0, series.IST), "invoices[0].invoice_date", "in the future"},
+		{"date going back", time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST), "invoices[0].invoice_date", "the previous invoice's"},
+		{"issue time going back", time.Date(2026, 11, 30, 9, 0, 0, 0, gst.IST), "invoices[0].issued_at", "the previous invoice's"},
+		{"date in the future", time.Date(2026, 12, 5, 9, 0, 0, 0, gst.IST), "invoices[0].invoice_date", "in the future"},
 	} {
 		inv := forge(t, l, 2, 2, first.ChainHash, c.at)
 		_, err := e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{inv})
@@ -87,7 +87,7 @@ func TestTamperedUploadsNameTheRule(t *testing.T) {
 			t.Fatalf("%s: %d invoices stored, want 1", c.name, len(got))
 		}
 	}
-	honest := forge(t, l, 2, 2, first.ChainHash, time.Date(2026, 11, 30, 11, 0, 0, 0, series.IST))
+	honest := forge(t, l, 2, 2, first.ChainHash, time.Date(2026, 11, 30, 11, 0, 0, 0, gst.IST))
 	if r, err := e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{honest}); err != nil || r.Stored != 1 {
 		t.Fatalf("honest: %+v, %v", r, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // Errors of a Terminal.
@@ -86,7 +86,7 @@ type Receipt struct {
 	Number    string
 	FY        string
 	IssuedAt  time.Time
-	Invoice   invoice.Invoice // with the server's own amounts
+	Invoice   document.Invoice // with the server's own amounts
 	ChainHash string
 	// Replayed: IssueKeyed found the key's invoice in the journal; this
 	// is that invoice, to print again.
@@ -107,9 +107,9 @@ type Terminal struct {
 	floor    time.Time // the lease's not_before
 	now      func() time.Time
 	lease    client.Lease
-	seller   series.Seller
-	series   series.Series
-	years    map[series.FY]*year
+	seller   gst.Seller
+	series   gst.Series
+	years    map[gst.FY]*year
 	lastAt   time.Time       // last issue time: issue times never go back
 	queue    []pendingRecord // not yet uploaded, in chain order
 	numbered int64           // invoices in the journal
@@ -123,7 +123,7 @@ type Terminal struct {
 
 // pendingRecord is an invoice or a cancellation not yet uploaded.
 type pendingRecord struct {
-	fy     series.FY
+	fy     gst.FY
 	inv    client.DeviceInvoice
 	cancel *client.DeviceCancel // nil for an invoice
 }
@@ -194,7 +194,7 @@ func Open(path string, now func() time.Time) (*Terminal, error) {
 }
 
 func newTerminal(j *journal, now func() time.Time) *Terminal {
-	return &Terminal{j: j, now: now, years: map[series.FY]*year{}, batch: maxBatch,
+	return &Terminal{j: j, now: now, years: map[gst.FY]*year{}, batch: maxBatch,
 		invoices: map[invoiceKey]client.DeviceInvoice{}, byNumber: map[string]invoiceKey{}, cancelled: map[invoiceKey]bool{},
 		keys: map[string]invoiceKey{}}
 }
@@ -208,7 +208,7 @@ func (t *Terminal) replay(r record, first bool) error {
 	case "lease":
 		return t.setLease(*r.Lease)
 	case "inv":
-		fy, err := series.ParseFY(r.FY)
+		fy, err := gst.ParseFY(r.FY)
 		if err != nil {
 			return err
 		}
@@ -230,13 +230,13 @@ func (t *Terminal) replay(r record, first bool) error {
 	case "cancel":
 		return t.replayCancel(r)
 	case "up", "upc":
-		fy, err := series.ParseFY(r.FY)
+		fy, err := gst.ParseFY(r.FY)
 		if err != nil {
 			return err
 		}
 		t.markUploaded(fy, r.Kind == "upc", r.Through)
 	case "ending":
-		fy, err := series.ParseFY(r.FY)
+		fy, err := gst.ParseFY(r.FY)
 		if err != nil {
 			return err
 		}
@@ -259,19 +259,19 @@ func (t *Terminal) setLease(l client.Lease) error {
 	if l.Next == nil {
 		return errors.New("offline: the lease has no next position")
 	}
-	g, err := series.ParseGSTIN(l.SellerGSTIN)
+	g, err := gst.ParseGSTIN(l.SellerGSTIN)
 	if err != nil {
 		return err
 	}
-	dt, err := series.ParseDocType(l.DocType)
+	dt, err := gst.ParseDocType(l.DocType)
 	if err != nil {
 		return err
 	}
-	f, err := series.ParseFormat(l.Format)
+	f, err := gst.ParseFormat(l.Format)
 	if err != nil {
 		return err
 	}
-	fy, err := series.ParseFY(l.Next.FY)
+	fy, err := gst.ParseFY(l.Next.FY)
 	if err != nil {
 		return err
 	}
@@ -284,8 +284,8 @@ func (t *Terminal) setLease(l client.Lease) error {
 	}
 	t.lease = l
 	t.epoch = l.EndEpoch
-	t.seller = series.Seller{GSTIN: g, StateCode: g.StateCode()}
-	t.series = series.Series{Code: l.Series, DocType: dt, Format: f}
+	t.seller = gst.Seller{GSTIN: g, StateCode: g.StateCode()}
+	t.series = gst.Series{Code: l.Series, DocType: dt, Format: f}
 	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
 	if l.Next.LastIssuedAt != "" {
 		at, err := time.Parse(time.RFC3339Nano, l.Next.LastIssuedAt)
@@ -307,7 +307,7 @@ func (t *Terminal) setLease(l client.Lease) error {
 	return nil
 }
 
-func (t *Terminal) year(fy series.FY) *year {
+func (t *Terminal) year(fy gst.FY) *year {
 	y, ok := t.years[fy]
 	if !ok {
 		y = &year{}
@@ -319,7 +319,7 @@ func (t *Terminal) year(fy series.FY) *year {
 // markUploaded drops from the pending records the invoices of fy through
 // serial through, or (cancels) its cancellations through chain position
 // through.
-func (t *Terminal) markUploaded(fy series.FY, cancels bool, through int64) {
+func (t *Terminal) markUploaded(fy gst.FY, cancels bool, through int64) {
 	if !cancels {
 		t.year(fy).uploaded = through
 	}
@@ -388,9 +388,9 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 		return Receipt{}, ErrLeaseInDoubt
 	}
 	clock := t.now().UTC().Truncate(time.Microsecond)
-	if series.DateIST(clock).Before(series.DateIST(t.floor)) {
+	if gst.DateIST(clock).Before(gst.DateIST(t.floor)) {
 		return Receipt{}, fmt.Errorf("%w: the clock says %s, the lease allows nothing before %s", ErrClockBehind,
-			clock.In(series.IST).Format(time.DateTime+" IST"), t.floor.In(series.IST).Format(time.DateTime+" IST"))
+			clock.In(gst.IST).Format(time.DateTime+" IST"), t.floor.In(gst.IST).Format(time.DateTime+" IST"))
 	}
 	at := clock
 	if at.Before(t.lastAt) {
@@ -400,18 +400,18 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
-	r.InvoiceDate = series.DateIST(at)
-	fy := series.FYOf(r.InvoiceDate)
+	r.InvoiceDate = gst.DateIST(at)
+	fy := gst.FYOf(r.InvoiceDate)
 	y := t.year(fy)
-	inv, hash, err := invoice.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
+	inv, hash, err := document.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
 	if err != nil {
 		return Receipt{}, err
 	}
 	di := client.DeviceInvoice{
-		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: invoice.Timestamp(at),
+		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: document.Timestamp(at),
 		Buyer: req.Buyer, PlaceOfSupply: inv.PlaceOfSupply, Items: req.Items, Original: req.Original,
-		Totals: client.Totals{Taxable: invoice.Money(inv.Totals.Taxable), CGST: invoice.Money(inv.Totals.CGST),
-			SGST: invoice.Money(inv.Totals.SGST), IGST: invoice.Money(inv.Totals.IGST), Total: invoice.Money(inv.Totals.Total)},
+		Totals: client.Totals{Taxable: document.Money(inv.Totals.Taxable), CGST: document.Money(inv.Totals.CGST),
+			SGST: document.Money(inv.Totals.SGST), IGST: document.Money(inv.Totals.IGST), Total: document.Money(inv.Totals.Total)},
 		ChainHash: hex.EncodeToString(hash),
 	}
 	if err := t.write(record{Kind: "inv", Key: key, FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
@@ -448,21 +448,21 @@ func (t *Terminal) replayReceipt(k invoiceKey, req client.IssueRequest) (Receipt
 }
 
 // request converts the client's request to the invoice package's.
-func request(req client.IssueRequest) (invoice.Request, error) {
-	var r invoice.Request
+func request(req client.IssueRequest) (document.Request, error) {
+	var r document.Request
 	if req.Buyer != nil {
-		r.Buyer = &invoice.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
+		r.Buyer = &document.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
 	}
 	r.PlaceOfSupply = req.PlaceOfSupply
 	for _, it := range req.Items {
-		r.Items = append(r.Items, invoice.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
+		r.Items = append(r.Items, document.ItemInput{Description: it.Description, HSN: it.HSN, Quantity: it.Quantity, UnitPrice: it.UnitPrice, GSTRate: it.GSTRate})
 	}
 	if req.Original != nil {
-		d, err := series.ParseDate(req.Original.InvoiceDate)
+		d, err := gst.ParseDate(req.Original.InvoiceDate)
 		if err != nil {
-			return invoice.Request{}, err
+			return document.Request{}, err
 		}
-		r.Original = &invoice.Original{Number: req.Original.Number, InvoiceDate: d, ExternalReason: req.Original.Reason}
+		r.Original = &document.Original{Number: req.Original.Number, InvoiceDate: d, ExternalReason: req.Original.Reason}
 	}
 	return r, nil
 }
@@ -526,7 +526,7 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 		n := min(len(t.queue), t.batch)
 		var batch []client.DeviceInvoice
 		var cancels []client.DeviceCancel
-		var fy series.FY
+		var fy gst.FY
 		for i, p := range t.queue[:n] {
 			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
 				break

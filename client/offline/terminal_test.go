@@ -9,8 +9,8 @@ import (
 
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 )
 
 // lease is a lease as the server gives it, for tests without a server:
@@ -26,7 +26,7 @@ func lease() client.Lease {
 // its own.
 func TestFYTurnsOverAtISTMidnight(t *testing.T) {
 	t.Parallel()
-	clk := &clock{time.Date(2026, 3, 31, 23, 59, 58, 0, series.IST)}
+	clk := &clock{time.Date(2026, 3, 31, 23, 59, 58, 0, gst.IST)}
 	term, err := offline.Create(filepath.Join(t.TempDir(), "j"), lease(), clk.now)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestFYTurnsOverAtISTMidnight(t *testing.T) {
 		if r.FY != w.fy || r.Serial != w.serial || r.Number != w.number {
 			t.Fatalf("sale %d at %s: %s %d %s, want %+v", i, clk.t, r.FY, r.Serial, r.Number, w)
 		}
-		if r.Invoice.InvoiceDate != series.DateIST(r.IssuedAt) {
+		if r.Invoice.InvoiceDate != gst.DateIST(r.IssuedAt) {
 			t.Fatalf("sale %d dated %s, issued %s", i, r.Invoice.InvoiceDate, r.IssuedAt)
 		}
 		clk.t = clk.t.Add(time.Second)
@@ -57,7 +57,7 @@ func TestFYTurnsOverAtISTMidnight(t *testing.T) {
 // times stay at the last one, so dates, years and serials never go back.
 func TestClockGoingBackNeverMovesIssueTimesBack(t *testing.T) {
 	t.Parallel()
-	clk := &clock{time.Date(2026, 4, 1, 0, 0, 5, 0, series.IST)}
+	clk := &clock{time.Date(2026, 4, 1, 0, 0, 5, 0, gst.IST)}
 	path := filepath.Join(t.TempDir(), "j")
 	term, err := offline.Create(path, lease(), clk.now)
 	if err != nil {
@@ -78,7 +78,7 @@ func TestClockGoingBackNeverMovesIssueTimesBack(t *testing.T) {
 	}
 	// After a restart the floor is the journal's last issue time.
 	term.Close()
-	clk.t = time.Date(2026, 3, 1, 0, 0, 0, 0, series.IST)
+	clk.t = time.Date(2026, 3, 1, 0, 0, 0, 0, gst.IST)
 	term, err = offline.Open(path, clk.now)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +97,7 @@ func TestClockGoingBackNeverMovesIssueTimesBack(t *testing.T) {
 func TestTornTailIsDiscarded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, series.IST)}
+	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, gst.IST)}
 	path := filepath.Join(dir, "j")
 	term, err := offline.Create(path, lease(), clk.now)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client/offline"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 )
 
 // TestLeaseAtTheYearTurnContinuesTheLaterYear: an invoice of the new
@@ -18,13 +18,13 @@ import (
 // serial 1 instead of printing serial 1 again.
 func TestLeaseAtTheYearTurnContinuesTheLaterYear(t *testing.T) {
 	t.Parallel()
-	srv := &lockedClock{t: time.Date(2027, 4, 1, 0, 0, 0, 500_000_000, series.IST)}
+	srv := &lockedClock{t: time.Date(2027, 4, 1, 0, 0, 0, 500_000_000, gst.IST)}
 	e := setupAt(t, srv.now)
 	ctx := context.Background()
 	if _, err := e.all.IssueInvoice(ctx, "T07", sale(0)); err != nil {
 		t.Fatal(err)
 	}
-	eve := time.Date(2027, 3, 31, 23, 59, 59, 900_000_000, series.IST)
+	eve := time.Date(2027, 3, 31, 23, 59, 59, 900_000_000, gst.IST)
 	srv.set(eve)
 	l, err := e.all.Lease(ctx, "T07", "till-7")
 	if err != nil {
@@ -40,9 +40,9 @@ func TestLeaseAtTheYearTurnContinuesTheLaterYear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.FY != series.FY(2027).String() || r.Serial != 2 {
+	if r.FY != gst.FY(2027).String() || r.Serial != 2 {
 		t.Fatalf("the till printed serial %d of %s (lease next %+v, not_before %s); want serial 2 of %s after the stored serial 1",
-			r.Serial, r.FY, *l.Next, l.NotBefore, series.FY(2027))
+			r.Serial, r.FY, *l.Next, l.NotBefore, gst.FY(2027))
 	}
 	srv.set(eve.Add(time.Minute))
 	if _, err := term.End(ctx, e.all); err != nil {

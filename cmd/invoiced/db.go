@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -140,15 +141,15 @@ func unanswered(cfg *pgxpool.Config, took time.Duration, err error) error {
 // openSeller connects to DATABASE_URL and returns the pool (the caller
 // closes it) and the seller registered under gstin. It fails as openPool
 // does, and with cmd's explanation when the GSTIN is invalid or unknown.
-func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, series.Seller, error) {
+func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, gst.Seller, error) {
 	pool, err := openPool(ctx, e.getenv)
 	if err != nil {
-		return nil, series.Seller{}, err
+		return nil, gst.Seller{}, err
 	}
 	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
 	if err != nil {
 		pool.Close()
-		return nil, series.Seller{}, explain(cmd, err)
+		return nil, gst.Seller{}, explain(cmd, err)
 	}
 	return pool, seller, nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -46,7 +47,7 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 		if t == nil {
 			return "-"
 		}
-		return t.In(series.IST).Format("2006-01-02 15:04")
+		return t.In(gst.IST).Format("2006-01-02 15:04")
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEVICE\tLEASED (IST)\tFROM\tENDED (IST)\tHOW\tLAST SERIAL\tSETTLED (IST)\tREASON")
@@ -132,7 +133,7 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	for _, y := range l.YearsThrough(series.FYAt(*l.SettledAt)) {
+	for _, y := range l.YearsThrough(gst.FYAt(*l.SettledAt)) {
 		if n, ok := l.DeclaredYears[y]; ok {
 			fmt.Fprintf(e.stdout, "settled %s's lease of %s: it may have printed up to serial %d of %s; %s continues at %d\n",
 				l.DeviceID, s.Code, n, y, y, n+1)
@@ -142,17 +143,17 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 }
 
 // parseYearsFlag reads "2026-27:5,2027-28:2"; nil for "".
-func parseYearsFlag(v string) (map[series.FY]int64, error) {
+func parseYearsFlag(v string) (map[gst.FY]int64, error) {
 	if v == "" {
 		return nil, nil
 	}
-	out := map[series.FY]int64{}
+	out := map[gst.FY]int64{}
 	for _, part := range strings.Split(v, ",") {
 		fyText, nText, ok := strings.Cut(strings.TrimSpace(part), ":")
 		if !ok {
 			return nil, fmt.Errorf("%q is not FY:SERIAL", part)
 		}
-		fy, err := series.ParseFY(fyText)
+		fy, err := gst.ParseFY(fyText)
 		if err != nil {
 			return nil, err
 		}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/apikey"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
@@ -174,7 +175,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// A bad GSTIN (wrong check character) fails with the validation sentence.
 	_, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", "01AABCE2207R1Z5", "--name", "Bad")
-	if err == nil || !errors.Is(err, series.ErrInvalidGSTIN) || !strings.Contains(strings.ToLower(err.Error()), "gstin") {
+	if err == nil || !errors.Is(err, gst.ErrInvalidGSTIN) || !strings.Contains(strings.ToLower(err.Error()), "gstin") {
 		t.Fatalf("sellers add with a bad GSTIN: err = %v, want ErrInvalidGSTIN with a message about the GSTIN", err)
 	}
 	// A duplicate seller is refused; the list shows the first one.
@@ -182,7 +183,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("duplicate sellers add: err = %v, want ErrSellerExists", err)
 	}
 	// The contact printed on receipts is set by sellers update (and add).
-	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--phone", "call me"); !errors.Is(err, series.ErrInvalidSeries) {
+	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--phone", "call me"); !errors.Is(err, gst.ErrInvalidSeries) {
 		t.Fatalf("sellers update with a bad phone: err = %v, want ErrInvalidSeries", err)
 	}
 	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--address", "Platform 1, Pune Junction, Pune 411001", "--phone", "+91 20 2612 0000"); err != nil {

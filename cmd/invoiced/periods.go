@@ -6,8 +6,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 )
 
 // runPeriods dispatches `invoiced periods lock|unlock|list`.
@@ -21,13 +22,13 @@ func runPeriods(ctx context.Context, e env, args []string) error {
 
 // periodMonth validates the GSTIN and returns the month fp, or the
 // validation sentence (checked before connecting).
-func periodMonth(op, gstin, fp string) (invoice.Month, error) {
-	if _, err := series.ParseGSTIN(gstin); err != nil {
-		return invoice.Month{}, explain(op, err)
+func periodMonth(op, gstin, fp string) (document.Month, error) {
+	if _, err := gst.ParseGSTIN(gstin); err != nil {
+		return document.Month{}, explain(op, err)
 	}
-	m, err := invoice.ParseMonth(fp)
+	m, err := document.ParseMonth(fp)
 	if err != nil {
-		return invoice.Month{}, explain(op, err)
+		return document.Month{}, explain(op, err)
 	}
 	return m, nil
 }
@@ -58,7 +59,7 @@ func runPeriodsLock(ctx context.Context, e env, args []string) error {
 	if created {
 		fmt.Fprintf(e.stdout, "locked %s (%s)\n", m, m.FP())
 	} else {
-		fmt.Fprintf(e.stdout, "%s was locked already, at %s by %s\n", m, lock.LockedAt.In(series.IST).Format("2 Jan 2006 15:04 IST"), lock.LockedBy)
+		fmt.Fprintf(e.stdout, "%s was locked already, at %s by %s\n", m, lock.LockedAt.In(gst.IST).Format("2 Jan 2006 15:04 IST"), lock.LockedBy)
 	}
 	return nil
 }
@@ -97,7 +98,7 @@ func runPeriodsList(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("periods list", err)
 	}
 	pool, seller, err := openSeller(ctx, e, "periods list", *gstin)
@@ -116,14 +117,14 @@ func runPeriodsList(ctx context.Context, e env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FP\tMONTH\tLOCKED AT (IST)\tBY")
 	for _, l := range locks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Month.FP(), l.Month, l.LockedAt.In(series.IST).Format("2006-01-02 15:04"), l.LockedBy)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", l.Month.FP(), l.Month, l.LockedAt.In(gst.IST).Format("2006-01-02 15:04"), l.LockedBy)
 	}
 	tw.Flush()
 	if len(events) > 0 {
 		fmt.Fprintln(e.stdout, "\nhistory:")
 		tw = tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		for _, ev := range events {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.At.In(series.IST).Format("2006-01-02 15:04"), ev.Action, ev.Month.FP(), ev.By, ev.Reason)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", ev.At.In(gst.IST).Format("2006-01-02 15:04"), ev.Action, ev.Month.FP(), ev.By, ev.Reason)
 		}
 		tw.Flush()
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/mattn/go-isatty"
@@ -46,13 +47,13 @@ func runReportAudit(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin", "series", "fy"); err != nil {
 		return err
 	}
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("report audit", err)
 	}
 	if _, err := series.ParseCode(*code); err != nil {
 		return explain("report audit", err)
 	}
-	fy, err := series.ParseFY(*fyText)
+	fy, err := gst.ParseFY(*fyText)
 	if err != nil {
 		return explain("report audit", err)
 	}
@@ -93,7 +94,7 @@ func runReportDocs(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin", "fp"); err != nil {
 		return err
 	}
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("report gstr1-docs", err)
 	}
 	period, err := reports.ParsePeriod(*fp)
@@ -178,7 +179,7 @@ func runVerify(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("verify", err)
 	}
 	if *code != "" {
@@ -186,10 +187,10 @@ func runVerify(ctx context.Context, e env, args []string) error {
 			return explain("verify", err)
 		}
 	}
-	var fy series.FY
+	var fy gst.FY
 	if *fyText != "" {
 		var err error
-		if fy, err = series.ParseFY(*fyText); err != nil {
+		if fy, err = gst.ParseFY(*fyText); err != nil {
 			return explain("verify", err)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
@@ -41,9 +43,9 @@ func reportSetup(t *testing.T) (func(string) string, *pgxpool.Pool) {
 	var ids []int64
 	for i, date := range []string{"2026-11-02", "2026-11-10", "2026-11-30"} {
 		d, _ := time.Parse(time.DateOnly, date)
-		draft, err := invoice.Prepare(invoice.Request{InvoiceDate: d, Items: []invoice.ItemInput{
+		draft, err := document.Prepare(document.Request{InvoiceDate: d, Items: []document.ItemInput{
 			{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
-			seller, s, now, invoice.Policy{BackdateDays: 60})
+			seller, s, now, document.Policy{BackdateDays: 60})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +282,7 @@ func TestSeriesAddWithOpening(t *testing.T) {
 		t.Fatalf("partial opening: %v", err)
 	}
 	if _, _, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
-		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, invoice.ErrInvalid) {
+		"--opening-last-serial", "42", "--opening-last-date", "2026-03-15", "--opening-last-number", "MV/25-26/00041"); !errors.Is(err, document.ErrInvalid) {
 		t.Fatalf("wrong last number: %v", err)
 	}
 	_, errOut, err := run("add", "--gstin", demoGSTIN, "--code", "MV", "--format", "MV/{FY}/{SEQ:5}", "--opening-fy", "2025-26",
@@ -309,7 +311,7 @@ func TestLeasesCommands(t *testing.T) {
 		var out, errOut bytes.Buffer
 		// The lease is dated 2026-11-30: the commands' clock stays in its
 		// year, or settling would ask for 2027-28 too from April 2027.
-		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, series.IST) }}, args)
+		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, gst.IST) }}, args)
 		return out.String(), err
 	}
 	seller, err := series.SellerByGSTIN(ctx, pool, demoGSTIN)
@@ -320,7 +322,7 @@ func TestLeasesCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, series.IST)); err != nil {
+	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, gst.IST)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runL("end", "--gstin", demoGSTIN, "--series", "CH1"); err == nil || !strings.Contains(err.Error(), "--reason") {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/series"
 )
@@ -36,10 +37,10 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 	}
 	// Validate before touching the database, so a typo is reported even
 	// without one.
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("sellers add", err)
 	}
-	c := series.Contact{Address: strings.TrimSpace(*address), Phone: strings.TrimSpace(*phone), Email: strings.TrimSpace(*email)}
+	c := gst.Contact{Address: strings.TrimSpace(*address), Phone: strings.TrimSpace(*phone), Email: strings.TrimSpace(*email)}
 	if err := series.CheckContact(c); err != nil {
 		return explain("sellers add", err)
 	}
@@ -52,7 +53,7 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("sellers add", err)
 	}
-	writeSellers(e, []series.Seller{s})
+	writeSellers(e, []gst.Seller{s})
 	if c.Address == "" {
 		fmt.Fprintf(e.stderr, "warning: seller %s has no address: its receipts lack the supplier's address that Rule 46(a) requires; add it with: invoiced sellers update --gstin %s --address '…'\n", s.GSTIN, s.GSTIN)
 	}
@@ -94,7 +95,7 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 	if given == 0 {
 		return usageErrorf("sellers update: give at least one of --name, --address, --phone, --email")
 	}
-	if _, err := series.ParseGSTIN(*gstin); err != nil {
+	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("sellers update", err)
 	}
 	pool, err := openPool(ctx, e.getenv)
@@ -106,7 +107,7 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("sellers update", err)
 	}
-	writeSellers(e, []series.Seller{s})
+	writeSellers(e, []gst.Seller{s})
 	return nil
 }
 
@@ -131,7 +132,7 @@ func runSellersList(ctx context.Context, e env, args []string) error {
 }
 
 // writeSellers prints sellers as an aligned table on stdout.
-func writeSellers(e env, ss []series.Seller) {
+func writeSellers(e env, ss []gst.Seller) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME\tADDRESS\tPHONE\tEMAIL")
 	for _, s := range ss {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -44,11 +45,11 @@ func runSeriesAdd(ctx context.Context, e env, args []string) error {
 		if *opFY == "" || *opSerial == 0 || *opDate == "" || *opNumber == "" {
 			return usageErrorf("series add: an opening needs all of --opening-fy, --opening-last-serial, --opening-last-date and --opening-last-number")
 		}
-		fy, err := series.ParseFY(*opFY)
+		fy, err := gst.ParseFY(*opFY)
 		if err != nil {
 			return explain("series add", err)
 		}
-		d, err := series.ParseDate(*opDate)
+		d, err := gst.ParseDate(*opDate)
 		if err != nil {
 			return explain("series add", err)
 		}
@@ -59,7 +60,7 @@ func runSeriesAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	var s series.Series
+	var s gst.Series
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		s, err = series.CreateSeriesTx(ctx, tx, series.NewSeries{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"github.com/invoiced/invoiced/gst"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -13,8 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 // readTestdata returns testdata/name.
@@ -269,7 +268,7 @@ func TestSellersFlag(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, g := range gs {
-		parsed, err := series.ParseGSTIN(g)
+		parsed, err := gst.ParseGSTIN(g)
 		if err != nil {
 			t.Fatalf("generated GSTIN %s: %v", g, err)
 		}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/gst"
 	"strings"
-
-	"github.com/invoiced/invoiced/series"
 )
 
 // SellerGSTINs returns the sellers the spawned servers issue for: the one
@@ -18,14 +17,14 @@ func (c Config) SellerGSTINs() ([]string, error) {
 	if c.Sellers <= 1 {
 		return []string{c.GSTIN}, nil
 	}
-	g, err := series.ParseGSTIN(c.GSTIN)
+	g, err := gst.ParseGSTIN(c.GSTIN)
 	if err != nil {
 		return nil, fmt.Errorf("bench: --gstin: %w", err)
 	}
 	out := make([]string, c.Sellers)
 	for i := range out {
 		first14 := fmt.Sprintf("%sAAQCB%04dH1Z", g.StateCode(), i+1)
-		check, err := series.CheckChar(first14)
+		check, err := gst.CheckChar(first14)
 		if err != nil {
 			return nil, err
 		}

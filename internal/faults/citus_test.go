@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -64,7 +64,7 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 // and the key.
 func addSeller(t *testing.T, dbURL, first14, code, scopes string) (gstin, key string) {
 	t.Helper()
-	check, err := series.CheckChar(first14)
+	check, err := gst.CheckChar(first14)
 	if err != nil {
 		t.Fatal(err)
 	}

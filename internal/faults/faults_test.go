@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/latencyproxy"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -355,7 +357,7 @@ func TestStuckCounterLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	blk, err := series.Next(ctx, tx, sr, series.DateIST(now), now, testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second}))
+	blk, err := series.Next(ctx, tx, sr, gst.DateIST(now), now, testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second}))
 	if err != nil {
 		t.Fatalf("series.Next in the stuck transaction: %v", err)
 	}
@@ -537,8 +539,8 @@ func clockJump(t *testing.T, batching bool) {
 				}
 				key := fmt.Sprintf("clock-w%02d-%05d", w, n)
 				now := time.Now()
-				d, err := invoice.Prepare(invoice.Request{Items: []invoice.ItemInput{{Description: key, HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
-					seller, sr, now, invoice.Policy{})
+				d, err := document.Prepare(document.Request{Items: []document.ItemInput{{Description: key, HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}}},
+					seller, sr, now, document.Policy{})
 				if err != nil {
 					t.Errorf("Prepare: %v", err)
 					return

@@ -6,15 +6,14 @@
 package metrics
 
 import (
-	"net/http"
-	"strconv"
-	"time"
-
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"net/http"
+	"strconv"
+	"time"
 )
 
 // Metrics is one server's set of metrics, in a registry of its own (two
@@ -71,7 +70,7 @@ func New() *Metrics {
 		Name: "invoiced_invoices_cancelled_total",
 		Help: "Invoices cancelled, by document type and source: online (cancelled through the server) or device (cancelled offline and uploaded).",
 	}, []string{"doc_type", "source"})
-	for _, d := range series.DocTypes() { // present at 0 from the start
+	for _, d := range gst.DocTypes() { // present at 0 from the start
 		for _, src := range []string{SourceOnline, SourceDevice} {
 			m.issued.WithLabelValues(string(d), src)
 			m.cancelled.WithLabelValues(string(d), src)

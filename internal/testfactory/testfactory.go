@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -27,11 +28,11 @@ const (
 type SellerOpts struct {
 	GSTIN   string
 	Name    string
-	Contact series.Contact
+	Contact gst.Contact
 }
 
 // Seller creates a seller (opts may be nil) and returns it.
-func Seller(t testing.TB, q db.Querier, opts *SellerOpts) series.Seller {
+func Seller(t testing.TB, q db.Querier, opts *SellerOpts) gst.Seller {
 	t.Helper()
 	o := SellerOpts{GSTIN: SellerGSTIN, Name: SellerName}
 	if opts != nil {
@@ -60,7 +61,7 @@ type SeriesOpts struct {
 }
 
 // Series creates a series of seller (opts may be nil) and returns it.
-func Series(t testing.TB, b db.Beginner, seller series.Seller, opts *SeriesOpts) series.Series {
+func Series(t testing.TB, b db.Beginner, seller gst.Seller, opts *SeriesOpts) gst.Series {
 	t.Helper()
 	var o SeriesOpts
 	if opts != nil {
@@ -85,24 +86,24 @@ func Series(t testing.TB, b db.Beginner, seller series.Seller, opts *SeriesOpts)
 
 // Buyer is the registered buyer of a default draft, in Karnataka (an
 // inter-state supply from SellerGSTIN).
-var Buyer = invoice.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}
+var Buyer = document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}
 
 // Chai returns a line of masala chai (HSN 0902).
-func Chai(qty, price, rate string) invoice.ItemInput {
-	return invoice.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: qty, UnitPrice: price, GSTRate: rate}
+func Chai(qty, price, rate string) document.ItemInput {
+	return document.ItemInput{Description: "Masala chai", HSN: "0902", Quantity: qty, UnitPrice: price, GSTRate: rate}
 }
 
 // DraftOpts are a draft's values. A nil Request means an invoice to Buyer
 // of Chai("2", "10.00", "5"); a Key sets the draft's Idempotency-Key and
 // its request hash to "h-<key>".
 type DraftOpts struct {
-	Request *invoice.Request
-	Policy  invoice.Policy
+	Request *document.Request
+	Policy  document.Policy
 	Key     string
 }
 
 // Draft prepares a draft of s, as of now (opts may be nil), and returns it.
-func Draft(t testing.TB, seller series.Seller, s series.Series, now time.Time, opts *DraftOpts) invoice.Draft {
+func Draft(t testing.TB, seller gst.Seller, s gst.Series, now time.Time, opts *DraftOpts) document.Draft {
 	t.Helper()
 	var o DraftOpts
 	if opts != nil {
@@ -111,9 +112,9 @@ func Draft(t testing.TB, seller series.Seller, s series.Series, now time.Time, o
 	req := o.Request
 	if req == nil {
 		buyer := Buyer
-		req = &invoice.Request{Buyer: &buyer, Items: []invoice.ItemInput{Chai("2", "10.00", "5")}}
+		req = &document.Request{Buyer: &buyer, Items: []document.ItemInput{Chai("2", "10.00", "5")}}
 	}
-	d, err := invoice.Prepare(*req, seller, s, now, o.Policy)
+	d, err := document.Prepare(*req, seller, s, now, o.Policy)
 	if err != nil {
 		t.Fatalf("testfactory: prepare a draft of %s: %v", s.Code, err)
 	}

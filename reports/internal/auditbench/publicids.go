@@ -5,12 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
-	"io"
-	"time"
-
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/document"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"io"
+	"time"
 )
 
 // legacyIDs spells the public ids issued before routed ones: 128 random
@@ -29,7 +28,7 @@ var idForms = []idForm{
 		rand.Read(b[:])
 		return legacyIDs.EncodeToString(b[:])
 	}},
-	{"routed", "public_id, seller_id", invoice.NewPublicID},
+	{"routed", "public_id, seller_id", document.NewPublicID},
 }
 
 // measurePublicIDs compares the unique index of each public id form in a

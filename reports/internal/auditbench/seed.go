@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -58,14 +59,14 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 		return err
 	}
 	type job struct {
-		seller series.Seller
-		s      series.Series
-		fy     series.FY
+		seller gst.Seller
+		s      gst.Series
+		fy     gst.FY
 	}
 	var jobs []job
 	for i := 1; i <= l.sellers; i++ {
 		first14 := fmt.Sprintf("27AAPFD%04dF1Z", i)
-		c, err := series.CheckChar(first14)
+		c, err := gst.CheckChar(first14)
 		if err != nil {
 			return err
 		}
@@ -82,7 +83,7 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 				}
 			}
 			for y := 0; y < l.years; y++ {
-				jobs = append(jobs, job{seller, s, series.FY(2026 - y)})
+				jobs = append(jobs, job{seller, s, gst.FY(2026 - y)})
 			}
 		}
 	}
@@ -128,7 +129,7 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 
 // sellerNamed returns the seller registered under gstin, registering it
 // first when it is not.
-func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (series.Seller, error) {
+func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (gst.Seller, error) {
 	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
 	if err == nil {
 		return seller, nil
@@ -143,7 +144,7 @@ func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (s
 // transaction. Invoices are generated
 // while they are copied; only the chain records (about 80 bytes each) are
 // kept until their own copy.
-func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Seller, s series.Series, fy series.FY, n int) error {
+func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller gst.Seller, s gst.Series, fy gst.FY, n int) error {
 	base := fy.Start().Add(-2 * time.Hour) // 03:30 IST on 1 April
 	dateOf := func(i int) time.Time { return fy.Start().AddDate(0, 0, i*364/n) }
 	atOf := func(i int) time.Time { return base.Add(time.Duration(i) * (364 * 24 * time.Hour / time.Duration(n))) }
@@ -182,33 +183,33 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Selle
 		}
 		taxable := decimal.New(int64(10000+i%100000), -2)
 		half := taxable.Mul(decimal.New(9, -2)).Round(2)
-		totals := invoice.Totals{Taxable: taxable, CGST: half, SGST: half, IGST: decimal.Zero, Total: taxable.Add(half).Add(half)}
+		totals := document.Totals{Taxable: taxable, CGST: half, SGST: half, IGST: decimal.Zero, Total: taxable.Add(half).Add(half)}
 		// The record seals the place of supply and the items too, so they
 		// go into the hash exactly as they go into the row.
-		items := []invoice.Item{{Description: "seeded", HSN: "0902", Quantity: decimal.NewFromInt(1), UnitPrice: taxable,
+		items := []document.Item{{Description: "seeded", HSN: "0902", Quantity: decimal.NewFromInt(1), UnitPrice: taxable,
 			GSTRate: decimal.NewFromInt(18), Taxable: totals.Taxable, CGST: totals.CGST, SGST: totals.SGST, IGST: totals.IGST, Total: totals.Total}}
 		itemsJSON, err := json.Marshal(items)
 		if err != nil {
 			return nil, err
 		}
-		inv := invoice.Invoice{SeriesCode: s.Code, DocType: s.DocType, FY: fy, Serial: serial, Number: num,
-			InvoiceDate: date, IssuedAt: at, Status: invoice.StatusIssued, PlaceOfSupply: "27", Items: items, Totals: totals}
+		inv := document.Invoice{SeriesCode: s.Code, DocType: s.DocType, FY: fy, Serial: serial, Number: num,
+			InvoiceDate: date, IssuedAt: at, Status: document.StatusIssued, PlaceOfSupply: "27", Items: items, Totals: totals}
 		if i%7 == 0 {
-			inv.Buyer = &invoice.Buyer{GSTIN: "29AAGCB7383J1Z4"}
+			inv.Buyer = &document.Buyer{GSTIN: "29AAGCB7383J1Z4"}
 		}
 		pos++
-		head = invoice.IssueRecord(gst, inv, pos, head).Hash()
-		recs = append(recs, rec{pos, serial, invoice.KindIssue, at, head})
+		head = document.IssueRecord(gst, inv, pos, head).Hash()
+		recs = append(recs, rec{pos, serial, document.KindIssue, at, head})
 		var cancelledAt *time.Time
 		var reason *string
 		if i%100 == 99 {
 			ca := at.Add(time.Second)
 			r := fmt.Sprintf("cancelled, test %d", i)
-			inv.Status, inv.CancelledAt, inv.CancelReason = invoice.StatusCancelled, &ca, r
+			inv.Status, inv.CancelledAt, inv.CancelReason = document.StatusCancelled, &ca, r
 			cancelledAt, reason = &ca, &r
 			pos++
-			head = invoice.CancelRecord(gst, inv, pos, head).Hash()
-			recs = append(recs, rec{pos, serial, invoice.KindCancel, ca, head})
+			head = document.CancelRecord(gst, inv, pos, head).Hash()
+			recs = append(recs, rec{pos, serial, document.KindCancel, ca, head})
 		}
 		var bg *string
 		if inv.Buyer != nil {
@@ -216,7 +217,7 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller series.Selle
 		}
 		i++
 		t := inv.Totals
-		return []any{seller.ID, s.ID, int(fy), serial, num, date, at, invoice.NewPublicID(seller.ID, at), inv.Status,
+		return []any{seller.ID, s.ID, int(fy), serial, num, date, at, document.NewPublicID(seller.ID, at), inv.Status,
 			bg, inv.PlaceOfSupply, string(itemsJSON),
 			t.Taxable.StringFixed(2), t.CGST.StringFixed(2), t.SGST.StringFixed(2), t.IGST.StringFixed(2), t.Total.StringFixed(2), cancelledAt, reason}, nil
 	})

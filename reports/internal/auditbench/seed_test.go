@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
@@ -71,8 +71,8 @@ func TestSeedsVerify(t *testing.T) {
 	var at time.Time
 	var id string
 	if _, err := pgx.ForEachRow(rows, []any{&seller, &at, &id}, func() error {
-		route, ok := invoice.ParsePublicID(id)
-		if got, _ := invoice.PublicIDTime(id); !ok || route.SellerID != seller || !got.Equal(at.Truncate(time.Millisecond)) {
+		route, ok := document.ParsePublicID(id)
+		if got, _ := document.PublicIDTime(id); !ok || route.SellerID != seller || !got.Equal(at.Truncate(time.Millisecond)) {
 			t.Fatalf("seeded public id %q of seller %d issued %v: routed %+v %v, time %v", id, seller, at, route, ok, got)
 		}
 		return nil

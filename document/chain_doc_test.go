@@ -1,0 +1,93 @@
+package document_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
+)
+
+// TestChainDocWorkedExample pins docs/chain.md's worked example to the
+// code: the canonical record the document prints is the one IssueRecord
+// builds for the invoice it describes (computed here by Prepare from the
+// request the document states), its hash is the one the document prints,
+// and the document's second record chains to that hash. It fails when the
+// document or the canonical form changes without the other.
+func TestChainDocWorkedExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "chain.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, example, ok := strings.Cut(string(doc), "\n## Worked example\n")
+	if !ok {
+		t.Fatal(`docs/chain.md has no "## Worked example" section`)
+	}
+	example, _, _ = strings.Cut(example, "\n## ")
+	blocks := regexp.MustCompile("(?s)```[a-z]*\n(.*?)```").FindAllStringSubmatch(example, -1)
+	if len(blocks) < 2 {
+		t.Fatalf("the worked example has %d code blocks, want the record and its sha256sum", len(blocks))
+	}
+	docRecord := strings.TrimSpace(blocks[0][1])
+	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  -$`).FindStringSubmatch(blocks[1][1])
+	if m == nil {
+		t.Fatalf("no sha256sum output line in\n%s", blocks[1][1])
+	}
+	docHash := m[1]
+
+	// The invoice as the document describes it: the first record of
+	// series CH1 in 2026-27 of seller 27AAPFU0939F1ZV (Maharashtra); two
+	// masala chai at ₹10.00, 5 % IGST, to Bangalore Traders (Karnataka),
+	// issued 2026-11-29 08:50 IST.
+	format, err := gst.ParseFormat("CH1/{FY}/{SEQ:5}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docType, err := gst.ParseDocType("invoice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := gst.Series{ID: 1, SellerID: 1, Code: "CH1", DocType: docType, Format: format}
+	seller := gst.Seller{ID: 1, GSTIN: "27AAPFU0939F1ZV", Name: "Pune Chai Co", StateCode: "27"}
+	issuedAt := time.Date(2026, 11, 29, 8, 50, 0, 0, gst.IST)
+	d, err := document.Prepare(document.Request{
+		Buyer:         &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
+		PlaceOfSupply: "29",
+		Items:         []document.ItemInput{{Description: "Masala chai", HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5"}},
+	}, seller, sr, issuedAt, document.Policy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fy := gst.FYOf(d.InvoiceDate)
+	number, err := format.Render(fy, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := document.Invoice{SeriesCode: sr.Code, DocType: sr.DocType, FY: fy, Serial: 1, Number: number,
+		InvoiceDate: d.InvoiceDate, IssuedAt: issuedAt, Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply,
+		Original: d.Original, Items: d.Items, Totals: d.Totals}
+	r := document.IssueRecord(string(seller.GSTIN), inv, 1, nil)
+
+	if got := r.Canonical(); got != docRecord {
+		t.Fatalf("docs/chain.md's worked example is not the record the code builds:\n doc  %s\n code %s", docRecord, got)
+	}
+	if got := hex.EncodeToString(r.Hash()); got != docHash {
+		t.Fatalf("docs/chain.md prints hash %s, the code hashes the record to %s", docHash, got)
+	}
+	if sum := sha256.Sum256([]byte(docRecord)); hex.EncodeToString(sum[:]) != docHash {
+		t.Fatalf("docs/chain.md's hash %s is not the SHA-256 of its record", docHash)
+	}
+	if fast := document.FastIssueHash(string(seller.GSTIN), &inv, 1, nil, &d); hex.EncodeToString(fast) != docHash {
+		t.Fatalf("the issue path's hash %x differs from the documented %s", fast, docHash)
+	}
+	if !strings.Contains(example, "`&prev="+docHash+"`") {
+		t.Fatalf("docs/chain.md's second record does not chain to %s", docHash)
+	}
+}
