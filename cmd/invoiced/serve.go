@@ -22,6 +22,7 @@ import (
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/webhook/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -93,7 +94,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
-	fs.IntVar(&c.webhookWorkers, "webhook-workers", api.DefaultWebhookWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
+	fs.IntVar(&c.webhookWorkers, "webhook-workers", outbox.DefaultWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
 	fs.StringVar(&c.publicURL, "public-url", "", "the base URL clients reach this server at (e.g. https://bills.example.in); receipt_url in answers and webhooks is then absolute under it; empty: receipt_url is a path (/r/…)")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -257,8 +258,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	purge := keyPurge{pool: pool, logger: logger, metrics: m, now: time.Now, retention: c.keyRetention, batch: keyPurgeBatch}
 	background.Go(func() { purge.loop(bgCtx, keyPurgeInterval) })
 	if c.webhookWorkers > 0 {
-		d := api.NewDeliverer(api.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
-			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, PublicURL: c.publicURL})
+		d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
+			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, Body: api.EventBody(c.publicURL)})
 		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
 	}
 	if c.verifyEvery > 0 {
