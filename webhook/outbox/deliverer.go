@@ -35,7 +35,7 @@ type DelivererConfig struct {
 	// form of it, api.EventBody). Required.
 	Body func(Event) ([]byte, error)
 	// Now is the clock an event's age is read by, against its created_at
-	// (GiveUpAfter, EventRetention); nil means time.Now. Tests whose events
+	// (GiveUpAfter); nil means time.Now. Tests whose events
 	// are dated by a fixed clock give that clock, so that their events do
 	// not age with the real one.
 	Now func() time.Time
@@ -76,7 +76,8 @@ const (
 // webhook's secret, and record the outcome. Several processes on one
 // database share the work; a delivery whose worker died is taken again
 // when its lease ends, so nothing is lost and each event is delivered at
-// least once. It also purges events older than 30 days, hourly.
+// least once. Events past EventRetention are purged by serve's
+// maintenance (internal/maintenance.EventPurger), beside the Deliverer.
 type Deliverer struct {
 	cfg      DelivererConfig
 	log      *slog.Logger
@@ -176,15 +177,14 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	return d
 }
 
-// Run runs the workers and the purge until ctx ends, then waits for the
-// attempts in progress (cut short by ctx; each is recorded as due again)
-// and returns nil.
+// Run runs the workers until ctx ends, then waits for the attempts in
+// progress (cut short by ctx; each is recorded as due again) and returns
+// nil.
 func (d *Deliverer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range d.cfg.Workers {
 		wg.Go(func() { d.work(ctx) })
 	}
-	wg.Go(func() { d.purgeLoop(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -306,20 +306,4 @@ func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
 	// a body that fails to arrive changes nothing.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, nil
-}
-
-// purgeLoop deletes events past their retention, at start and hourly.
-func (d *Deliverer) purgeLoop(ctx context.Context) {
-	for {
-		n, err := PurgeEvents(ctx, d.cfg.Pool, d.now().Add(-EventRetention), 1000)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("webhooks: purging old events failed", "err", err)
-		}
-		d.metrics.EventsPurged(n)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Hour):
-		}
-	}
 }
