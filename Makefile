@@ -19,11 +19,11 @@ BIN        := bin/invoiced
 REVISION   := $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD 2>/dev/null || echo +modified)
 PG         := scripts/pg
 # What `make test-citus` runs on a throw-away Citus cluster (scripts/citus):
-# the Citus-only tests (-tags citus), the schema (migrations), numbering, API, report and fault
+# the Citus-only tests (-tags citus), the schema (migrations), numbering, API, webhook, maintenance, report and fault
 # suites and the benchmark harness's own test. The fault suite kills a
 # worker of the shared cluster, so it runs after the others, alone
 # (CITUS_ALONE).
-CITUS_PKG  ?= ./migrations/ ./series/... ./invoice/... ./api/... ./reports/... ./internal/bench/ ./internal/faults/
+CITUS_PKG  ?= ./migrations/ ./series/... ./invoice/... ./api/... ./webhook/... ./internal/maintenance/ ./reports/... ./internal/bench/ ./internal/faults/
 CITUS_ALONE := ./internal/faults/
 # golangci-lint is built from the Go module proxy into a git-ignored cache
 # (the version is in the path, so changing it fetches the new one).

@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -18,27 +18,25 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/webhook/outbox"
 	"github.com/labstack/echo/v4"
 )
 
-// Webhooks: registration (scope manage), the event log (scope read). The
-// events are written by the invoice transactions themselves (see
-// invoice/events_store.go); Deliverer sends them.
+// Webhooks: registration (scope manage), the event log (scope read), and
+// the JSON of an event. The events are written by the invoice
+// transactions themselves (see invoice/events_store.go); the webhooks and
+// events are stored, and the events delivered, by package
+// webhook/outbox.
 
 // Limits of webhooks.
 const (
-	maxWebhooksPerSeller = 16
-	maxWebhookURL        = 2048
-	// eventRetention is how long events are kept for GET /v1/events.
-	eventRetention = 30 * 24 * time.Hour
+	maxWebhookURL  = 2048
 	maxEventsLimit = 1000
 )
 
 var (
 	errInvalidWebhook   = apperr.New(apperr.Invalid, "invalid_webhook", "the webhook is not valid")
 	errWebhookForbidden = apperr.New(apperr.Invalid, "webhook_url_forbidden", "the webhook URL resolves to an address the server may not call")
-	errWebhookNotFound  = apperr.New(apperr.NotFound, "webhook_not_found", "webhook not found")
-	errTooManyWebhooks  = apperr.New(apperr.Conflict, "too_many_webhooks", "the seller has the most webhooks allowed")
 	errBadAfter         = apperr.New(apperr.Invalid, "invalid_cursor", "after is not the id of an event kept by this server")
 )
 
@@ -104,12 +102,12 @@ func (s *Server) createWebhook(c echo.Context) error {
 	}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	w, err := createWebhookRow(ctx, s.pool, p.Seller.ID, u, events, "whsec_"+hex.EncodeToString(secret))
+	w, err := outbox.CreateWebhook(ctx, s.pool, p.Seller.ID, u, events, "whsec_"+hex.EncodeToString(secret))
 	if err != nil {
 		return err
 	}
 	out := renderWebhook(w)
-	out.Secret = w.secret
+	out.Secret = w.Secret
 	return writeJSON(c, http.StatusCreated, out)
 }
 
@@ -120,7 +118,7 @@ func (s *Server) listWebhooks(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ws, err := listWebhookRows(c.Request().Context(), s.pool, p.Seller.ID)
+	ws, err := outbox.ListWebhooks(c.Request().Context(), s.pool, p.Seller.ID)
 	if err != nil {
 		return err
 	}
@@ -138,7 +136,7 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := deleteWebhookRow(c.Request().Context(), s.pool, p.Seller.ID, c.Param("id")); err != nil {
+	if err := outbox.DeleteWebhook(c.Request().Context(), s.pool, p.Seller.ID, c.Param("id")); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -179,11 +177,15 @@ func (s *Server) listEvents(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if after, err = eventRowID(ctx, s.pool, p.Seller.ID, id, typ); err != nil {
+		after, err = outbox.LookupEvent(ctx, s.pool, p.Seller.ID, id, typ)
+		if errors.Is(err, outbox.ErrEventNotFound) {
+			return errBadAfter
+		}
+		if err != nil {
 			return err
 		}
 	}
-	evs, err := listEventRows(ctx, s.pool, p.Seller.ID, after, limit)
+	evs, err := outbox.ListEvents(ctx, s.pool, p.Seller.ID, after, limit)
 	if err != nil {
 		return err
 	}
@@ -192,14 +194,6 @@ func (s *Server) listEvents(c echo.Context) error {
 		out.Events[i] = renderEvent(ev, s.publicURL)
 	}
 	return writeJSON(c, http.StatusOK, out)
-}
-
-// eventRow is an event with its invoice.
-type eventRow struct {
-	id        int64
-	typ       string
-	createdAt time.Time
-	invoice   document.Invoice
 }
 
 // eventSuffix is the end of an event id per type: "CH1-2026-7.issued".
@@ -230,13 +224,22 @@ func parseEventID(v string) (key, typ string, ok bool) {
 // renderEvent renders ev. An invoice.issued event shows the invoice as
 // issued (its answer then), even if it was cancelled since; an
 // invoice.cancelled one shows it cancelled.
-func renderEvent(ev eventRow, publicURL string) eventJSON {
-	inv := ev.invoice
-	if ev.typ == invoice.EventIssued {
+func renderEvent(ev outbox.Event, publicURL string) eventJSON {
+	inv := ev.Invoice
+	if ev.Type == invoice.EventIssued {
 		inv = asIssued(inv)
 	}
-	return eventJSON{ID: eventID(ev.typ, ev.invoice), Type: ev.typ, CreatedAt: document.Timestamp(ev.createdAt),
+	return eventJSON{ID: eventID(ev.Type, ev.Invoice), Type: ev.Type, CreatedAt: document.Timestamp(ev.CreatedAt),
 		Data: eventDataJSON{Invoice: renderInvoice(inv, publicURL)}}
+}
+
+// EventBody returns the function that gives a webhook delivery its body
+// (outbox.DelivererConfig.Body): the event as GET /v1/events lists it,
+// with receipt_url absolute under publicURL as in answers (Config.PublicURL;
+// "" keeps it a path). The function fails only when the event cannot be
+// encoded.
+func EventBody(publicURL string) func(outbox.Event) ([]byte, error) {
+	return func(ev outbox.Event) ([]byte, error) { return json.Marshal(renderEvent(ev, publicURL)) }
 }
 
 // checkEvents returns the event types asked for, sorted and without
@@ -262,7 +265,7 @@ func checkEvents(in []string) ([]string, error) {
 // no user info, no fragment, at most maxWebhookURL bytes, and, unless
 // allowPrivate, a host that resolves only to public addresses
 // (errWebhookForbidden otherwise; deliveries check again when they
-// connect, see publicOnly).
+// connect, see outbox.PublicAddr).
 func checkWebhookURL(ctx context.Context, raw string, allowPrivate bool) (string, error) {
 	if len(raw) > maxWebhookURL {
 		return "", apperr.Errorf(errInvalidWebhook, "url is longer than %d bytes", maxWebhookURL)
@@ -281,7 +284,7 @@ func checkWebhookURL(ctx context.Context, raw string, allowPrivate bool) (string
 		return "", apperr.Errorf(errInvalidWebhook, "url's host %q does not resolve", clip(u.Hostname()))
 	}
 	for _, a := range addrs {
-		if !publicAddr(a) {
+		if !outbox.PublicAddr(a) {
 			return "", apperr.Errorf(errWebhookForbidden, "url's host resolves to %s, a loopback, private or reserved address; "+
 				"a server for tests or on-premises receivers allows them with serve --webhook-allow-private (INVOICED_WEBHOOK_ALLOW_PRIVATE=1)", a.Unmap())
 		}
@@ -289,97 +292,6 @@ func checkWebhookURL(ctx context.Context, raw string, allowPrivate bool) (string
 	return u.String(), nil
 }
 
-// publicAddr reports whether a may be called by webhook deliveries: an
-// address outside every range of IANA's IPv4 and IPv6 special-purpose
-// address registries that is not globally reachable (blockedV4,
-// blockedV6, with the globally reachable ranges inside them in
-// reachableInside). IPv6 is public only inside 2000::/3 (the rest is
-// reserved, unique-local, link-local, site-local, multicast or an
-// IPv4-compatible form) or as NAT64 64:ff9b::/96; the forms that carry an
-// IPv4 address (mapped ::ffff:0:0/96, NAT64, 6to4 2002::/16) are judged by
-// the address they carry. Test: TestPublicAddr, case by case.
-func publicAddr(a netip.Addr) bool {
-	a = a.WithZone("")
-	if !a.IsValid() {
-		return false
-	}
-	if a.Is4In6() {
-		a = a.Unmap()
-	}
-	if a.Is4() {
-		return !inAny(a, blockedV4) || inAny(a, reachableInside)
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return publicAddr(netip.AddrFrom4([4]byte(b[12:16])))
-	case sixToFour.Contains(a):
-		return publicAddr(netip.AddrFrom4([4]byte(b[2:6])))
-	case !globalUnicast.Contains(a):
-		return false
-	}
-	return !inAny(a, blockedV6) || inAny(a, reachableInside)
-}
-
-// inAny reports whether a lies in one of prefixes.
-func inAny(a netip.Addr, prefixes []netip.Prefix) bool {
-	for _, p := range prefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// The ranges publicAddr judges by, from IANA's special-purpose address
-// registries (iana-ipv4-special-registry, iana-ipv6-special-registry).
-var (
-	nat64         = netip.MustParsePrefix("64:ff9b::/96") // RFC 6052: the last 32 bits are an IPv4 address
-	sixToFour     = netip.MustParsePrefix("2002::/16")    // RFC 3056: bits 16–47 are an IPv4 address
-	globalUnicast = netip.MustParsePrefix("2000::/3")
-	blockedV4     = prefixes(
-		"0.0.0.0/8",       // "this network"
-		"10.0.0.0/8",      // private
-		"100.64.0.0/10",   // shared address space (CGNAT)
-		"127.0.0.0/8",     // loopback
-		"169.254.0.0/16",  // link-local
-		"172.16.0.0/12",   // private
-		"192.0.0.0/24",    // IETF protocol assignments (dummy, NAT64 discovery, …)
-		"192.0.2.0/24",    // documentation TEST-NET-1
-		"192.88.99.0/24",  // 6to4 relay anycast (deprecated)
-		"192.168.0.0/16",  // private
-		"198.18.0.0/15",   // benchmarking
-		"198.51.100.0/24", // documentation TEST-NET-2
-		"203.0.113.0/24",  // documentation TEST-NET-3
-		"224.0.0.0/4",     // multicast
-		"240.0.0.0/4",     // reserved, and 255.255.255.255 limited broadcast
-	)
-	blockedV6 = prefixes(
-		"2001::/23",     // IETF protocol assignments: Teredo, benchmarking, ORCHID, …
-		"2001:db8::/32", // documentation
-		"3fff::/20",     // documentation
-	)
-	// reachableInside are the ranges the registries mark globally
-	// reachable inside a blocked one.
-	reachableInside = prefixes(
-		"192.0.0.9/32", "192.0.0.10/32", // PCP and TURN anycast
-		"2001:1::1/128", "2001:1::2/128", // PCP and TURN anycast
-		"2001:3::/32",     // AMT
-		"2001:4:112::/48", // AS112-v6
-		"2001:20::/28",    // ORCHIDv2
-		"2001:30::/28",    // DRIP
-	)
-)
-
-// prefixes parses ps, which must be valid.
-func prefixes(ps ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ps))
-	for i, p := range ps {
-		out[i] = netip.MustParsePrefix(p)
-	}
-	return out
-}
-
-func renderWebhook(w webhookRow) webhookJSON {
-	return webhookJSON{ID: w.publicID, URL: w.url, Events: w.events, CreatedAt: document.Timestamp(w.createdAt)}
+func renderWebhook(w outbox.Webhook) webhookJSON {
+	return webhookJSON{ID: w.PublicID, URL: w.URL, Events: w.Events, CreatedAt: document.Timestamp(w.CreatedAt)}
 }

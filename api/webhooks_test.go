@@ -17,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/webhook"
+	"github.com/invoiced/invoiced/webhook/outbox"
 )
 
 // receiver is a webhook receiver that refuses its first failFirst
@@ -71,33 +72,17 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 	return out, r.calls, r.bad
 }
 
-// startDeliverer runs a Deliverer on e's database until the returned stop
-// is called (stop waits for it to end), counting in m (nil: its own). It
-// gives a delivery up two hours after its event.
+// startDeliverer runs an outbox.Deliverer with this API's event bodies on
+// e's database until the returned stop is called (stop waits for it to
+// end), counting in m. It gives a delivery up two hours after its event,
+// and reads events' ages by the clock of e, which dated them, moved on
+// by an hour: were it the real clock, the events, dated testNow, would
+// age with the calendar.
 func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
-	return startDelivererGivingUp(e, m, 2*time.Hour)
-}
-
-// deliveryAge is how old the Deliverers of startDelivererGivingUp find
-// every event: their clock is e's fixed one (testNow) plus deliveryAge.
-const deliveryAge = time.Hour
-
-// newDeliverer returns NewDeliverer(cfg) reading events' ages by the
-// clock of e, which dated them, moved on by age: were it the real clock,
-// the events, dated testNow, would age with the calendar, and a
-// deliverer started 30 days after testNow purges them at once.
-func newDeliverer(e *env, age time.Duration, cfg DelivererConfig) *Deliverer {
-	d := NewDeliverer(cfg)
-	d.now = func() time.Time { return e.cfg.Now().Add(age) }
-	return d
-}
-
-// startDelivererGivingUp is startDeliverer with GiveUpAfter giveUp; every
-// event is deliveryAge old to it.
-func startDelivererGivingUp(e *env, m *metrics.Metrics, giveUp time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := newDeliverer(e, deliveryAge, DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
-		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
+	d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
+		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: 2 * time.Hour,
+		Body: EventBody(e.cfg.PublicURL), Now: func() time.Time { return e.cfg.Now().Add(time.Hour) }})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	var once sync.Once
@@ -433,75 +418,5 @@ func TestWebhookRegistration(t *testing.T) {
 	p.wantStatus(r, http.StatusOK)
 	if strings.Contains(string(r.body), "whsec_") || !strings.Contains(string(r.body), w.ID) {
 		t.Fatalf("listing %s shows a secret or misses the webhook", r.body)
-	}
-}
-
-// A delivery never connects to a private address unless allowed, whatever
-// the name resolved to when the webhook was registered.
-func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
-	t.Parallel()
-	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
-	rc := newReceiver(t, 0)
-	w := e.registerWebhook(rc.srv.URL, "invoice.issued")
-	rc.secret = w.Secret
-	e.mustIssue("CH1", "")
-	ctx, cancel := context.WithCancel(context.Background())
-	d := newDeliverer(e, 0, DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
-	done := make(chan struct{})
-	go func() { d.Run(ctx); close(done) }()
-	var lastErr *string
-	testwait.Until(t, 20*time.Second, func() bool {
-		e.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
-		return lastErr != nil
-	}, "the delivery to record an error")
-	cancel()
-	<-done
-	if lastErr == nil || !strings.Contains(*lastErr, "loopback, private or link-local") {
-		t.Fatalf("last_error %v, want a refused private address", lastErr)
-	}
-	if _, calls, _ := rc.snapshot(); calls != 0 {
-		t.Fatalf("the receiver on 127.0.0.1 was called %d times", calls)
-	}
-}
-
-// A delivery still refused GiveUpAfter after its event is failed for
-// good: not sent again, its last answer kept; one refused sooner is due
-// again after the backoff.
-func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name      string
-		giveUp    time.Duration
-		wantState string
-	}{
-		// Every event is deliveryAge old to the deliverer.
-		{"past", deliveryAge - time.Minute, "failed"},
-		{"within", deliveryAge + time.Hour, "pending"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
-			rc := newReceiver(t, 1<<30) // refuses every delivery
-			w := e.registerWebhook(rc.srv.URL, "invoice.issued")
-			rc.mu.Lock()
-			rc.secret = w.Secret
-			rc.mu.Unlock()
-			e.mustIssue("CH1", "")
-			stop := startDelivererGivingUp(e, nil, tc.giveUp)
-			var state string
-			var attempts int
-			var lastErr *string
-			testwait.Until(t, 20*time.Second, func() bool {
-				err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM webhook_deliveries`).Scan(&state, &attempts, &lastErr)
-				return err == nil && attempts >= 2 || state == "failed"
-			}, "the delivery to be given up or tried twice")
-			stop()
-			if state != tc.wantState || lastErr == nil || *lastErr != "HTTP 500" {
-				t.Fatalf("delivery %s after %d attempts (%v); want %s after HTTP 500", state, attempts, lastErr, tc.wantState)
-			}
-			if _, calls, _ := rc.snapshot(); tc.wantState == "failed" && calls != 1 {
-				t.Fatalf("a delivery given up was sent %d times", calls)
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/invoiced/invoiced/internal/db"
 	"log/slog"
 	"math"
 	"net"
@@ -19,21 +18,18 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/maintenance"
 	"github.com/invoiced/invoiced/internal/metrics"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
+	"github.com/invoiced/invoiced/webhook/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Idempotency keys are kept at least a week: a client may retry a request
 // whose answer it lost for that long and still get its invoice instead of a
-// second one. The purge runs hourly, deleting keyPurgeBatch keys per
-// statement.
-const (
-	minKeyRetention  = 7 * 24 * time.Hour
-	keyPurgeInterval = time.Hour
-	keyPurgeBatch    = 1000
-)
+// second one. The purge runs hourly (maintenance.KeyPurger).
+const minKeyRetention = 7 * 24 * time.Hour
 
 // serveConfig is what `invoiced serve` is asked to do.
 type serveConfig struct {
@@ -93,7 +89,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
-	fs.IntVar(&c.webhookWorkers, "webhook-workers", api.DefaultWebhookWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
+	fs.IntVar(&c.webhookWorkers, "webhook-workers", outbox.DefaultWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
 	fs.StringVar(&c.publicURL, "public-url", "", "the base URL clients reach this server at (e.g. https://bills.example.in); receipt_url in answers and webhooks is then absolute under it; empty: receipt_url is a path (/r/…)")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -253,19 +249,21 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	}
 
 	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var background sync.WaitGroup // the key purge, the chain check, webhook deliveries
-	purge := keyPurge{pool: pool, logger: logger, metrics: m, now: time.Now, retention: c.keyRetention, batch: keyPurgeBatch}
-	background.Go(func() { purge.loop(bgCtx, keyPurgeInterval) })
+	var background sync.WaitGroup // maintenance and webhook deliveries
+	mcfg := maintenance.Config{Logger: logger, Metrics: m}
+	background.Go(func() { maintenance.NewKeyPurger(pool, c.keyRetention, mcfg).Loop(bgCtx) })
+	background.Go(func() { maintenance.NewSessionPurger(con, mcfg).Loop(bgCtx) })
 	if c.webhookWorkers > 0 {
-		d := api.NewDeliverer(api.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
-			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, PublicURL: c.publicURL})
+		d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
+			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, Body: api.EventBody(c.publicURL)})
 		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
+		background.Go(func() { maintenance.NewEventPurger(pool, mcfg).Loop(bgCtx) })
 	}
 	if c.verifyEvery > 0 {
-		check := chainCheck{pool: pool, logger: logger, metrics: m, now: time.Now}
-		background.Go(func() { check.loop(bgCtx, chainCheckFirst, c.verifyEvery) })
+		vcfg := mcfg
+		vcfg.Interval = c.verifyEvery
+		background.Go(func() { maintenance.NewChainChecker(pool, vcfg).Loop(bgCtx) })
 	}
-	background.Go(func() { purgeSessionsLoop(bgCtx, con, logger, keyPurgeInterval) })
 	defer func() {
 		stopBackground()
 		background.Wait() // before the deferred pool.Close
@@ -321,49 +319,6 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	return nil
 }
 
-// keyPurge deletes idempotency keys older than retention, batch keys per
-// statement, counting them in metrics.
-type keyPurge struct {
-	pool      *pgxpool.Pool
-	logger    *slog.Logger
-	metrics   *metrics.Metrics
-	now       func() time.Time
-	retention time.Duration
-	batch     int
-}
-
-// loop purges right away and then every interval, until ctx is cancelled.
-// Failures are logged and counted and retried at the next tick; it returns
-// only when ctx is done.
-func (p keyPurge) loop(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		p.once(ctx)
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// once deletes every key older than the retention and returns how many it
-// deleted (also after a failure, which it logs and counts).
-func (p keyPurge) once(ctx context.Context) int64 {
-	n, err := invoice.PurgeKeys(ctx, p.pool, p.now().Add(-p.retention), p.batch)
-	p.metrics.KeysPurged(n)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		p.metrics.KeyPurgeFailed()
-		p.logger.Warn("purge idempotency keys", "err", err, "deleted", n)
-	case n > 0:
-		p.logger.Info("purged idempotency keys", "deleted", n, "older_than", p.retention.String())
-	}
-	return n
-}
-
 // serveMetrics serves m's metrics at GET /metrics on addr, on a listener
 // of its own (--metrics-addr). It returns the address bound and a function
 // that stops it, and fails when addr cannot be bound.
@@ -380,29 +335,6 @@ func serveMetrics(addr string, m *metrics.Metrics, logger *slog.Logger) (string,
 	go func() { _ = srv.Serve(ln) }()
 	logger.Info("metrics", "addr", ln.Addr().String())
 	return ln.Addr().String(), func() { srv.Close() }, nil
-}
-
-// purgeSessionsLoop deletes expired console sessions right away and then
-// every interval, until ctx is cancelled; failures are logged.
-func purgeSessionsLoop(ctx context.Context, con *console.Console, logger *slog.Logger, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		n, err := con.PurgeSessions(ctx)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
-			logger.Warn("purge console sessions", "err", err)
-		case n > 0:
-			logger.Info("purged expired console sessions", "deleted", n)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // servePprof serves net/http/pprof on addr, on a listener and mux of its

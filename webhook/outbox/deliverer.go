@@ -1,20 +1,15 @@
-package api
+package outbox
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/metrics"
@@ -36,11 +31,16 @@ type DelivererConfig struct {
 	// checked when it is dialled (a name that resolved to a public address
 	// at registration and to a private one now is refused).
 	AllowPrivate bool
-	// PublicURL makes the receipt_url of the events absolute, as
-	// Config.PublicURL does for answers.
-	PublicURL string
+	// Body returns the JSON body that delivers an event (the HTTP API's
+	// form of it, api.EventBody). Required.
+	Body func(Event) ([]byte, error)
+	// Now is the clock an event's age is read by, against its created_at
+	// (GiveUpAfter); nil means time.Now. Tests whose events
+	// are dated by a fixed clock give that clock, so that their events do
+	// not age with the real one.
+	Now func() time.Time
 	// Workers is how many deliveries run at once in this process; 0 means
-	// DefaultWebhookWorkers.
+	// DefaultWorkers.
 	Workers int
 	// Poll is how long an idle worker waits before it looks for due
 	// deliveries again; 0 means 1s.
@@ -65,7 +65,7 @@ type DelivererConfig struct {
 
 // Defaults of DelivererConfig.
 const (
-	DefaultWebhookWorkers = 4
+	DefaultWorkers = 4
 	// sellersPerRound is how many sellers with due deliveries a worker
 	// reads at once and then serves one delivery each, in turn.
 	sellersPerRound = 64
@@ -76,18 +76,15 @@ const (
 // webhook's secret, and record the outcome. Several processes on one
 // database share the work; a delivery whose worker died is taken again
 // when its lease ends, so nothing is lost and each event is delivered at
-// least once. It also purges events older than 30 days, hourly.
+// least once. Events past EventRetention are purged by serve's
+// maintenance (internal/maintenance.EventPurger), beside the Deliverer.
 type Deliverer struct {
 	cfg      DelivererConfig
 	log      *slog.Logger
 	metrics  *metrics.Metrics
 	client   *http.Client
 	inFlight *sellerSlots
-	// now is the clock an event's age is read by, against its created_at
-	// (GiveUpAfter, the retention): time.Now. Tests whose events are
-	// dated by a fixed clock set it to that clock, so that their events do
-	// not age with the real one.
-	now func() time.Time
+	now      func() time.Time // DelivererConfig.Now
 }
 
 // sellerSlots counts the deliveries of each seller in flight in one
@@ -115,7 +112,7 @@ func (s *sellerSlots) release(seller int64) {
 	defer s.mu.Unlock()
 	switch n := s.n[seller]; {
 	case n <= 0:
-		panic("api: webhook slot released that was not taken")
+		panic("outbox: webhook slot released that was not taken")
 	case n == 1:
 		delete(s.n, seller)
 	default:
@@ -124,9 +121,13 @@ func (s *sellerSlots) release(seller int64) {
 }
 
 // NewDeliverer returns a Deliverer for cfg with its defaults filled in.
+// It panics when cfg.Pool or cfg.Body is nil.
 func NewDeliverer(cfg DelivererConfig) *Deliverer {
+	if cfg.Pool == nil || cfg.Body == nil {
+		panic("outbox: NewDeliverer needs a Pool and a Body")
+	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = DefaultWebhookWorkers
+		cfg.Workers = DefaultWorkers
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
@@ -146,7 +147,10 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.PerSeller <= 0 {
 		cfg.PerSeller = max(1, cfg.Workers/2)
 	}
-	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}, now: time.Now}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}, now: cfg.Now}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -173,28 +177,14 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	return d
 }
 
-// errPrivateAddress is a connection refused by publicOnly.
-var errPrivateAddress = errors.New("webhook: the receiver's address is loopback, private or link-local")
-
-// publicOnly is the dialer's Control: it refuses to connect to an address
-// that is not public (publicAddr), whatever name resolved to it.
-func publicOnly(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil || !publicAddr(ap.Addr()) {
-		return fmt.Errorf("%w: %s", errPrivateAddress, address)
-	}
-	return nil
-}
-
-// Run runs the workers and the purge until ctx ends, then waits for the
-// attempts in progress (cut short by ctx; each is recorded as due again)
-// and returns nil.
+// Run runs the workers until ctx ends, then waits for the attempts in
+// progress (cut short by ctx; each is recorded as due again) and returns
+// nil.
 func (d *Deliverer) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for range d.cfg.Workers {
 		wg.Go(func() { d.work(ctx) })
 	}
-	wg.Go(func() { d.purgeLoop(ctx) })
 	wg.Wait()
 	return nil
 }
@@ -271,7 +261,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 		} else {
 			msg = "HTTP " + strconv.Itoa(status)
 		}
-		if d.now().Sub(dl.ev.createdAt) >= d.cfg.GiveUpAfter {
+		if d.now().Sub(dl.ev.CreatedAt) >= d.cfg.GiveUpAfter {
 			state, outcome = "failed", "failed"
 		} else {
 			state, outcome, next = "pending", "retry", now.Add(d.backoff(dl.attempts))
@@ -296,7 +286,7 @@ func (d *Deliverer) backoff(attempts int) time.Duration {
 
 // send POSTs dl's event to its webhook and returns the answer's status.
 func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
-	body, err := json.Marshal(renderEvent(dl.ev, d.cfg.PublicURL))
+	body, err := d.cfg.Body(dl.ev)
 	if err != nil {
 		return 0, err
 	}
@@ -316,20 +306,4 @@ func (d *Deliverer) send(ctx context.Context, dl delivery) (int, error) {
 	// a body that fails to arrive changes nothing.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	return resp.StatusCode, nil
-}
-
-// purgeLoop deletes events past their retention, at start and hourly.
-func (d *Deliverer) purgeLoop(ctx context.Context) {
-	for {
-		n, err := purgeEvents(ctx, d.cfg.Pool, d.now().Add(-eventRetention), 1000)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("webhooks: purging old events failed", "err", err)
-		}
-		d.metrics.EventsPurged(n)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Hour):
-		}
-	}
 }

@@ -1,0 +1,50 @@
+package maintenance
+
+import "context"
+
+// SessionPurgeInterval is the default Interval of a SessionPurger.
+const SessionPurgeInterval = KeyPurgeInterval
+
+// Sessions is the store of the console's sessions (a *console.Console).
+type Sessions interface {
+	// PurgeSessions deletes the expired sessions and returns how many.
+	PurgeSessions(ctx context.Context) (int64, error)
+}
+
+// SessionPurger deletes expired console sessions.
+type SessionPurger struct {
+	*service[SessionPurgeResult]
+	sessions Sessions
+}
+
+// SessionPurgeResult is what one run of a SessionPurger did.
+type SessionPurgeResult struct {
+	Deleted int64 // sessions deleted
+}
+
+// NewSessionPurger returns a SessionPurger of sessions. cfg's zero fields
+// mean: at once, then every SessionPurgeInterval; Batch is unused. It
+// panics on a Config withDefaults refuses.
+func NewSessionPurger(sessions Sessions, cfg Config) *SessionPurger {
+	p := &SessionPurger{sessions: sessions}
+	p.service = &service[SessionPurgeResult]{
+		cfg:     cfg.withDefaults(Config{Interval: SessionPurgeInterval}),
+		runOnce: p.runOnce,
+		report: reporting[SessionPurgeResult]{
+			failed: "purge console sessions",
+			succeeded: func(r SessionPurgeResult) {
+				if r.Deleted > 0 {
+					p.cfg.Logger.Info("purged expired console sessions", "deleted", r.Deleted)
+				}
+			},
+		},
+	}
+	return p
+}
+
+// runOnce deletes the expired sessions. It returns how many, and fails as
+// Sessions.PurgeSessions does.
+func (p *SessionPurger) runOnce(ctx context.Context) (SessionPurgeResult, error) {
+	n, err := p.sessions.PurgeSessions(ctx)
+	return SessionPurgeResult{Deleted: n}, err
+}

@@ -1,0 +1,199 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/invoiced/invoiced/internal/testwait"
+	"github.com/invoiced/invoiced/webhook"
+)
+
+// receiver is a webhook receiver that refuses its first failFirst
+// deliveries with 500, checks every signature, and keeps each event once.
+type receiver struct {
+	t         *testing.T
+	srv       *httptest.Server
+	mu        sync.Mutex
+	secret    string
+	failFirst int
+	calls     int
+	bad       int // requests with an invalid signature
+	events    map[string]testEvent
+}
+
+func newReceiver(t *testing.T, failFirst int) *receiver {
+	r := &receiver{t: t, failFirst: failFirst, events: map[string]testEvent{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.calls++
+		if r.calls <= r.failFirst {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		if err := webhook.VerifySignature(r.secret, req.Header.Get(webhook.SignatureHeader), body, 5*time.Minute, time.Now()); err != nil {
+			r.bad++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		var ev testEvent
+		if err := json.Unmarshal(body, &ev); err != nil {
+			r.bad++
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		r.events[ev.ID] = ev
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+// callCount returns how many requests the receiver has had.
+func (r *receiver) callCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// deliveryAge is how old the Deliverers of startDelivererGivingUp find
+// every event: their clock is testNow plus deliveryAge.
+const deliveryAge = time.Hour
+
+// startDelivererGivingUp runs a Deliverer on e's database with
+// GiveUpAfter giveUp until the returned stop is called (stop waits for it
+// to end); every event is deliveryAge old to it.
+func startDelivererGivingUp(e *env, giveUp time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	d := newDeliverer(deliveryAge, DelivererConfig{Pool: e.pool, AllowPrivate: true, Poll: 20 * time.Millisecond,
+		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	e.t.Cleanup(stop)
+	return stop
+}
+
+// A delivery never connects to a private address unless allowed, whatever
+// the name resolved to when the webhook was registered.
+func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	rc := newReceiver(t, 0)
+	w := e.registerWebhook(e.seller, rc.srv.URL, "invoice.issued")
+	rc.secret = w.Secret
+	e.mustIssue(e.seller, e.series)
+	ctx, cancel := context.WithCancel(context.Background())
+	d := newDeliverer(0, DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	var lastErr *string
+	testwait.Until(t, 20*time.Second, func() bool {
+		e.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
+		return lastErr != nil
+	}, "the delivery to record an error")
+	cancel()
+	<-done
+	if lastErr == nil || !strings.Contains(*lastErr, "loopback, private or link-local") {
+		t.Fatalf("last_error %v, want a refused private address", lastErr)
+	}
+	if calls := rc.callCount(); calls != 0 {
+		t.Fatalf("the receiver on 127.0.0.1 was called %d times", calls)
+	}
+}
+
+// A delivery still refused GiveUpAfter after its event is failed for
+// good: not sent again, its last answer kept; one refused sooner is due
+// again after the backoff.
+func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		giveUp    time.Duration
+		wantState string
+	}{
+		// Every event is deliveryAge old to the deliverer.
+		{"past", deliveryAge - time.Minute, "failed"},
+		{"within", deliveryAge + time.Hour, "pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t)
+			rc := newReceiver(t, 1<<30) // refuses every delivery
+			w := e.registerWebhook(e.seller, rc.srv.URL, "invoice.issued")
+			rc.mu.Lock()
+			rc.secret = w.Secret
+			rc.mu.Unlock()
+			e.mustIssue(e.seller, e.series)
+			stop := startDelivererGivingUp(e, tc.giveUp)
+			var state string
+			var attempts int
+			var lastErr *string
+			testwait.Until(t, 20*time.Second, func() bool {
+				err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM webhook_deliveries`).Scan(&state, &attempts, &lastErr)
+				return err == nil && attempts >= 2 || state == "failed"
+			}, "the delivery to be given up or tried twice")
+			stop()
+			if state != tc.wantState || lastErr == nil || *lastErr != "HTTP 500" {
+				t.Fatalf("delivery %s after %d attempts (%v); want %s after HTTP 500", state, attempts, lastErr, tc.wantState)
+			}
+			if calls := rc.callCount(); tc.wantState == "failed" && calls != 1 {
+				t.Fatalf("a delivery given up was sent %d times", calls)
+			}
+		})
+	}
+}
+
+// TestSlowSellerDelaysNoOther: one seller's receiver that hangs holds at
+// most that seller's share of the workers; another seller's delivery,
+// due after 40 of the slow seller's, arrives while they still hang.
+func TestSlowSellerDelaysNoOther(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	release := make(chan struct{})
+	var slowCalls atomic.Int64
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowCalls.Add(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) }) // runs first: the slow handlers return, then the server closes
+	fast := make(chan struct{}, 16)
+	quick := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fast <- struct{}{} }))
+	t.Cleanup(quick.Close)
+
+	e.registerWebhook(e.seller, slow.URL+"/hook", "invoice.issued")
+	for range 40 {
+		e.mustIssue(e.seller, e.series)
+	}
+	other, otherSeries := e.addSeller("29AABCR1718E1Z")
+	e.registerWebhook(other, quick.URL+"/hook", "invoice.issued")
+	e.mustIssue(other, otherSeries)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	d := newDeliverer(0, DelivererConfig{Pool: e.pool, AllowPrivate: true, Workers: 4, Poll: 20 * time.Millisecond, Timeout: time.Minute})
+	done := make(chan struct{})
+	go func() { d.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-fast:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the other seller's delivery did not arrive in 20 s while the slow seller's receiver hung (%d calls to it)", slowCalls.Load())
+	}
+	if n := slowCalls.Load(); n == 0 || n > 2 {
+		t.Fatalf("%d of the slow seller's deliveries in flight at once with 4 workers, want 1 or 2 (its share)", n)
+	}
+}
