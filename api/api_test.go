@@ -106,7 +106,7 @@ func TestIssueConcurrentOneSeries(t *testing.T) {
 // /debug/stats tells the two designs apart.
 func TestIssueConcurrentWithoutBatching(t *testing.T) {
 	t.Parallel()
-	e := setup(t, func(c *Config) { c.DisableBatching, c.ExposeStats = true, true })
+	e := setup(t, func(c *Config) { c.ExposeStats = true }, withoutBatching(t))
 	const n = 300
 	got := issueMany(t, e, []string{"CH1"}, n, 32)
 	checkContiguous(t, got["CH1"], n, "CH1/26-27/")

@@ -66,7 +66,11 @@ func TestBatchIssuesValidItemsInOrderAndReplays(t *testing.T) {
 	for _, batching := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, func(c *Config) { c.DisableBatching = !batching })
+			var opts []func(*Config)
+			if !batching {
+				opts = append(opts, withoutBatching(t))
+			}
+			e := setup(t, opts...)
 			var items []string
 			bad := map[int]bool{3: true, 7: true, 11: true}
 			for i := range 12 {

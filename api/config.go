@@ -4,7 +4,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,25 +35,18 @@ type Config struct {
 	// RequestTimeout bounds the database work of one request (503 past it);
 	// 0 means 30s.
 	RequestTimeout time.Duration
-	// DisableBatching issues every invoice in a transaction of its own
-	// instead of gathering concurrent requests for a series into one
-	// (group commit, see invoice.Committer). For comparison only.
-	DisableBatching bool
-	// BatchesInFlight is how many group-commit transactions may be open at
-	// once (invoice.Config.InFlight); 0 means 1.
-	BatchesInFlight int
-	// DisablePrediction makes every group-commit transaction read its
-	// counter rows before numbering (three round trips) instead of
-	// predicting them from the state this process left them in (one); see
-	// invoice.Config.Predict. For comparison only.
-	DisablePrediction bool
 	// Citus says the database is a Citus coordinator, distributed by
-	// seller (docs/scale-out.md): group commit then batches one seller per
-	// transaction (invoice.Config.Citus). The pool needs db.ForCitus.
+	// seller (docs/scale-out.md): the server's own transactions take the
+	// routed form and its Committer runs in Citus mode. The pool needs
+	// db.ForCitus.
 	Citus bool
-	// CitusShardBatches, with Citus, lets a transaction hold the sellers
-	// whose rows share a shard (invoice.Config.ShardBatches).
-	CitusShardBatches bool
+	// Committer issues the invoices. The caller builds it with the
+	// batching policy it chose (cmd/invoiced: --batching, --predict,
+	// --batches-in-flight, --citus-batch, invoice.InFlightFor) on the
+	// fields CommitterConfig returns, which the server's requests need.
+	// Nil: the server builds one from CommitterConfig with batching and
+	// prediction on and one transaction in flight.
+	Committer *invoice.Committer
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
 	// this long; 0 means 5s, negative asks the database on every request.
@@ -123,4 +119,29 @@ func (s *Server) bodyLimit(routeMax int64) int64 {
 		return min(s.maxBody, routeMax)
 	}
 	return routeMax
+}
+
+// CommitterConfig returns the invoice.Config fields that follow from cfg,
+// for a Committer of this server: the counter options (LockTimeout,
+// default 3s; Citus' routed writes; the lock-wait metric of Metrics), the
+// invoice-date window of BackdateDays and the clock it is judged by (the
+// database's when Now is nil), Metrics as observer, Logger, Now and Citus.
+// The batching policy (Batching, Predict, InFlight, MaxBatch,
+// ShardBatches) is left to the caller. Pass the same Metrics to New, or
+// the server's own set does not see the Committer's transactions.
+func (cfg Config) CommitterConfig() invoice.Config {
+	opt := series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus}
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = DefaultLockTimeout
+	}
+	cc := invoice.Config{Options: opt, Logger: cfg.Logger, Now: cfg.Now, Citus: cfg.Citus,
+		DateWindow: &document.Policy{BackdateDays: cfg.BackdateDays}}
+	if cfg.Now == nil {
+		cc.Now, cc.DateClock = time.Now, invoice.DatabaseClock
+	}
+	if cfg.Metrics != nil {
+		cc.Options.LockWaited = cfg.Metrics.LockWaited
+		cc.Observer = cfg.Metrics
+	}
+	return cc
 }

@@ -67,9 +67,8 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	dateClock := invoice.ProcessClock
 	if s.now == nil {
-		s.now, dateClock = time.Now, invoice.DatabaseClock
+		s.now = time.Now
 	}
 	if s.opt.LockTimeout <= 0 {
 		s.opt.LockTimeout = DefaultLockTimeout
@@ -86,14 +85,14 @@ func New(cfg Config) *Server {
 	}
 	s.logRequests = cfg.LogRequests
 	s.opt.LockWaited = s.metrics.LockWaited
-	if s.pool != nil { // a Server without a pool (tests of routes and headers) issues nothing
-		committer, err := invoice.NewCommitter(s.pool, invoice.Config{
-			Options: s.opt, Batching: !cfg.DisableBatching, Logger: s.log, Now: s.now, DateWindow: &s.policy, DateClock: dateClock,
-			InFlight: cfg.BatchesInFlight, Predict: !cfg.DisablePrediction && !cfg.DisableBatching, Observer: s.metrics,
-			Citus: cfg.Citus, ShardBatches: cfg.CitusShardBatches,
-		})
+	s.committer = cfg.Committer
+	if s.committer == nil && s.pool != nil { // a Server without a pool (tests of routes and headers) issues nothing
+		cfg.Metrics = s.metrics
+		cc := cfg.CommitterConfig()
+		cc.Batching, cc.Predict = true, true
+		committer, err := invoice.NewCommitter(s.pool, cc)
 		if err != nil {
-			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid unless Config is (a negative BatchesInFlight)
+			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid
 		}
 		s.committer = committer
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -215,4 +216,17 @@ func startServer(t *testing.T, cfg Config) string {
 	ts := httptest.NewServer(New(cfg).Handler())
 	t.Cleanup(ts.Close)
 	return ts.URL
+}
+
+// withoutBatching gives the server a Committer that issues every invoice
+// in a transaction of its own (the classic design, for comparison), built
+// as cmd/invoiced builds one. Pass it after the options it depends on.
+func withoutBatching(t *testing.T) func(*Config) {
+	return func(c *Config) {
+		committer, err := invoice.NewCommitter(c.Pool, c.CommitterConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Committer = committer
+	}
 }

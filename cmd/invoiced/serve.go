@@ -21,6 +21,7 @@ import (
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/maintenance"
 	"github.com/invoiced/invoiced/internal/metrics"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/invoiced/invoiced/webhook/outbox"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -115,8 +116,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --log-format must be json or text")
 	case c.citusBatch != "shard" && c.citusBatch != "seller":
 		return usageErrorf("serve: --citus-batch must be shard or seller")
-	case c.inFlight < 0 || c.inFlight > maxBatchesInFlight:
-		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to %d", maxBatchesInFlight)
+	case c.inFlight < 0 || c.inFlight > invoice.MaxInFlight:
+		return usageErrorf("serve: --batches-in-flight must be 0 (auto) to %d", invoice.MaxInFlight)
 	case c.inFlight > c.maxConns:
 		return usageErrorf("serve: --batches-in-flight %d exceeds --max-conns %d: every open batch holds a connection", c.inFlight, c.maxConns)
 	case c.keyCacheTTL < 0:
@@ -210,24 +211,29 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	m := metrics.New()
 	m.WatchPool(pool)
 	apiConfig := api.Config{
-		Pool:            pool,
-		PublicURL:       c.publicURL,
-		Logger:          logger,
-		LockTimeout:     c.lockTimeout,
-		BackdateDays:    c.backdateDays,
-		DisableBatching: !c.batching, DisablePrediction: !c.predict,
-		ExposeStats:       c.stats,
-		KeyCacheTTL:       keyCacheTTL(c.keyCacheTTL),
-		BatchesInFlight:   inFlight,
-		Citus:             citus,
-		CitusShardBatches: citus && c.citusBatch == "shard",
-		Metrics:           m,
-		ExposeMetrics:     c.metricsAddr == "",
-		LogRequests:       c.logRequests,
+		Pool:          pool,
+		PublicURL:     c.publicURL,
+		Logger:        logger,
+		LockTimeout:   c.lockTimeout,
+		BackdateDays:  c.backdateDays,
+		ExposeStats:   c.stats,
+		KeyCacheTTL:   keyCacheTTL(c.keyCacheTTL),
+		Citus:         citus,
+		Metrics:       m,
+		ExposeMetrics: c.metricsAddr == "",
+		LogRequests:   c.logRequests,
 
 		WebhookAllowPrivate: c.webhookAllowPrivate,
 	}
 	c.limits.apiLimits(&apiConfig)
+	// The batching policy is serve's (its flags and invoice.InFlightFor);
+	// the rest of the Committer's config is what the API's requests need.
+	cc := apiConfig.CommitterConfig()
+	cc.Batching, cc.Predict, cc.InFlight = c.batching, c.predict && c.batching, inFlight
+	cc.ShardBatches = citus && c.citusBatch == "shard"
+	if apiConfig.Committer, err = invoice.NewCommitter(pool, cc); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	apiSrv := api.New(apiConfig)
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
 	mux := http.NewServeMux()
@@ -366,42 +372,22 @@ func keyCacheTTL(flag time.Duration) time.Duration {
 	return flag
 }
 
-// maxBatchesInFlight bounds --batches-in-flight.
-const maxBatchesInFlight = 64
-
-// citusBatchesPerWorker is how many group-commit transactions the automatic
-// --batches-in-flight keeps open per Citus worker. A shared batch holds one
-// shard group, so batches of different groups run on their own workers at
-// once; one in flight for the whole coordinator serialises every worker's
-// sellers behind one transaction. On the 2-core test machine 2 and 4 in
-// flight (one and two per worker) tied as the best of 1, 2, 4, 8 and 16,
-// eight and more losing to CPU contention (docs/scale-out.md); two per
-// worker leaves room for workers with cores of their own.
-const citusBatchesPerWorker = 2
-
-// autoBatchesInFlight returns the --batches-in-flight that 0 stands for: on
-// PostgreSQL 2 when the database's round trip exceeds 1 ms, else 1; on a
-// Citus coordinator citusBatchesPerWorker per worker. Either is capped at
-// half of maxConns, so that requests outside batches keep connections,
-// but is at least 1. It fails only when a Citus coordinator cannot list its
-// workers.
+// autoBatchesInFlight returns the --batches-in-flight that 0 stands for,
+// invoice.InFlightFor of what it measures: the workers of a Citus
+// coordinator, else the database's round trip. It fails only when a Citus
+// coordinator cannot list its workers.
 func autoBatchesInFlight(ctx context.Context, pool *pgxpool.Pool, citus bool, maxConns int, logger *slog.Logger) (int, error) {
-	capped := func(n int) int { return max(1, min(n, maxConns/2, maxBatchesInFlight)) }
 	if citus {
 		workers, err := db.CitusWorkers(ctx, pool)
 		if err != nil {
 			return 0, err
 		}
-		n := capped(citusBatchesPerWorker * max(workers, 1))
+		n := invoice.InFlightFor(0, max(workers, 1), maxConns)
 		logger.Info("group commit", "citus_workers", workers, "batches_in_flight", n)
 		return n, nil
 	}
 	rtt := databaseRoundTrip(ctx, pool)
-	n := 1
-	if rtt > time.Millisecond {
-		n = 2
-	}
-	n = capped(n)
+	n := invoice.InFlightFor(rtt, 0, maxConns)
 	logger.Info("group commit", "database_round_trip", rtt.String(), "batches_in_flight", n)
 	return n, nil
 }
