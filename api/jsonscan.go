@@ -1,9 +1,5 @@
 package api
 
-// This file holds the jsonScanner: the byte-level check of a request
-// body's shape (repeated or escaped keys, nesting, array lengths) before
-// encoding/json decodes it.
-
 import (
 	"bytes"
 	"fmt"
@@ -11,6 +7,10 @@ import (
 
 	"github.com/invoiced/invoiced/internal/apperr"
 )
+
+// This file holds the jsonScanner: the byte-level check of a request
+// body's shape (repeated or escaped keys, nesting, array lengths) before
+// encoding/json decodes it.
 
 // scanFrame is an object or array a jsonScanner is inside of.
 type scanFrame struct {

@@ -1,10 +1,5 @@
 package api
 
-// The lease holder's uploads (docs/offline.md): the invoices it numbered
-// offline, and what its uploads of invoices and of cancellations
-// (lease_cancels.go) share: the checks before the body is read, the
-// bounded read, and the answer.
-
 import (
 	"context"
 	"encoding/hex"
@@ -21,6 +16,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
 )
+
+// The lease holder's uploads (docs/offline.md): the invoices it numbered
+// offline, and what its uploads of invoices and of cancellations
+// (lease_cancels.go) share: the checks before the body is read, the
+// bounded read, and the answer.
 
 // offlineBody is the JSON body of POST /v1/series/{code}/device-invoices.
 type offlineBody struct {

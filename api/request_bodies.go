@@ -1,8 +1,5 @@
 package api
 
-// This file holds the JSON bodies of the issue, series and cancel requests
-// and their strict decoding into what the handlers take.
-
 import (
 	"encoding/json"
 	"errors"
@@ -11,6 +8,9 @@ import (
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds the JSON bodies of the issue, series and cancel requests
+// and their strict decoding into what the handlers take.
 
 // jsonDecimal is an amount, quantity or rate: it must be sent as a JSON
 // string. A JSON number is remembered (not refused by the decoder) so the

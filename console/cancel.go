@@ -1,7 +1,5 @@
 package console
 
-// This file holds cancelling an invoice: the confirmation and the cancel.
-
 import (
 	"errors"
 	"net/http"
@@ -14,6 +12,8 @@ import (
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds cancelling an invoice: the confirmation and the cancel.
 
 type cancelView struct {
 	Invoice invoice.Invoice

@@ -1,7 +1,5 @@
 package console
 
-// This file holds the GSTR-1 Table 13 page and its JSON download.
-
 import (
 	"encoding/json"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds the GSTR-1 Table 13 page and its JSON download.
 
 type gstr1Row struct {
 	Nature string

@@ -1,8 +1,5 @@
 package console
 
-// This file holds the sessions and signing in and out: the cookies, the
-// session a request carries, and the sign-in, sign-out and purge.
-
 import (
 	"context"
 	"crypto/rand"
@@ -17,6 +14,9 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 )
+
+// This file holds the sessions and signing in and out: the cookies, the
+// session a request carries, and the sign-in, sign-out and purge.
 
 // Session lifetimes.
 const (

@@ -1,9 +1,5 @@
 package console
 
-// This file holds what the templates call: the date and time layouts, the
-// template functions, and the plain words for who did something and for
-// the audit's findings.
-
 import (
 	"fmt"
 	"html/template"
@@ -18,6 +14,10 @@ import (
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds what the templates call: the date and time layouts, the
+// template functions, and the plain words for who did something and for
+// the audit's findings.
 
 // The console writes every date one way, "2 Jan 2006", and every time of
 // day in IST as "2 Jan 2006, 15:04 IST".

@@ -1,7 +1,5 @@
 package console
 
-// This file holds the verify page.
-
 import (
 	"errors"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/reports"
 )
+
+// This file holds the verify page.
 
 type verifyView struct {
 	Chains []verifyLine

@@ -1,8 +1,5 @@
 package offline
 
-// This file holds the journal's records: what each kind holds, writing
-// one, and replaying them into a Terminal's state (Open).
-
 import (
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +10,9 @@ import (
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds the journal's records: what each kind holds, writing
+// one, and replaying them into a Terminal's state (Open).
 
 // record is one journal record.
 type record struct {

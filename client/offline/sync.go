@@ -1,9 +1,5 @@
 package offline
 
-// This file holds uploading: Sync and Run send the pending invoices and
-// cancellations in the chain's order, and markUploaded drops what the
-// server holds.
-
 import (
 	"context"
 	"errors"
@@ -12,6 +8,10 @@ import (
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/series"
 )
+
+// This file holds uploading: Sync and Run send the pending invoices and
+// cancellations in the chain's order, and markUploaded drops what the
+// server holds.
 
 // markUploaded drops from the pending records the invoices of fy through
 // serial through, or (cancels) its cancellations through chain position
