@@ -18,16 +18,13 @@ import (
 )
 
 // This file holds the SQL of leases (migration 00015). The trigger
-// series_counters_lease_guard refuses, with codeLeased, every write of a
+// series_counters_lease_guard refuses, with db.CodeLeased, every write of a
 // leased series' counter rows by a transaction that does not name the
 // lease (QueueLeaseName); translate maps it to ErrLeased.
 
-// codeLeased is the SQLSTATE of the lease guard.
-const codeLeased = "IV017"
-
 // IsLeased reports whether err is the lease guard's refusal.
 func IsLeased(err error) bool {
-	return errors.Is(err, ErrLeased) || db.SQLState(err) == codeLeased
+	return errors.Is(err, ErrLeased) || db.SQLState(err) == db.CodeLeased
 }
 
 var leaseEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
