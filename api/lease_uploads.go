@@ -128,10 +128,10 @@ type continuationBody struct {
 // serial and chain head, or 422 naming the first bad invoice and field,
 // and nothing stored.
 func (s *Server) uploadOffline(c echo.Context) error {
-	return deviceUpload(s, c, offlineLimits, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
+	return holderUpload(s, c, offlineLimits, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
 }
 
-// deviceUpload serves an upload by the holder of a series' lease (scope
+// holderUpload serves an upload by the holder of a series' lease (scope
 // issue, header Lease-Id). Before the body is read it checks the key, its
 // series restriction and that the lease holds the series, so that no
 // other key can make the server read (or hold) an upload's body; the body
@@ -144,7 +144,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // header, the errors of authorisation, series.CheckLease, the body,
 // decode, chargeInvoices and store, and invoice.ErrInvalid naming the
 // array past its limit.
-func deviceUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
+func holderUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
 	store func(context.Context, db.Beginner, series.Seller, series.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, sr, leaseID, err := s.holderRequest(c)
