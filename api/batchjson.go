@@ -6,13 +6,13 @@ import (
 	"github.com/invoiced/invoiced/internal/jsonfast"
 )
 
-// The batch answer written by hand. json.Marshal of 500 rendered invoices
-// walked each by reflection: about 6 % of the batch route's CPU. These
-// functions write the same bytes as json.Marshal of the same values
-// (fields in declaration order, omitempty as tagged, and every string as
-// encoding/json escapes it: a string of plain printable ASCII is copied,
-// any other goes through json.Marshal itself). FuzzBatchJSON compares the
-// two.
+// The batch answer written by hand, because json.Marshal walks each of up
+// to 500 rendered invoices by reflection (its cost: docs/bench.md, "Why
+// some code is written by hand"). These functions write the same bytes as
+// json.Marshal of the same values (fields in declaration order, omitempty
+// as tagged, and every string as encoding/json escapes it: a string of
+// plain printable ASCII is copied, any other goes through json.Marshal
+// itself). FuzzBatchJSON compares the two.
 
 // appendBatchResults appends the JSON of r to b.
 func appendBatchResults(b []byte, r batchResultsJSON) []byte {

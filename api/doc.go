@@ -5,8 +5,8 @@
 //
 // Every error answer has the body {"error":{"code":…,"message":…}}; the
 // mapping from errors to statuses lives in errors.go alone. Request bodies
-// are decoded strictly (decode.go): amounts are decimal strings, unknown
-// fields are refused, and nothing a client sends yields a 5xx. An invoice
-// request is validated and priced before any transaction, so a refused
-// request never consumes a number.
+// are decoded strictly (decode.go, jsonscan.go, request_bodies.go): amounts
+// are decimal strings, unknown fields are refused, and nothing a client
+// sends yields a 5xx. An invoice request is validated and priced before any
+// transaction, so a refused request never consumes a number.
 package api

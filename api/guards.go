@@ -80,7 +80,7 @@ type ClassLimits struct {
 var classes = map[RouteClass]ClassLimits{
 	ClassHealth:          {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, Deadline: 5 * time.Second, MaxBody: 0},
 	ClassMetrics:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, Deadline: 10 * time.Second, MaxBody: 0},
-	ClassReceipt:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, MaxBody: 0}, // failures spend the address's budget (failures.go)
+	ClassReceipt:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, MaxBody: 0}, // failures spend the address's budget (ratelimit.go)
 	ClassAPIRead:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: smallBodyMax},
 	ClassAPIWrite:        {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: batchBodyMax},
 	ClassExport:          {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: exportTimeout, MaxBody: 0},

@@ -77,5 +77,5 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 // series stands, or 422 naming the first bad cancellation and field, and
 // nothing stored.
 func (s *Server) uploadOfflineCancels(c echo.Context) error {
-	return deviceUpload(s, c, cancelLimits, decodeOfflineCancels, invoice.UploadOfflineCancels, s.metrics.Cancelled)
+	return holderUpload(s, c, cancelLimits, decodeOfflineCancels, invoice.UploadOfflineCancels, s.metrics.Cancelled)
 }

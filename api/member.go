@@ -7,9 +7,9 @@ import "bytes"
 // matches a field (bytes.EqualFold), and whether there is one. obj must be
 // one syntactically valid JSON object whose keys scanJSON has checked (no
 // escapes, none repeated): the batch envelope's items are, after its
-// decodeStrict. It reads obj once, building nothing, where json.Unmarshal
-// into a one-field struct validated and decoded the whole item again: the
-// key of each of 500 items was 6 % of the batch route's CPU.
+// decodeStrict. It reads obj once, building nothing, because json.Unmarshal
+// into a one-field struct would validate and decode the whole item again
+// (its cost: docs/bench.md, "Why some code is written by hand").
 func objectMember(obj []byte, name string) ([]byte, bool) {
 	i := skipSpace(obj, 1) // past '{'
 	for i < len(obj) && obj[i] == '"' {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"embed"
 	"errors"
 	"html/template"
 	"net/http"
@@ -24,97 +25,14 @@ const mimeHTML = "text/html; charset=utf-8"
 // in its own <bdi>, so that text stored before that rule cannot reorder
 // what follows it on the page.
 
-var receiptTmpl = template.Must(template.New("receipt").Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>{{if .Cancelled}}CANCELLED {{end}}{{.Title}} {{.Inv.Number}}</title>
-<style>
-*{box-sizing:border-box}
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;max-width:48em;margin:1em auto;padding:0 1em;color:#111;line-height:1.35}
-h1{font-size:1.4em;margin:.2em 0 .6em;letter-spacing:.02em}
-.parties{display:flex;flex-wrap:wrap;gap:1em;justify-content:space-between}
-.parties>div{flex:1 1 16em}
-.label{color:#555;font-size:.85em;text-transform:uppercase;letter-spacing:.05em}
-table{border-collapse:collapse;width:100%;margin:.6em 0}
-th,td{padding:.3em .4em;border-bottom:1px solid #ccc;text-align:left;vertical-align:top}
-th{font-size:.85em;color:#333;border-bottom:2px solid #333}
-td.n,th.n{text-align:right;white-space:nowrap}
-.totals{width:auto;margin-left:auto;min-width:18em}
-.tot td{font-weight:bold;border-top:2px solid #333;border-bottom:none}
-.words{font-style:italic}
-.signatory{margin:1.5em 0 0 auto;width:16em;text-align:center}
-.signatory .sign{display:block;height:3em;border-bottom:1px solid #333;margin-bottom:.2em}
-.cancelled{border:4px double #b00;color:#b00;font-weight:bold;padding:.5em;text-align:center;font-size:1.6em;letter-spacing:.1em;margin:.5em 0}
-.cancelled small{display:block;font-size:.55em;letter-spacing:0;font-weight:normal}
-.meta{width:auto}.meta td{border:none;padding:.1em 1.5em .1em 0}
-.paper{margin-top:1em;font-size:.85em}
-.paper a{color:#036}
-footer{margin-top:1.5em;color:#555;font-size:.8em}
-.sub{display:none;color:#444;font-size:.85em}
-{{if .Thermal}}
-@page{size:80mm 297mm;margin:3mm}
-{{else}}
-@page{size:A4;margin:12mm}
-{{end}}
-@media print{
-  body{margin:0;padding:0;max-width:none;font-size:10pt}
-  .paper{display:none}
-  .cancelled{-webkit-print-color-adjust:exact;print-color-adjust:exact}
-  tr{break-inside:avoid}
-}
-{{if .Thermal}}
-body{max-width:76mm;font-size:9pt;padding:0 1mm}
-h1{font-size:1.2em;text-align:center}
-.parties{display:block}
-.hsn,.rate{display:none}
-.sub{display:inline}
-th,td{padding:.15em .2em}
-.totals{width:100%;min-width:0}
-.signatory{width:auto}
-{{end}}
-</style>
-</head>
-<body>
-{{if .Cancelled}}<div class="cancelled" role="alert">CANCELLED<small>{{with .CancelledAt}}on {{.}}{{end}}{{with .Inv.CancelReason}}: <bdi>{{.}}</bdi>{{end}} — this document is void</small></div>{{end}}
-<h1>{{.Title}}</h1>
-<div class="parties">
-<div><span class="label">From</span><br><strong><bdi>{{.Seller.Name}}</bdi></strong>{{with .Seller.Address}}<br><bdi>{{.}}</bdi>{{end}}<br>State: {{.SellerState}}<br>GSTIN {{.Seller.GSTIN}}{{with .Seller.Phone}}<br>Phone {{.}}{{end}}{{with .Seller.Email}}<br>{{.}}{{end}}</div>
-{{with .Inv.Buyer}}<div><span class="label">Bill to</span><br><strong><bdi>{{.Name}}</bdi></strong>{{with .GSTIN}}<br>GSTIN {{.}}{{end}}</div>{{end}}
-</div>
-<table class="meta">
-<tr><td>Number</td><td><strong>{{.Inv.Number}}</strong></td></tr>
-<tr><td>Date</td><td>{{.InvoiceDate}}</td></tr>
-<tr><td>Place of supply</td><td>{{.PlaceOfSupply}}</td></tr>
-<tr><td>Tax payable on reverse charge</td><td>{{if .ReverseCharge}}Yes{{else}}No{{end}}</td></tr>
-{{with .Inv.Original}}<tr><td>Against</td><td>{{.Number}} dated {{.InvoiceDate}}{{if .External}} (issued outside invoiced: <bdi>{{.Reason}}</bdi>){{end}}</td></tr>{{end}}
-</table>
-<table>
-<thead><tr><th>Item</th><th class="hsn">HSN</th><th class="n">Qty</th><th class="n">Price</th><th class="n">Taxable</th>{{if .InterState}}<th class="n rate">IGST %</th><th class="n">IGST ₹</th>{{else}}<th class="n rate">CGST %</th><th class="n">CGST ₹</th><th class="n rate">SGST %</th><th class="n">SGST ₹</th>{{end}}<th class="n">Total</th></tr></thead>
-<tbody>
-{{range .Lines}}<tr><td><bdi>{{.Description}}</bdi><span class="sub"><br>HSN {{.HSN}} · {{if $.InterState}}IGST {{.IGSTRate}}%{{else}}CGST {{.CGSTRate}}% · SGST {{.SGSTRate}}%{{end}}</span></td><td class="hsn">{{.HSN}}</td><td class="n">{{.Quantity}}</td><td class="n">{{.UnitPrice}}</td><td class="n">{{.Taxable}}</td>{{if $.InterState}}<td class="n rate">{{.IGSTRate}}</td><td class="n">{{.IGST}}</td>{{else}}<td class="n rate">{{.CGSTRate}}</td><td class="n">{{.CGST}}</td><td class="n rate">{{.SGSTRate}}</td><td class="n">{{.SGST}}</td>{{end}}<td class="n">{{.Total}}</td></tr>
-{{end}}</tbody>
-</table>
-<table class="totals">
-<tr><td>Taxable value</td><td class="n">₹ {{.Inv.Totals.Taxable}}</td></tr>
-{{if .InterState}}<tr><td>IGST</td><td class="n">₹ {{.Inv.Totals.IGST}}</td></tr>{{else}}<tr><td>CGST</td><td class="n">₹ {{.Inv.Totals.CGST}}</td></tr>
-<tr><td>SGST</td><td class="n">₹ {{.Inv.Totals.SGST}}</td></tr>{{end}}
-<tr class="tot"><td>Total</td><td class="n">₹ {{.Inv.Totals.Total}}</td></tr>
-</table>
-<p class="words">{{.InWords}}</p>
-<div class="signatory">For <bdi>{{.Seller.Name}}</bdi><span class="sign"></span>Authorised signatory</div>
-<footer>Issued {{.IssuedAt}}</footer>
-<nav class="paper">Print on: <a href="?paper=a4">A4</a> · <a href="?paper=80mm">80 mm roll</a></nav>
-</body>
-</html>
-`))
+// templateFS holds the receipt page and its error page.
+//
+//go:embed templates/*.html
+var templateFS embed.FS
 
-var receiptErrorTmpl = template.Must(template.New("receipt-error").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="robots" content="noindex"><title>{{.Title}}</title></head>
-<body><h1>{{.Title}}</h1><p>{{.Message}}</p></body></html>
-`))
+var receiptTmpl = template.Must(template.ParseFS(templateFS, "templates/receipt.html"))
+
+var receiptErrorTmpl = template.Must(template.ParseFS(templateFS, "templates/receipt_error.html"))
 
 type receiptView struct {
 	Title         string

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/xuri/excelize/v2"
 )
@@ -71,4 +74,98 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 	if r := doc.Rows[1]; r["id"] != "CH1-2026-2" || r["public_id"] != publicID {
 		t.Fatalf("JSON row of serial 2 = %v; want id CH1-2026-2 and public id %s", r, publicID)
 	}
+}
+
+// The column table is the one list of columns: the CSV's and the XLSX's
+// headers are its headers, every row of both has its number of cells, and
+// the JSON rows carry its keys in its order (then the items), as Row's
+// fields do.
+func TestAuditColumnsAgree(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	headers, keys := reports.AuditColumns()
+	if len(headers) != len(keys) || len(headers) == 0 {
+		t.Fatalf("table has %d headers and %d JSON keys", len(headers), len(keys))
+	}
+	for _, s := range []gst.Series{f.ch1, f.cn1} {
+		recs, err := csv.NewReader(bytes.NewReader(audit(t, f, s, 2026, reports.FormatCSV)[3:])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(recs[0], headers) {
+			t.Fatalf("%s: CSV header %q\nwant the table's %q", s.Code, recs[0], headers)
+		}
+		for i, rec := range recs {
+			if len(rec) != len(headers) {
+				t.Fatalf("%s: CSV record %d has %d fields; the table %d", s.Code, i, len(rec), len(headers))
+			}
+		}
+
+		x, err := excelize.OpenReader(bytes.NewReader(audit(t, f, s, 2026, reports.FormatXLSX)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := x.GetRows("Rows")
+		x.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != len(recs) || !slices.Equal(rows[0], headers) {
+			t.Fatalf("%s: XLSX has %d rows (CSV %d), header %q\nwant the table's %q", s.Code, len(rows), len(recs), rows[0], headers)
+		}
+		for i, r := range rows[1:] { // the last column (public id) is never empty
+			if len(r) != len(headers) || r[len(r)-1] != recs[i+1][len(headers)-1] {
+				t.Fatalf("%s: XLSX row %d = %q; want %d cells ending %q", s.Code, i+1, r, len(headers), recs[i+1][len(headers)-1])
+			}
+		}
+
+		var doc struct {
+			Rows []json.RawMessage `json:"rows"`
+		}
+		if err := json.Unmarshal(audit(t, f, s, 2026, reports.FormatJSON), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Rows) != len(recs)-1 {
+			t.Fatalf("%s: JSON has %d rows, CSV %d", s.Code, len(doc.Rows), len(recs)-1)
+		}
+		for i, raw := range doc.Rows {
+			if got, want := objectKeys(t, raw), append(slices.Clone(keys), "items"); !slices.Equal(got, want) {
+				t.Fatalf("%s: JSON row %d has keys %q\nwant the table's %q", s.Code, i, got, want)
+			}
+		}
+	}
+
+	var fields []string
+	rt := reflect.TypeFor[reports.Row]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if rt.Field(i).IsExported() && name != "-" && name != "items" {
+			fields = append(fields, name)
+		}
+	}
+	if !slices.Equal(fields, keys) {
+		t.Fatalf("Row's JSON fields %q\nwant the table's keys %q", fields, keys)
+	}
+}
+
+// objectKeys returns the keys of the JSON object raw, in order.
+func objectKeys(t *testing.T, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("JSON row %s is not an object", raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

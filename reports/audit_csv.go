@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 )
 
@@ -25,7 +24,7 @@ func newCSVWriter(w io.Writer) *csvWriter {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	c := csv.NewWriter(bw)
 	c.UseCRLF = true // RFC 4180
-	return &csvWriter{w: bw, c: c, rec: make([]string, len(rowHeader))}
+	return &csvWriter{w: bw, c: c, rec: make([]string, len(auditColumns))}
 }
 
 // summary writes the summary as a table of its own (Field, Value), which
@@ -40,29 +39,14 @@ func (cw *csvWriter) beginRows() error {
 	if _, err := cw.w.WriteString(utf8BOM); err != nil {
 		return err
 	}
-	return cw.c.Write(rowHeader)
+	return cw.c.Write(columnHeaders())
 }
 
 func (cw *csvWriter) row(r *Row) error {
-	rec := cw.rec
-	rec[0], rec[1], rec[2], rec[3], rec[4] = strconv.FormatInt(r.Serial, 10), r.Number, r.InvoiceDate, istStamp(r.issuedAt), r.Status
-	rec[5], rec[6], rec[7], rec[8], rec[9] = defuse(r.CancelReason), r.BuyerGSTIN, r.Taxable, r.CGST, r.SGST
-	rec[10], rec[11], rec[12] = r.IGST, r.Total, r.Hash
-	rec[13], rec[14], rec[15], rec[16], rec[17] = defuse(r.BuyerName), r.PlaceOfSupply, r.OriginalNumber, r.OriginalDate, ""
-	if r.cancelledAt != nil {
-		rec[17] = istStamp(*r.cancelledAt)
+	for i, c := range auditColumns {
+		cw.rec[i] = c.csv(r)
 	}
-	rec[18], rec[19], rec[20] = position(r.IssuePosition), position(r.CancelPosition), r.CancelHash
-	rec[21], rec[22] = r.ID, r.PublicID
-	return cw.c.Write(rec)
-}
-
-// position returns p in decimal, or "" for 0 (no such record).
-func position(p int64) string {
-	if p == 0 {
-		return ""
-	}
-	return strconv.FormatInt(p, 10)
+	return cw.c.Write(cw.rec)
 }
 
 func (cw *csvWriter) close() error {

@@ -19,15 +19,6 @@ type auditWriter interface {
 	abort()       // releases resources; harmless after close
 }
 
-// rowHeader is the header of the rows, shared by CSV and XLSX. Both write
-// instants in IST with the offset (CSV as text, XLSX as date-time cells
-// shown that way); new columns go at the end, so a consumer that reads
-// columns by position keeps working.
-var rowHeader = []string{"Serial", "Number", "Invoice date", "Issued at (IST)", "Status", "Cancel reason", "Buyer GSTIN",
-	"Taxable", "CGST", "SGST", "IGST", "Total", "Hash",
-	"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (IST)",
-	"Issue position", "Cancel position", "Cancel hash", "ID", "Public ID"}
-
 // istStamp returns t in IST with microseconds and the offset written,
 // "2026-12-01T09:35:00.000000+05:30": the same instant as the chain's UTC
 // stamp, to the microsecond, in the time zone the invoice date is in.

@@ -4,11 +4,9 @@ import (
 	"archive/zip"
 	"errors"
 	"fmt"
-	"github.com/invoiced/invoiced/gst"
-	"github.com/xuri/excelize/v2"
 	"io"
-	"strconv"
-	"time"
+
+	"github.com/xuri/excelize/v2"
 )
 
 // This file holds the XLSX export of the serial audit.
@@ -18,17 +16,17 @@ import (
 const maxSheetRows = 1048576 - 1
 
 type xlsxWriter struct {
-	w                                  io.Writer
-	f                                  *excelize.File
-	sw                                 *excelize.StreamWriter
-	sheet                              int // number of the current rows sheet
-	n                                  int // rows written to it
-	bold, left, amount, date, datetime int
-	cells                              []any
+	w     io.Writer
+	f     *excelize.File
+	sw    *excelize.StreamWriter
+	sheet int // number of the current rows sheet
+	n     int // rows written to it
+	st    cellStyles
+	cells []any
 }
 
 func newXLSXWriter(w io.Writer) *xlsxWriter {
-	return &xlsxWriter{w: w, f: excelize.NewFile(), cells: make([]any, len(rowHeader))}
+	return &xlsxWriter{w: w, f: excelize.NewFile(), cells: make([]any, len(auditColumns))}
 }
 
 func (xw *xlsxWriter) styles() error {
@@ -37,15 +35,15 @@ func (xw *xlsxWriter) styles() error {
 		id *int
 		st *excelize.Style
 	}{
-		{&xw.bold, &excelize.Style{Font: &excelize.Font{Bold: true}}},
-		{&xw.left, &excelize.Style{Alignment: &excelize.Alignment{Horizontal: "left"}}},
-		{&xw.amount, &excelize.Style{CustomNumFmt: ptr("#,##0.00")}},
-		{&xw.date, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")}},
+		{&xw.st.bold, &excelize.Style{Font: &excelize.Font{Bold: true}}},
+		{&xw.st.left, &excelize.Style{Alignment: &excelize.Alignment{Horizontal: "left"}}},
+		{&xw.st.amount, &excelize.Style{CustomNumFmt: ptr("#,##0.00")}},
+		{&xw.st.date, &excelize.Style{CustomNumFmt: ptr("yyyy-mm-dd")}},
 		// An IST date-time shown as the CSV writes it (without the
 		// microseconds): a cell holds no time zone, the format names it.
 		// The offset's characters are escaped one by one: in quotes,
 		// excelize's renderer reads the 05 as minutes.
-		{&xw.datetime, &excelize.Style{CustomNumFmt: ptr(`yyyy-mm-dd\Thh:mm:ss\+\0\5\:\3\0`)}},
+		{&xw.st.datetime, &excelize.Style{CustomNumFmt: ptr(`yyyy-mm-dd\Thh:mm:ss\+\0\5\:\3\0`)}},
 	}
 	for _, s := range styles {
 		if *s.id, err = xw.f.NewStyle(s.st); err != nil {
@@ -87,12 +85,12 @@ func (xw *xlsxWriter) summary(s Summary) error {
 	if err := sw.SetColWidth(2, 2, 100); err != nil {
 		return err
 	}
-	if err := sw.SetRow("A1", []any{excelize.Cell{StyleID: xw.bold, Value: "Field"}, excelize.Cell{StyleID: xw.bold, Value: "Value"}}); err != nil {
+	if err := sw.SetRow("A1", []any{excelize.Cell{StyleID: xw.st.bold, Value: "Field"}, excelize.Cell{StyleID: xw.st.bold, Value: "Value"}}); err != nil {
 		return err
 	}
 	for i, f := range s.fields() {
 		cell, _ := excelize.CoordinatesToCellName(1, i+2)
-		if err := sw.SetRow(cell, []any{excelize.Cell{StyleID: xw.bold, Value: f.label}, excelize.Cell{StyleID: xw.left, Value: f.value}}); err != nil {
+		if err := sw.SetRow(cell, []any{excelize.Cell{StyleID: xw.st.bold, Value: f.label}, excelize.Cell{StyleID: xw.st.left, Value: f.value}}); err != nil {
 			return err
 		}
 	}
@@ -123,18 +121,17 @@ func (xw *xlsxWriter) newRowsSheet() error {
 	if err != nil {
 		return err
 	}
-	widths := []float64{9, 18, 12, 26, 10, 30, 17, 14, 12, 12, 12, 14, 66, 30, 8, 18, 12, 26, 9, 9, 66, 16, 32}
-	for i, wd := range widths {
-		if err := sw.SetColWidth(i+1, i+1, wd); err != nil {
+	for i, c := range auditColumns {
+		if err := sw.SetColWidth(i+1, i+1, c.width); err != nil {
 			return err
 		}
 	}
 	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
 		return err
 	}
-	head := make([]any, len(rowHeader))
-	for i, h := range rowHeader {
-		head[i] = excelize.Cell{StyleID: xw.bold, Value: h}
+	head := make([]any, len(auditColumns))
+	for i, c := range auditColumns {
+		head[i] = cellOf(xw.st.bold, c.header)
 	}
 	if err := sw.SetRow("A1", head); err != nil {
 		return err
@@ -150,50 +147,19 @@ func (xw *xlsxWriter) row(r *Row) error {
 		}
 	}
 	xw.n++
-	c := xw.cells
-	c[0], c[1] = r.Serial, r.Number
-	c[2] = excelize.Cell{StyleID: xw.date, Value: r.invoiceDate}
-	c[3] = excelize.Cell{StyleID: xw.datetime, Value: r.issuedAt.In(gst.IST)}
-	c[4], c[5], c[6] = r.Status, nilIfEmpty(r.CancelReason), nilIfEmpty(r.BuyerGSTIN)
-	for i, a := range []string{r.Taxable, r.CGST, r.SGST, r.IGST, r.Total} {
-		v, err := strconv.ParseFloat(a, 64)
-		if err != nil {
-			return fmt.Errorf("reports: amount %q of serial %d: %w", a, r.Serial, err)
-		}
-		c[7+i] = excelize.Cell{StyleID: xw.amount, Value: v}
-	}
-	c[12] = r.Hash
-	c[13], c[14], c[15] = nilIfEmpty(r.BuyerName), r.PlaceOfSupply, nilIfEmpty(r.OriginalNumber)
-	c[16], c[17] = nil, nil
-	if r.OriginalDate != "" {
-		d, err := time.Parse(time.DateOnly, r.OriginalDate)
+	for i, c := range auditColumns {
+		v, err := c.xlsx(r, &xw.st)
 		if err != nil {
 			return err
 		}
-		c[16] = excelize.Cell{StyleID: xw.date, Value: d}
+		xw.cells[i] = v
 	}
-	if r.cancelledAt != nil {
-		c[17] = excelize.Cell{StyleID: xw.datetime, Value: r.cancelledAt.In(gst.IST)}
-	}
-	c[18], c[19], c[20] = r.IssuePosition, nilIfZero(r.CancelPosition), nilIfEmpty(r.CancelHash)
-	c[21], c[22] = r.ID, r.PublicID
 	cell, _ := excelize.CoordinatesToCellName(1, xw.n+1)
-	return xw.sw.SetRow(cell, c)
+	return xw.sw.SetRow(cell, xw.cells)
 }
 
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func nilIfZero(n int64) any {
-	if n == 0 {
-		return nil
-	}
-	return n
-}
+// cellOf returns a cell holding v in style.
+func cellOf(style int, v any) excelize.Cell { return excelize.Cell{StyleID: style, Value: v} }
 
 func (xw *xlsxWriter) close() error {
 	if xw.sw != nil {

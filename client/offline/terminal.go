@@ -1,7 +1,6 @@
 package offline
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -45,32 +44,6 @@ var (
 	// Issue returns ErrEnded; in force, and selling goes on.
 	ErrLeaseInDoubt = errors.New("offline: the server refused an upload under the lease and whether the lease ended is not known yet; call Sync again")
 )
-
-// record is one journal record.
-type record struct {
-	// "lease", "inv", "cancel", "up", "upc"; "ending" (FY, Through)
-	// before the lease's end is asked for, then "end" when it ended or
-	// "resume" when it is shown to hold; "doubt" when the server refused
-	// an upload as not under the lease, then "end" or "resume" likewise.
-	Kind string `json:"k"`
-	// Key is the caller's key of an invoice (IssueKeyed).
-	Key string `json:"key,omitempty"`
-
-	Lease *client.Lease `json:"lease,omitempty"`
-
-	FY       string                `json:"fy,omitempty"`
-	Position int64                 `json:"pos,omitempty"` // the invoice's chain position
-	Invoice  *client.DeviceInvoice `json:"inv,omitempty"`
-	Cancel   *client.DeviceCancel  `json:"cancel,omitempty"`
-
-	// "up": invoices uploaded through this serial of FY; "upc":
-	// cancellations uploaded through this chain position of FY.
-	Through int64 `json:"through,omitempty"`
-	// Epoch: of an "ending", the lease's end epoch the end is asked at;
-	// of a "resume" learnt by resuming (not by a read), the lease's new
-	// end epoch.
-	Epoch int64 `json:"epoch,omitempty"`
-}
 
 // year is a series-year as the terminal numbered it.
 type year struct {
@@ -199,114 +172,6 @@ func newTerminal(j *journal, now func() time.Time) *Terminal {
 		keys: map[string]invoiceKey{}}
 }
 
-// replay applies one journal record to t's state.
-func (t *Terminal) replay(r record, first bool) error {
-	if first != (r.Kind == "lease") {
-		return errors.New("the first record, and only it, is the lease")
-	}
-	switch r.Kind {
-	case "lease":
-		return t.setLease(*r.Lease)
-	case "inv":
-		fy, err := gst.ParseFY(r.FY)
-		if err != nil {
-			return err
-		}
-		y := t.year(fy)
-		if r.Invoice.Serial != y.last+1 || r.Position != y.length+1 {
-			return fmt.Errorf("serial %d at position %d does not follow %d", r.Invoice.Serial, r.Position, y.last)
-		}
-		h, err := hex.DecodeString(r.Invoice.ChainHash)
-		if err != nil {
-			return err
-		}
-		at, err := time.Parse(time.RFC3339Nano, r.Invoice.IssuedAt)
-		if err != nil {
-			return err
-		}
-		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
-		t.numbered++
-		t.remember(fy, *r.Invoice, r.Key)
-	case "cancel":
-		return t.replayCancel(r)
-	case "up", "upc":
-		fy, err := gst.ParseFY(r.FY)
-		if err != nil {
-			return err
-		}
-		t.markUploaded(fy, r.Kind == "upc", r.Through)
-	case "ending":
-		fy, err := gst.ParseFY(r.FY)
-		if err != nil {
-			return err
-		}
-		t.pending = &endMark{fy: fy, last: r.Through, epoch: r.Epoch}
-	case "doubt":
-		t.doubt = true
-	case "resume":
-		t.pending, t.doubt = nil, false
-		t.epoch = max(t.epoch, r.Epoch)
-	case "end":
-		t.ended, t.pending, t.doubt = true, nil, false
-	default:
-		return fmt.Errorf("unknown record kind %q", r.Kind)
-	}
-	return nil
-}
-
-// setLease sets the seller, series and starting position from l.
-func (t *Terminal) setLease(l client.Lease) error {
-	if l.Next == nil {
-		return errors.New("offline: the lease has no next position")
-	}
-	g, err := gst.ParseGSTIN(l.SellerGSTIN)
-	if err != nil {
-		return err
-	}
-	dt, err := gst.ParseDocType(l.DocType)
-	if err != nil {
-		return err
-	}
-	f, err := gst.ParseFormat(l.Format)
-	if err != nil {
-		return err
-	}
-	fy, err := gst.ParseFY(l.Next.FY)
-	if err != nil {
-		return err
-	}
-	head, err := hex.DecodeString(l.Next.ChainHead)
-	if err != nil {
-		return err
-	}
-	if len(head) == 0 {
-		head = nil
-	}
-	t.lease = l
-	t.epoch = l.EndEpoch
-	t.seller = gst.Seller{GSTIN: g, StateCode: g.StateCode()}
-	t.series = gst.Series{Code: l.Series, DocType: dt, Format: f}
-	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
-	if l.Next.LastIssuedAt != "" {
-		at, err := time.Parse(time.RFC3339Nano, l.Next.LastIssuedAt)
-		if err != nil {
-			return err
-		}
-		t.lastAt = at // issue times continue the series', whatever the device's clock says
-	}
-	if l.NotBefore != "" {
-		at, err := time.Parse(time.RFC3339Nano, l.NotBefore)
-		if err != nil {
-			return err
-		}
-		t.floor = at.UTC()
-		if at.After(t.lastAt) {
-			t.lastAt = at
-		}
-	}
-	return nil
-}
-
 func (t *Terminal) year(fy gst.FY) *year {
 	y, ok := t.years[fy]
 	if !ok {
@@ -314,38 +179,6 @@ func (t *Terminal) year(fy gst.FY) *year {
 		t.years[fy] = y
 	}
 	return y
-}
-
-// markUploaded drops from the pending records the invoices of fy through
-// serial through, or (cancels) its cancellations through chain position
-// through.
-func (t *Terminal) markUploaded(fy gst.FY, cancels bool, through int64) {
-	if !cancels {
-		t.year(fy).uploaded = through
-	}
-	kept := t.queue[:0]
-	for _, p := range t.queue {
-		switch {
-		case p.fy != fy || (p.cancel != nil) != cancels:
-		case !cancels && p.inv.Serial <= through, cancels && p.cancel.Position <= through:
-			continue
-		}
-		kept = append(kept, p)
-	}
-	t.queue = kept
-}
-
-// write appends r to the journal; a failure breaks the terminal.
-func (t *Terminal) write(r record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if err := t.j.append(b); err != nil {
-		t.broken = true
-		return fmt.Errorf("%w: %v", ErrBroken, err)
-	}
-	return nil
 }
 
 // Issue numbers req with the next serial of its series-year and returns
@@ -484,115 +317,6 @@ func (t *Terminal) Numbered() int64 {
 
 // Lease returns the lease the terminal numbers under.
 func (t *Terminal) Lease() client.Lease { return t.lease }
-
-// Sync uploads every pending invoice and cancellation through cl, in
-// batches in the chain's order, and returns how many the server newly
-// stored. The client retries what has no
-// answer; an upload is idempotent, so a batch whose answer was lost is
-// replayed. A batch refused 429 over_rate_limit (more records than the
-// server's --rate-limit lets one request carry) is halved and sent again,
-// down to one record, and later batches keep the smaller size.
-//
-// When the server refuses an upload as not under the lease (409
-// lease_not_held, 404 lease_not_found), Sync journals a "doubt" (Issue and
-// Cancel fail with ErrLeaseInDoubt from then on) and reads the lease: when
-// it has ended and is settled, Sync journals the end (Issue fails with
-// ErrEnded) and fails with a *NotUploadedError listing what was never
-// uploaded; when it holds, selling goes on and Sync fails with the
-// refusal; when the read has no answer (or 404), the doubt stays, across
-// a restart too, and Sync fails with an error wrapping ErrLeaseInDoubt:
-// the next Sync reads the lease first. It fails otherwise with the
-// client's errors (a *client.ContinuationError when the server's series
-// does not continue where the terminal's does).
-func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
-	stored := 0
-	t.mu.Lock()
-	doubt := t.doubt
-	t.mu.Unlock()
-	if doubt {
-		if err := t.learnLease(ctx, cl, nil); err != nil {
-			return stored, err
-		}
-	}
-	for {
-		t.mu.Lock()
-		if t.broken {
-			t.mu.Unlock()
-			return stored, ErrBroken
-		}
-		// The longest run of one kind and one series-year: the pending
-		// records are in chain order, so a cancellation goes after the
-		// invoice it cancels, and marks stay simple.
-		n := min(len(t.queue), t.batch)
-		var batch []client.DeviceInvoice
-		var cancels []client.DeviceCancel
-		var fy gst.FY
-		for i, p := range t.queue[:n] {
-			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
-				break
-			}
-			fy = p.fy
-			if p.cancel != nil {
-				cancels = append(cancels, *p.cancel)
-			} else {
-				batch = append(batch, p.inv)
-			}
-		}
-		t.mu.Unlock()
-		if len(batch) == 0 && len(cancels) == 0 {
-			return stored, nil
-		}
-		var res client.UploadResult
-		var err error
-		mark := record{Kind: "up", FY: fy.String()}
-		if cancels != nil {
-			res, err = cl.UploadDeviceCancels(ctx, t.lease.Series, t.lease.LeaseID, cancels)
-			mark.Kind, mark.Through = "upc", cancels[len(cancels)-1].Position
-		} else {
-			res, err = cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
-			mark.Through = batch[len(batch)-1].Serial
-		}
-		var ce *client.Error
-		switch {
-		case errors.As(err, &ce) && ce.Code == client.CodeOverRateLimit && n > 1:
-			t.mu.Lock()
-			t.batch = max(1, n/2)
-			t.mu.Unlock()
-			continue
-		case errors.As(err, &ce) && (ce.Code == client.CodeLeaseNotHeld || ce.Code == client.CodeLeaseNotFound):
-			return stored, t.refused(ctx, cl, err)
-		case err != nil:
-			return stored, err
-		}
-		stored += res.Stored
-		t.mu.Lock()
-		err = t.write(mark)
-		if err == nil {
-			t.markUploaded(fy, cancels != nil, mark.Through)
-		}
-		t.mu.Unlock()
-		if err != nil {
-			return stored, err
-		}
-	}
-}
-
-// Run syncs every interval until ctx ends, and reports each failed sync
-// to onError (nil: ignored); the next tick tries again.
-func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Duration, onError func(error)) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		if _, err := t.Sync(ctx, cl); err != nil && onError != nil && ctx.Err() == nil {
-			onError(err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
 
 // Close closes the journal.
 func (t *Terminal) Close() error { return t.j.close() }

@@ -157,13 +157,13 @@ func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, g
 // warmPool opens n connections of pool at once (at most the pool's
 // maximum), so that the first burst of requests after a start does not
 // wait for PostgreSQL to start backends (each new connection costs a
-// process and its caches, several milliseconds on a busy machine; 32 of
-// them at once cost the first second of a 64-series benchmark half its
-// rate and a p99 of 0.5 s). It waits at most timeout, gives every
-// connection back to the pool, and returns how many open connections the
-// pool holds then (not counting those still being opened) and the first
-// error if some could not be opened (ctx's error if ctx ended): the pool
-// still works, and grows on demand as before.
+// process and its caches, several milliseconds on a busy machine; what a
+// burst of them cost a fresh server: docs/bench.md, "Why some code is
+// written by hand"). It waits at most timeout, gives every connection back
+// to the pool, and returns how many open connections the pool holds then
+// (not counting those still being opened) and the first error if some
+// could not be opened (ctx's error if ctx ended): the pool still works,
+// and grows on demand as before.
 func warmPool(ctx context.Context, pool *pgxpool.Pool, n int, timeout time.Duration) (int, error) {
 	n = min(n, int(pool.Config().MaxConns))
 	ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -62,18 +62,19 @@ func (c Class) String() string {
 	return "class(" + strconv.Itoa(int(c)) + ")"
 }
 
-// The SQLSTATEs of invoiced_require (migration 00002): the message says
-// what was required, the code which requirement failed. IV003 (a key
-// already used), listed in the migration, is no longer raised: a used key
-// is found by ClaimKeys' lookup instead.
+// The SQLSTATEs invoiced raises, every one of them. IV001 to IV005 are
+// invoiced_require's (migration 00002): the message says what was
+// required, the code which requirement failed. IV003 (a key already
+// used), listed in the migration, is no longer raised: a used key is found
+// by ClaimKeys' lookup instead. IV017 is the lease guard's, the trigger
+// series_counters_lease_guard (migrations 00015 and 00020).
 const (
-	CodeRowMoved     = "IV001" // a counter row is not in the predicted state
-	CodeKeyHeld      = "IV002" // an idempotency key is held by another transaction
-	CodeOutOfWindow  = "IV004" // an invoice date is outside the backdating window by the database's clock
-	CodePeriodLocked = "IV005" // an invoice is dated in a locked month
-	// CodeEventIDsShort: invoiced_issue_batch (00026) found a seller
-	// subscribed to invoice.issued and was given too few event ids.
-	CodeEventIDsShort = "IV006"
+	CodeRowMoved      = "IV001" // a counter row is not in the predicted state
+	CodeKeyHeld       = "IV002" // an idempotency key is held by another transaction
+	CodeOutOfWindow   = "IV004" // an invoice date is outside the backdating window by the database's clock
+	CodePeriodLocked  = "IV005" // an invoice is dated in a locked month
+	CodeEventIDsShort = "IV006" // invoiced_issue_batch (00026) was given too few event ids for a subscribed seller
+	CodeLeased        = "IV017" // a leased series' counter row written by a transaction that does not name the lease
 )
 
 // Classify returns the class of err, None for nil. It looks through

@@ -1,0 +1,142 @@
+package offline
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/gst"
+)
+
+// This file holds uploading: Sync and Run send the pending invoices and
+// cancellations in the chain's order, and markUploaded drops what the
+// server holds.
+
+// markUploaded drops from the pending records the invoices of fy through
+// serial through, or (cancels) its cancellations through chain position
+// through.
+func (t *Terminal) markUploaded(fy gst.FY, cancels bool, through int64) {
+	if !cancels {
+		t.year(fy).uploaded = through
+	}
+	kept := t.queue[:0]
+	for _, p := range t.queue {
+		switch {
+		case p.fy != fy || (p.cancel != nil) != cancels:
+		case !cancels && p.inv.Serial <= through, cancels && p.cancel.Position <= through:
+			continue
+		}
+		kept = append(kept, p)
+	}
+	t.queue = kept
+}
+
+// Sync uploads every pending invoice and cancellation through cl, in
+// batches in the chain's order, and returns how many the server newly
+// stored. The client retries what has no
+// answer; an upload is idempotent, so a batch whose answer was lost is
+// replayed. A batch refused 429 over_rate_limit (more records than the
+// server's --rate-limit lets one request carry) is halved and sent again,
+// down to one record, and later batches keep the smaller size.
+//
+// When the server refuses an upload as not under the lease (409
+// lease_not_held, 404 lease_not_found), Sync journals a "doubt" (Issue and
+// Cancel fail with ErrLeaseInDoubt from then on) and reads the lease: when
+// it has ended and is settled, Sync journals the end (Issue fails with
+// ErrEnded) and fails with a *NotUploadedError listing what was never
+// uploaded; when it holds, selling goes on and Sync fails with the
+// refusal; when the read has no answer (or 404), the doubt stays, across
+// a restart too, and Sync fails with an error wrapping ErrLeaseInDoubt:
+// the next Sync reads the lease first. It fails otherwise with the
+// client's errors (a *client.ContinuationError when the server's series
+// does not continue where the terminal's does).
+func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
+	stored := 0
+	t.mu.Lock()
+	doubt := t.doubt
+	t.mu.Unlock()
+	if doubt {
+		if err := t.learnLease(ctx, cl, nil); err != nil {
+			return stored, err
+		}
+	}
+	for {
+		t.mu.Lock()
+		if t.broken {
+			t.mu.Unlock()
+			return stored, ErrBroken
+		}
+		// The longest run of one kind and one series-year: the pending
+		// records are in chain order, so a cancellation goes after the
+		// invoice it cancels, and marks stay simple.
+		n := min(len(t.queue), t.batch)
+		var batch []client.DeviceInvoice
+		var cancels []client.DeviceCancel
+		var fy gst.FY
+		for i, p := range t.queue[:n] {
+			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
+				break
+			}
+			fy = p.fy
+			if p.cancel != nil {
+				cancels = append(cancels, *p.cancel)
+			} else {
+				batch = append(batch, p.inv)
+			}
+		}
+		t.mu.Unlock()
+		if len(batch) == 0 && len(cancels) == 0 {
+			return stored, nil
+		}
+		var res client.UploadResult
+		var err error
+		mark := record{Kind: "up", FY: fy.String()}
+		if cancels != nil {
+			res, err = cl.UploadDeviceCancels(ctx, t.lease.Series, t.lease.LeaseID, cancels)
+			mark.Kind, mark.Through = "upc", cancels[len(cancels)-1].Position
+		} else {
+			res, err = cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
+			mark.Through = batch[len(batch)-1].Serial
+		}
+		var ce *client.Error
+		switch {
+		case errors.As(err, &ce) && ce.Code == client.CodeOverRateLimit && n > 1:
+			t.mu.Lock()
+			t.batch = max(1, n/2)
+			t.mu.Unlock()
+			continue
+		case errors.As(err, &ce) && (ce.Code == client.CodeLeaseNotHeld || ce.Code == client.CodeLeaseNotFound):
+			return stored, t.refused(ctx, cl, err)
+		case err != nil:
+			return stored, err
+		}
+		stored += res.Stored
+		t.mu.Lock()
+		err = t.write(mark)
+		if err == nil {
+			t.markUploaded(fy, cancels != nil, mark.Through)
+		}
+		t.mu.Unlock()
+		if err != nil {
+			return stored, err
+		}
+	}
+}
+
+// Run syncs every interval until ctx ends, and reports each failed sync
+// to onError (nil: ignored); the next tick tries again.
+func (t *Terminal) Run(ctx context.Context, cl *client.Client, interval time.Duration, onError func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		if _, err := t.Sync(ctx, cl); err != nil && onError != nil && ctx.Err() == nil {
+			onError(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

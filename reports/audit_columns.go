@@ -1,0 +1,172 @@
+package reports
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/invoiced/invoiced/gst"
+)
+
+// This file holds the columns of the audit's rows: one entry per column
+// says its header, its CSV text, its XLSX cell and the JSON key of the Row
+// field the JSON export writes it from. A new column is one entry here
+// (and its Row field); the writers only walk the table.
+
+// column is one column of the audit's rows.
+type column struct {
+	header string  // CSV and XLSX header
+	width  float64 // XLSX column width, in characters
+	// json is the key of the Row field that carries the column in the
+	// JSON export (json.Marshal of Row, which writes the fields in this
+	// order; TestAuditColumnsAgree holds the two together).
+	json string
+	csv  func(*Row) string
+	// xlsx returns the cell: nil for an empty cell, a plain value, or an
+	// excelize.Cell in one of st's styles. It fails when a stored value
+	// does not parse.
+	xlsx func(r *Row, st *cellStyles) (any, error)
+}
+
+// cellStyles are the XLSX styles the cells use.
+type cellStyles struct {
+	bold, left, amount, date, datetime int
+}
+
+// auditColumns are the columns of the rows in order, shared by CSV, XLSX
+// and JSON. Both CSV and XLSX write instants in IST with the offset (CSV
+// as text, XLSX as date-time cells shown that way). New columns go at the
+// end, so a consumer that reads columns by position keeps working.
+var auditColumns = []column{
+	{header: "Serial", width: 9, json: "serial",
+		csv:  func(r *Row) string { return strconv.FormatInt(r.Serial, 10) },
+		xlsx: func(r *Row, _ *cellStyles) (any, error) { return r.Serial, nil }},
+	{header: "Number", width: 18, json: "number",
+		csv: func(r *Row) string { return r.Number }, xlsx: plain(func(r *Row) string { return r.Number })},
+	{header: "Invoice date", width: 12, json: "invoice_date",
+		csv: func(r *Row) string { return r.InvoiceDate },
+		xlsx: func(r *Row, st *cellStyles) (any, error) {
+			return cellOf(st.date, r.invoiceDate), nil
+		}},
+	{header: "Issued at (IST)", width: 26, json: "issued_at",
+		csv: func(r *Row) string { return istStamp(r.issuedAt) },
+		xlsx: func(r *Row, st *cellStyles) (any, error) {
+			return cellOf(st.datetime, r.issuedAt.In(gst.IST)), nil
+		}},
+	{header: "Status", width: 10, json: "status",
+		csv: func(r *Row) string { return r.Status }, xlsx: plain(func(r *Row) string { return r.Status })},
+	{header: "Cancel reason", width: 30, json: "cancel_reason",
+		csv: func(r *Row) string { return defuse(r.CancelReason) }, xlsx: optional(func(r *Row) string { return r.CancelReason })},
+	{header: "Buyer GSTIN", width: 17, json: "buyer_gstin",
+		csv: func(r *Row) string { return r.BuyerGSTIN }, xlsx: optional(func(r *Row) string { return r.BuyerGSTIN })},
+	{header: "Taxable", width: 14, json: "taxable",
+		csv: func(r *Row) string { return r.Taxable }, xlsx: amount(func(r *Row) string { return r.Taxable })},
+	{header: "CGST", width: 12, json: "cgst",
+		csv: func(r *Row) string { return r.CGST }, xlsx: amount(func(r *Row) string { return r.CGST })},
+	{header: "SGST", width: 12, json: "sgst",
+		csv: func(r *Row) string { return r.SGST }, xlsx: amount(func(r *Row) string { return r.SGST })},
+	{header: "IGST", width: 12, json: "igst",
+		csv: func(r *Row) string { return r.IGST }, xlsx: amount(func(r *Row) string { return r.IGST })},
+	{header: "Total", width: 14, json: "total",
+		csv: func(r *Row) string { return r.Total }, xlsx: amount(func(r *Row) string { return r.Total })},
+	{header: "Hash", width: 66, json: "hash",
+		csv: func(r *Row) string { return r.Hash }, xlsx: plain(func(r *Row) string { return r.Hash })},
+	{header: "Buyer name", width: 30, json: "buyer_name",
+		csv: func(r *Row) string { return defuse(r.BuyerName) }, xlsx: optional(func(r *Row) string { return r.BuyerName })},
+	{header: "Place of supply", width: 8, json: "place_of_supply",
+		csv: func(r *Row) string { return r.PlaceOfSupply }, xlsx: plain(func(r *Row) string { return r.PlaceOfSupply })},
+	{header: "Original number", width: 18, json: "original_number",
+		csv: func(r *Row) string { return r.OriginalNumber }, xlsx: optional(func(r *Row) string { return r.OriginalNumber })},
+	{header: "Original date", width: 12, json: "original_date",
+		csv: func(r *Row) string { return r.OriginalDate },
+		xlsx: func(r *Row, st *cellStyles) (any, error) {
+			if r.OriginalDate == "" {
+				return nil, nil
+			}
+			d, err := time.Parse(time.DateOnly, r.OriginalDate)
+			if err != nil {
+				return nil, err
+			}
+			return cellOf(st.date, d), nil
+		}},
+	{header: "Cancelled at (IST)", width: 26, json: "cancelled_at",
+		csv: func(r *Row) string {
+			if r.cancelledAt == nil {
+				return ""
+			}
+			return istStamp(*r.cancelledAt)
+		},
+		xlsx: func(r *Row, st *cellStyles) (any, error) {
+			if r.cancelledAt == nil {
+				return nil, nil
+			}
+			return cellOf(st.datetime, r.cancelledAt.In(gst.IST)), nil
+		}},
+	{header: "Issue position", width: 9, json: "issue_position",
+		csv:  func(r *Row) string { return position(r.IssuePosition) },
+		xlsx: func(r *Row, _ *cellStyles) (any, error) { return r.IssuePosition, nil }},
+	{header: "Cancel position", width: 9, json: "cancel_position",
+		csv:  func(r *Row) string { return position(r.CancelPosition) },
+		xlsx: func(r *Row, _ *cellStyles) (any, error) { return nilIfZero(r.CancelPosition), nil }},
+	{header: "Cancel hash", width: 66, json: "cancel_hash",
+		csv: func(r *Row) string { return r.CancelHash }, xlsx: optional(func(r *Row) string { return r.CancelHash })},
+	{header: "ID", width: 16, json: "id",
+		csv: func(r *Row) string { return r.ID }, xlsx: plain(func(r *Row) string { return r.ID })},
+	{header: "Public ID", width: 32, json: "public_id",
+		csv: func(r *Row) string { return r.PublicID }, xlsx: plain(func(r *Row) string { return r.PublicID })},
+}
+
+// plain returns an XLSX cell of the text get returns, empty or not.
+func plain(get func(*Row) string) func(*Row, *cellStyles) (any, error) {
+	return func(r *Row, _ *cellStyles) (any, error) { return get(r), nil }
+}
+
+// optional returns an XLSX cell of the text get returns, or an empty cell
+// for "".
+func optional(get func(*Row) string) func(*Row, *cellStyles) (any, error) {
+	return func(r *Row, _ *cellStyles) (any, error) { return nilIfEmpty(get(r)), nil }
+}
+
+// amount returns an XLSX number cell, shown with two places, of the
+// decimal get returns; the cell fails when it does not parse.
+func amount(get func(*Row) string) func(*Row, *cellStyles) (any, error) {
+	return func(r *Row, st *cellStyles) (any, error) {
+		a := get(r)
+		v, err := strconv.ParseFloat(a, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reports: amount %q of serial %d: %w", a, r.Serial, err)
+		}
+		return cellOf(st.amount, v), nil
+	}
+}
+
+// columnHeaders returns the headers of auditColumns in order.
+func columnHeaders() []string {
+	h := make([]string, len(auditColumns))
+	for i, c := range auditColumns {
+		h[i] = c.header
+	}
+	return h
+}
+
+// position returns p in decimal, or "" for 0 (no such record).
+func position(p int64) string {
+	if p == 0 {
+		return ""
+	}
+	return strconv.FormatInt(p, 10)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nilIfZero(n int64) any {
+	if n == 0 {
+		return nil
+	}
+	return n
+}
