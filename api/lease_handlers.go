@@ -247,7 +247,8 @@ type endLeaseBody struct {
 	Declared        []yearSerialJSON `json:"declared"`
 }
 
-// endLease serves DELETE /v1/series/{code}/lease. With a Lease-Id header
+// endLease serves DELETE /v1/series/{code}/lease; which end the body asks
+// for is series.EndLease's decision (EndRequest.Kind). With a Lease-Id header
 // the device ends its lease (scope issue) with fy and last_serial: refused
 // (409 lease_not_uploaded) until everything up to last_serial is stored.
 // Without it, scope manage: "force": true with a reason ends the lease of
@@ -282,33 +283,15 @@ func (s *Server) endLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	by := "key " + apikey.Tag + p.Prefix
-	var l series.Lease
-	switch {
-	case leaseID != "":
-		if b.LastSerial == nil || b.Force || b.DeclaredThrough != nil {
-			return apperr.Errorf(series.ErrInvalidLease, "a device ends its lease with fy and last_serial only")
+	r := series.EndRequest{LeaseID: leaseID, FY: b.FY, LastSerial: b.LastSerial, EndEpoch: b.EndEpoch, Force: b.Force,
+		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason}
+	if b.Declared != nil {
+		r.Declared = make([]series.YearSerial, len(b.Declared))
+		for i, d := range b.Declared {
+			r.Declared[i] = series.YearSerial{FY: d.FY, Through: d.Through}
 		}
-		fy, ferr := gst.ParseFY(b.FY)
-		if ferr != nil {
-			return apperr.Errorf(series.ErrInvalidLease, "fy: %s", apperr.MessageOf(ferr))
-		}
-		l, err = series.EndLeaseByDevice(ctx, s.pool, sr, leaseID, fy, *b.LastSerial, b.EndEpoch, s.now())
-	case b.EndEpoch != nil:
-		return apperr.Errorf(series.ErrInvalidLease, "end_epoch is sent by the device, with its Lease-Id")
-	case b.Force && b.DeclaredThrough == nil && b.Declared == nil && b.LastSerial == nil:
-		l, err = series.ForceEndLease(ctx, s.pool, sr, b.Reason, by, s.now())
-	case !b.Force && b.DeclaredThrough != nil && b.Declared == nil && b.LastSerial == nil:
-		l, err = series.SettleLease(ctx, s.pool, sr, *b.DeclaredThrough, b.Reason, by, s.now())
-	case !b.Force && b.DeclaredThrough == nil && b.Declared != nil && b.LastSerial == nil:
-		declared, derr := parseDeclared(b.Declared)
-		if derr != nil {
-			return derr
-		}
-		l, err = series.SettleLeaseYears(ctx, s.pool, sr, declared, b.Reason, by, s.now())
-	default:
-		return apperr.Errorf(series.ErrInvalidLease, "send a Lease-Id with fy and last_serial (the device), \"force\": true with a reason (a lost device), or declared_through or declared (one serial per year) with a reason (settling a forced end)")
 	}
+	l, err := series.EndLease(ctx, s.pool, sr, r, "key "+apikey.Tag+p.Prefix, s.now())
 	if err != nil {
 		return err
 	}
@@ -322,20 +305,3 @@ func (s *Server) endLease(c echo.Context) error {
 // maxDeclaredYears bounds a settlement's declared years: every financial
 // year the series package numbers.
 const maxDeclaredYears = int(gst.MaxFY - gst.MinFY + 1)
-
-// parseDeclared returns a settlement's serials per year; ErrInvalidLease
-// for a bad or repeated year or a negative serial.
-func parseDeclared(in []yearSerialJSON) (map[gst.FY]int64, error) {
-	out := make(map[gst.FY]int64, len(in))
-	for i, d := range in {
-		fy, err := gst.ParseFY(d.FY)
-		if err != nil {
-			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d].fy: %s", i, apperr.MessageOf(err))
-		}
-		if _, dup := out[fy]; dup || d.Through < 0 {
-			return nil, apperr.Errorf(series.ErrInvalidLease, "declared[%d]: each year once, with a serial of 0 or more", i)
-		}
-		out[fy] = d.Through
-	}
-	return out, nil
-}
