@@ -43,6 +43,7 @@ type YearSerial struct {
 // EndKind names the end an EndRequest asks for.
 type EndKind int
 
+// The ends of a lease, as Kind names them.
 const (
 	EndDevice      EndKind = iota + 1 // the device's end (EndLeaseByDevice)
 	EndForce                          // a lost device's lease ended by the seller (ForceEndLease)
