@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/jsonfast"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -98,7 +99,7 @@ func decodeBatchEnvelopeJSON(body []byte) ([]batchItem, error) {
 			return nil, apperr.Errorf(errInvalidBatch, "invoices[%d] must be a JSON object", i)
 		}
 		var k struct{ Key *string }
-		if v, ok := objectMember(raw, "idempotency_key"); ok {
+		if v, ok := jsonfast.Member(raw, "idempotency_key"); ok {
 			if err := json.Unmarshal(v, &k.Key); err != nil {
 				return nil, apperr.Errorf(errInvalidBatch, "invoices[%d].idempotency_key must be a string", i)
 			}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/jsonfast"
 )
 
 // The batch body's fast path. decodeBatchEnvelope and decodeBatchItem
@@ -63,7 +64,7 @@ type fastParser struct {
 }
 
 // space skips JSON white space.
-func (p *fastParser) space() { p.i = skipSpace(p.b, p.i) }
+func (p *fastParser) space() { p.i = jsonfast.SkipSpace(p.b, p.i) }
 
 // byte reads c.
 func (p *fastParser) byte(c byte) bool {

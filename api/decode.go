@@ -12,6 +12,7 @@ import (
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/jsonfast"
 )
 
 // Strict JSON decoding of request bodies. Everything a client can send
@@ -25,13 +26,10 @@ var (
 	errUnknownField = apperr.New(apperr.Malformed, "unknown_field", "the request body holds a field this endpoint does not know")
 )
 
-// maxDepth bounds the nesting of objects and arrays in a request body; the
-// deepest valid body (an item inside items) nests three levels.
-const maxDepth = 8
-
-// maxKeys bounds the keys of one JSON object: no request object has more
-// than 5 known fields, and unknown ones are refused anyway.
-const maxKeys = 16
+// The scan of a body's shape (internal/jsonfast) allows jsonfast.MaxDepth
+// levels of nesting (the deepest valid body, an item inside items, nests
+// three) and jsonfast.MaxKeys keys per object (no request object has more
+// than 5 known fields, and unknown ones are refused anyway).
 
 // Body limits per route, sized to the largest valid request: an issue
 // request of invoice.MaxItems items, each at most 2 KiB even with every
@@ -67,12 +65,12 @@ func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 }
 
 // readScanned is readJSON for a body that may be large: it scans each
-// chunk with a jsonScanner of limits as it arrives and stops reading at
+// chunk with a jsonfast.Scanner of limits as it arrives and stops reading at
 // the first failure (an array past its limit, a key repeated, nesting too
 // deep), so a body refused by its shape is never held whole; then it
 // checks the body is UTF-8 (errBadJSON). It fails as readJSON and
-// jsonScanner do; decode what it returns with decodeScanned.
-func readScanned(w http.ResponseWriter, r *http.Request, max int64, limits arrayLimits) ([]byte, error) {
+// shapeError say; decode what it returns with decodeScanned.
+func readScanned(w http.ResponseWriter, r *http.Request, max int64, limits jsonfast.Limits) ([]byte, error) {
 	if err := checkJSONHeaders(r, max); err != nil {
 		return nil, err
 	}
@@ -84,15 +82,15 @@ func readScanned(w http.ResponseWriter, r *http.Request, max int64, limits array
 	}
 	buf.Grow(int(size) + chunk)
 	body := http.MaxBytesReader(w, r.Body, max)
-	sc := newJSONScanner(limits)
+	sc := jsonfast.NewScanner(limits)
 	for {
 		if buf.Available() < chunk {
 			buf.Grow(chunk)
 		}
 		n, err := body.Read(buf.AvailableBuffer()[:chunk])
 		buf.Write(buf.AvailableBuffer()[:n])
-		if serr := sc.scan(buf.Bytes()); serr != nil {
-			return nil, serr
+		if serr := sc.Scan(buf.Bytes()); serr != nil {
+			return nil, shapeError(serr)
 		}
 		var mbe *http.MaxBytesError
 		switch {
@@ -128,11 +126,11 @@ func checkJSONHeaders(r *http.Request, max int64) error {
 
 // errTooManyElements is what scanJSON returns for an array longer than
 // allowed; decoders turn it into their own 422.
-var errTooManyElements = errors.New("api: too many array elements")
+var errTooManyElements = jsonfast.ErrTooManyElements
 
 // decodeStrict decodes exactly one JSON value from body into v: invalid
 // UTF-8, repeated keys, unknown fields, trailing data, nesting beyond
-// maxDepth and malformed JSON are errMalformed-kind errors (400); a value
+// jsonfast.MaxDepth and malformed JSON are errMalformed-kind errors (400); a value
 // of the wrong type is a 422 of invalid (naming the field). An array of
 // more than maxElems elements stops the scan at the first element past
 // the limit and returns errTooManyElements, before anything is decoded.
@@ -192,4 +190,33 @@ func jsonKind(k string) string {
 		return "an object"
 	}
 	return "a " + k
+}
+
+// scanJSON checks body's shape whole (jsonfast.Scan: UTF-8, keys, nesting,
+// every array at most maxElems elements) and returns shapeError of what
+// it found.
+func scanJSON(body []byte, maxElems int) error { return shapeError(jsonfast.Scan(body, maxElems)) }
+
+// shapeError returns the API's error for a failed scan of a body's shape:
+// errBadJSON saying what is wrong with a key or the encoding, errTooDeep,
+// and an array past its limit as it is (errTooManyElements, which each
+// decoder words). Nil stays nil.
+func shapeError(err error) error {
+	var se *jsonfast.ShapeError
+	switch {
+	case errors.As(err, &se):
+		switch se.Problem {
+		case jsonfast.NotUTF8:
+			return apperr.Errorf(errBadJSON, "the request body is not valid UTF-8")
+		case jsonfast.EscapedKey:
+			return apperr.Errorf(errBadJSON, "the request body has a key written with escapes (%q); write keys plainly", clip(se.Key))
+		case jsonfast.RepeatedKey:
+			return apperr.Errorf(errBadJSON, "the request body repeats the key %q in one object", clip(se.Key))
+		default:
+			return apperr.Errorf(errBadJSON, "a JSON object in the request body has more than %d keys", jsonfast.MaxKeys)
+		}
+	case errors.Is(err, jsonfast.ErrTooDeep):
+		return errTooDeep
+	}
+	return err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/jsonfast"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
 )
@@ -35,7 +36,7 @@ type offlineCancelBody struct {
 
 // cancelLimits bounds the arrays of an upload of cancellations while it
 // is read.
-var cancelLimits = arrayLimits{byKey: map[string]int{"cancels": invoice.MaxOfflineBatch}}
+var cancelLimits = jsonfast.Limits{ByKey: map[string]int{"cancels": invoice.MaxOfflineBatch}}
 
 // decodeOfflineCancels decodes a cancel upload that readScanned read with
 // cancelLimits strictly; it fails with document.ErrInvalid naming the

@@ -12,6 +12,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/jsonfast"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -52,7 +53,7 @@ type totalsBody struct {
 
 // offlineLimits bounds the arrays of an upload of invoices while it is
 // read.
-var offlineLimits = arrayLimits{byKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": document.MaxItems}}
+var offlineLimits = jsonfast.Limits{ByKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": document.MaxItems}}
 
 // decodeOffline decodes an upload that readScanned read with
 // offlineLimits strictly; it fails like decodeIssueRequest, naming the
@@ -146,7 +147,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // header, the errors of authorisation, series.CheckLease, the body,
 // decode, chargeInvoices and store, and invoice.ErrInvalid naming the
 // array past its limit.
-func holderUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode func([]byte) ([]E, error),
+func holderUpload[E any](s *Server, c echo.Context, limits jsonfast.Limits, decode func([]byte) ([]E, error),
 	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, sr, leaseID, err := s.holderRequest(c)
@@ -158,9 +159,9 @@ func holderUpload[E any](s *Server, c echo.Context, limits arrayLimits, decode f
 		return err
 	}
 	body, err := readScanned(c.Response(), c.Request(), s.bodyLimit(batchBodyMax), limits)
-	var long *arrayTooLong
+	var long *jsonfast.ArrayTooLong
 	if errors.As(err, &long) {
-		return apperr.Errorf(document.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.key, long.max)
+		return apperr.Errorf(document.ErrInvalid, "%s holds more than %d elements, the most one upload allows", long.Key, long.Max)
 	}
 	if err != nil {
 		return err

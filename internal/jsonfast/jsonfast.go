@@ -1,5 +1,9 @@
-// Package jsonfast holds the byte-level JSON writing the hot paths of api
-// and invoice share, each piece held to encoding/json's output by its tests.
+// Package jsonfast holds the byte-level JSON code of the hot paths, each
+// piece held to encoding/json by its tests and fuzz tests: the scan of a
+// request body's shape before it is decoded (Scanner, Scan), finding one
+// member of an object without decoding it (Member), and writing a string
+// as json.Marshal does (AppendString). It knows nothing of HTTP: api words
+// its errors.
 package jsonfast
 
 import (

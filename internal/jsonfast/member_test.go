@@ -1,4 +1,4 @@
-package api
+package jsonfast
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// FuzzObjectMember checks objectMember against json.Unmarshal into a
-// one-field struct, the decoding it replaces, for every object scanJSON
+// FuzzObjectMember checks Member against json.Unmarshal into a
+// one-field struct, the decoding it replaces, for every object Scan
 // lets through: the same key found (or none), with the same value.
 func FuzzObjectMember(f *testing.F) {
 	for _, s := range []string{
@@ -19,8 +19,8 @@ func FuzzObjectMember(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, obj []byte) {
-		if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) || scanJSON(obj, 1<<20) != nil {
-			return // objectMember's precondition
+		if len(obj) == 0 || obj[0] != '{' || !json.Valid(obj) || Scan(obj, 1<<20) != nil {
+			return // Member's precondition
 		}
 		var k struct {
 			Key json.RawMessage `json:"idempotency_key"`
@@ -28,22 +28,22 @@ func FuzzObjectMember(f *testing.F) {
 		if err := json.Unmarshal(obj, &k); err != nil {
 			t.Fatal(err)
 		}
-		v, ok := objectMember(obj, "idempotency_key")
+		v, ok := Member(obj, "idempotency_key")
 		if ok != (k.Key != nil) {
-			t.Fatalf("objectMember(%s) found %v (%s), json.Unmarshal %v (%s)", obj, ok, v, k.Key != nil, k.Key)
+			t.Fatalf("Member(%s) found %v (%s), json.Unmarshal %v (%s)", obj, ok, v, k.Key != nil, k.Key)
 		}
 		if !ok {
 			return
 		}
 		var got, exp any
 		if err := json.Unmarshal(v, &got); err != nil {
-			t.Fatalf("objectMember(%s) = %q: %v", obj, v, err)
+			t.Fatalf("Member(%s) = %q: %v", obj, v, err)
 		}
 		if err := json.Unmarshal(k.Key, &exp); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, exp) {
-			t.Fatalf("objectMember(%s) = %s, want %s", obj, v, k.Key)
+			t.Fatalf("Member(%s) = %s, want %s", obj, v, k.Key)
 		}
 	})
 }
