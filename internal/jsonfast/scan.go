@@ -30,10 +30,10 @@ type Problem int
 
 // The problems with a key a Scanner refuses.
 const (
-	NotUTF8      Problem = iota + 1 // the body is not valid UTF-8 (Scan)
-	EscapedKey                      // a key written with escapes, which would let "\u0069tems" pass for "items"
-	RepeatedKey                     // a key twice in one object, compared case-insensitively as encoding/json matches fields
-	TooManyKeys                     // an object with more than MaxKeys keys
+	NotUTF8     Problem = iota + 1 // the body is not valid UTF-8 (Scan)
+	EscapedKey                     // a key written with escapes, which would let "\u0069tems" pass for "items"
+	RepeatedKey                    // a key twice in one object, compared case-insensitively as encoding/json matches fields
+	TooManyKeys                    // an object with more than MaxKeys keys
 )
 
 // ShapeError is a body a Scanner refuses for Problem, at Key (the key's
