@@ -55,14 +55,22 @@ var openAPISpec []byte
 // New returns a Server for cfg, with its defaults filled in. It does not
 // touch the database.
 func New(cfg Config) *Server {
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
+	// The counter options and the date policy of the server's own
+	// transactions are its Committer's (CommitterConfig): one place for
+	// their defaults.
+	cc := cfg.CommitterConfig()
 	s := &Server{
 		pool:    cfg.Pool,
 		log:     cfg.Logger,
 		now:     cfg.Now,
-		opt:     series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus},
-		policy:  document.Policy{BackdateDays: cfg.BackdateDays},
+		opt:     cc.Options,
+		policy:  *cc.DateWindow,
 		maxBody: cfg.MaxBodyBytes,
 		timeout: cfg.RequestTimeout,
+		metrics: cfg.Metrics,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -70,25 +78,15 @@ func New(cfg Config) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.opt.LockTimeout <= 0 {
-		s.opt.LockTimeout = DefaultLockTimeout
-	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
-	}
-	s.metrics = cfg.Metrics
-	if s.metrics == nil {
-		s.metrics = metrics.New()
 	}
 	if cfg.ExposeMetrics {
 		s.metricsHTTP = s.metrics.Handler()
 	}
 	s.logRequests = cfg.LogRequests
-	s.opt.LockWaited = s.metrics.LockWaited
 	s.committer = cfg.Committer
 	if s.committer == nil && s.pool != nil { // a Server without a pool (tests of routes and headers) issues nothing
-		cfg.Metrics = s.metrics
-		cc := cfg.CommitterConfig()
 		cc.Batching, cc.Predict = true, true
 		committer, err := invoice.NewCommitter(s.pool, cc)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,13 +24,6 @@ import (
 // errNeedsEventIDs: the call found a seller subscribed to invoice.issued
 // and had too few event ids for its invoices (IV006); nothing was taken.
 var errNeedsEventIDs = errors.New("invoice: a subscribed seller's events need ids")
-
-// conner runs one statement outside any transaction: its own, on Citus
-// the delegated call's. *pgxpool.Conn satisfies it.
-type conner interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	db.Querier
-}
 
 // takeEventIDs returns n ids of table events from its sequence (on Citus,
 // the coordinator's), in ascending order, so that events inserted on a
@@ -54,40 +48,20 @@ func takeEventIDs(ctx context.Context, q db.Querier, n int) ([]int64, error) {
 // prediction says NextMany would refuse it. A failure after the call was
 // sent that is not the database's answer is ErrOutcomeUnknown: the call
 // may have committed.
-func issueDelegated(ctx context.Context, conn conner, groups []Group, predicted []series.State, claims []KeyClaim,
+func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predicted []series.State, claims []KeyClaim,
 	window *dateWindow, now time.Time, opt series.Options, eventIDs []int64) (out [][]document.Invoice, states []*series.State, err error) {
-	seals, takes, err := sealGroups(groups)
+	w, advs, err := predictWrites(groups, predicted, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	n := len(groups)
-	blocks := make([]series.Block, n)
-	for g, t := range takes {
-		var ok bool
-		if blocks[g], ok = series.Predict(t, predicted[g], now); !ok {
-			return nil, nil, errPredictRefused
-		}
-	}
-	w := numberGroups(groups, blocks, make([]error, n), seals)
-
 	var sellers []int64
-	seen := map[int64]bool{}
-	ids, fys, lasts, lens0, news, lens := make([]int64, n), make([]int32, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	heads0, heads := make([][]byte, n), make([][]byte, n)
-	dates, ats := make([]time.Time, n), make([]time.Time, n)
-	for g, b := range blocks {
-		after := w.states[g]
-		ids[g], fys[g] = b.Series.ID, int32(b.FY)
-		lasts[g], lens0[g], heads0[g] = b.First-1, b.ChainLength, b.ChainHead
-		news[g], dates[g], ats[g], lens[g], heads[g] = after.LastSerial, after.LastDate, after.LastIssuedAt, after.ChainLength, after.ChainHead
-		if s := b.Series.SellerID; !seen[s] {
-			seen[s] = true
-			sellers = append(sellers, s)
+	for _, g := range groups {
+		if !slices.Contains(sellers, g.Seller.ID) {
+			sellers = append(sellers, g.Seller.ID)
 		}
 	}
 	var lockTimeout *string
-	if opt.LockTimeout > 0 {
-		t := fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds()))
+	if t := opt.LockTimeoutSetting(); t != "" {
 		lockTimeout = &t
 	}
 	var first, last *time.Time
@@ -95,8 +69,8 @@ func issueDelegated(ctx context.Context, conn conner, groups []Group, predicted 
 	if window != nil {
 		first, last, backdate = &window.First, &window.Last, &window.BackdateDays
 	}
-	args := []any{sellers[0], sellers, ids, fys, lasts, lens0, heads0, news, dates, ats, lens, heads,
-		lockTimeout, lockNames(claims), first, last, backdate}
+	args := append([]any{sellers[0], sellers}, series.AdvanceArgs(advs)...)
+	args = append(args, lockTimeout, lockNames(claims), first, last, backdate)
 	args = append(args, invoiceColumns(w.invoices)...)
 	args = append(args, keyColumns(w.keys)...)
 	args = append(args, chainColumns(w.chain)...)

@@ -156,6 +156,9 @@ func (c *Committer) recordCommit(parts [][]*call, states []*series.State, n int,
 	c.stats.Invoices += int64(n)
 	if predicted {
 		c.stats.Predicted++
+		if c.cfg.Delegated {
+			c.stats.Delegated++ // a predicted batch is a delegated call then
+		}
 	}
 	if !c.cfg.Predict {
 		return
@@ -293,11 +296,6 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 	n := 0
 	for _, p := range parts {
 		n += len(p)
-	}
-	if c.cfg.Delegated {
-		c.mu.Lock()
-		c.stats.Delegated++
-		c.mu.Unlock()
 	}
 	c.recordCommit(parts, states, n, true)
 	for g, p := range parts {

@@ -28,6 +28,34 @@ import (
 // NextMany would refuse it.
 // tx must be fresh: the round trip ends with COMMIT.
 func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []series.State, claims []KeyClaim, window *dateWindow, now time.Time, opt series.Options) (out [][]document.Invoice, states []*series.State, err error) {
+	w, advs, err := predictWrites(groups, predicted, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	batch := &pgx.Batch{}
+	if len(claims) > 0 {
+		queueRequireKeyLocks(batch, claims)
+	}
+	if window != nil {
+		window.queueRequire(batch)
+	}
+	series.QueueAdvance(batch, advs, opt)
+	// Under the counter locks QueueAdvance took. A locked month fails the
+	// round trip like a misprediction: the ordinary path answers it.
+	queuePeriodGuard(batch, groups, w.out, now)
+	w.queue(batch)
+	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
+		return nil, nil, err
+	}
+	return w.out, w.states, nil
+}
+
+// predictWrites numbers and chains groups from the predicted states of
+// their counter rows and returns the rows to write and each row's advance
+// (its block and the state after). It returns errPredictRefused when some
+// group's prediction says NextMany would refuse it, and fails when a group
+// does not seal.
+func predictWrites(groups []Group, predicted []series.State, now time.Time) (*writes, []series.Advance, error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
 		return nil, nil, err
@@ -40,26 +68,11 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 		}
 	}
 	w := numberGroups(groups, blocks, make([]error, len(groups)), seals)
-	batch := &pgx.Batch{}
-	if len(claims) > 0 {
-		queueRequireKeyLocks(batch, claims)
-	}
-	if window != nil {
-		window.queueRequire(batch)
-	}
 	advs := make([]series.Advance, len(groups))
 	for g := range groups {
 		advs[g] = series.Advance{Block: blocks[g], After: *w.states[g]}
 	}
-	series.QueueAdvance(batch, advs, opt)
-	// Under the counter locks QueueAdvance took. A locked month fails the
-	// round trip like a misprediction: the ordinary path answers it.
-	queuePeriodGuard(batch, groups, w.out, now)
-	w.queue(batch)
-	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
-		return nil, nil, err
-	}
-	return w.out, w.states, nil
+	return w, advs, nil
 }
 
 // errPredictRefused: a predicted group would be refused by NextMany.

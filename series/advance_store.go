@@ -42,18 +42,7 @@ func IsMoved(err error) bool { return db.Classify(err) == db.RowMoved }
 // lock wait past opt.LockTimeout fails with SQLSTATE 55P03 (lock not
 // available). No two advs may share a series-year.
 func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
-	n := len(advs)
-	ids, lasts, news, lens0, lens := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	sellers := make([]int64, n)
-	fys := make([]int32, n)
-	heads0, heads := make([][]byte, n), make([][]byte, n)
-	dates, ats := make([]time.Time, n), make([]time.Time, n)
-	for i, a := range advs {
-		ids[i], fys[i], sellers[i] = a.Block.Series.ID, int32(a.Block.FY), a.Block.Series.SellerID
-		lasts[i], news[i] = a.Block.First-1, a.After.LastSerial
-		lens0[i], heads0[i], lens[i], heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
-		dates[i], ats[i] = a.After.LastDate, a.After.LastIssuedAt
-	}
+	c := advanceColumnsOf(advs)
 	QueueLockTimeout(b, opt)
 	// ORDER BY sits below the row locking, so rows are locked in key order.
 	b.Queue(`
@@ -66,7 +55,7 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		      ORDER BY c.series_id, c.fy FOR UPDATE OF c) r
 		JOIN unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::bytea[]) AS u(series_id, fy, last, len, head)
 		  ON r.series_id = u.series_id AND r.fy = u.fy`,
-		ids, fys, lasts, lens0, heads0, n, db.CodeRowMoved, sellers)
+		c.ids, c.fys, c.lasts, c.lens0, c.heads0, len(advs), db.CodeRowMoved, c.sellers)
 	QueueLockTimeoutRestore(b, opt)
 	b.Queue(`
 		UPDATE series_counters c SET last_serial = u.last, last_invoice_date = u.d, last_issued_at = u.at,
@@ -74,5 +63,38 @@ func QueueAdvance(b *pgx.Batch, advs []Advance, opt Options) {
 		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::timestamptz[], $6::bigint[], $7::bytea[], $8::bigint[])
 			AS u(series_id, fy, last, d, at, len, head, seller_id)
 		WHERE c.series_id = u.series_id AND c.fy = u.fy AND c.seller_id = u.seller_id AND c.seller_id = ANY ($8::bigint[])`,
-		ids, fys, news, dates, ats, lens, heads, sellers)
+		c.ids, c.fys, c.news, c.dates, c.ats, c.lens, c.heads, c.sellers)
+}
+
+// advanceColumns are advances as one array per column: the rows' keys
+// (ids, fys, sellers), the predicted state (lasts, lens0, heads0) and the
+// state after (news, dates, ats, lens, heads).
+type advanceColumns struct {
+	ids, sellers, lasts, lens0, news, lens []int64
+	fys                                    []int32
+	heads0, heads                          [][]byte
+	dates, ats                             []time.Time
+}
+
+func advanceColumnsOf(advs []Advance) advanceColumns {
+	n := len(advs)
+	c := advanceColumns{ids: make([]int64, n), sellers: make([]int64, n), lasts: make([]int64, n), lens0: make([]int64, n),
+		news: make([]int64, n), lens: make([]int64, n), fys: make([]int32, n), heads0: make([][]byte, n), heads: make([][]byte, n),
+		dates: make([]time.Time, n), ats: make([]time.Time, n)}
+	for i, a := range advs {
+		c.ids[i], c.fys[i], c.sellers[i] = a.Block.Series.ID, int32(a.Block.FY), a.Block.Series.SellerID
+		c.lasts[i], c.news[i] = a.Block.First-1, a.After.LastSerial
+		c.lens0[i], c.heads0[i], c.lens[i], c.heads[i] = a.Block.ChainLength, a.Block.ChainHead, a.After.ChainLength, a.After.ChainHead
+		c.dates[i], c.ats[i] = a.After.LastDate, a.After.LastIssuedAt
+	}
+	return c
+}
+
+// AdvanceArgs returns advs as the counter arguments of the database
+// function invoiced_issue_batch (migration 00026): the series, years,
+// predicted last serials, chain lengths and heads, then the last serials,
+// dates, issue times, chain lengths and heads after.
+func AdvanceArgs(advs []Advance) []any {
+	c := advanceColumnsOf(advs)
+	return []any{c.ids, c.fys, c.lasts, c.lens0, c.heads0, c.news, c.dates, c.ats, c.lens, c.heads}
 }

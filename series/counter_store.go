@@ -249,12 +249,20 @@ func QueueLockTimeout(b *pgx.Batch, opt Options) {
 		return
 	}
 	if opt.Routed {
-		b.Queue(fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", max(1, opt.LockTimeout.Milliseconds())))
+		b.Queue("SET LOCAL lock_timeout = '" + opt.LockTimeoutSetting() + "'")
 		return
 	}
 	b.Queue(`SELECT set_config('invoiced.saved_lock_timeout', current_setting('lock_timeout'), true),
-	                set_config('lock_timeout', $1, true)`,
-		fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds())))
+	                set_config('lock_timeout', $1, true)`, opt.LockTimeoutSetting())
+}
+
+// LockTimeoutSetting returns opt.LockTimeout as a lock_timeout setting in
+// whole milliseconds, at least 1 ("250ms"); "" when opt sets none.
+func (opt Options) LockTimeoutSetting() string {
+	if opt.LockTimeout <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%dms", max(1, opt.LockTimeout.Milliseconds()))
 }
 
 // QueueLockTimeoutRestore queues the restore of the lock_timeout that
