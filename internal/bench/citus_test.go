@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/servetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,22 +23,8 @@ func TestCitusBaselinesDistributedBySeller(t *testing.T) {
 		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
 	}
 	t.Parallel()
-	bin, err := servetest.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bin.Close()
-	dbURL := dbtest.NewURL(t)
-	cfg, err := ParseFlags([]string{"--spawn", bin.Path, "--database-url", dbURL, "--sellers", "4", "--series", "1",
-		"--duration", "2s", "--concurrency", "4", "--baselines", "interactive,onestatement", "--out", t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, progress testLog
-	rep, err := Run(t.Context(), cfg, &out, &progress)
-	if err != nil {
-		t.Fatalf("Run: %v\n%s\n%s", err, progress, out)
-	}
+	rep, cfg, out := runHarness(t, "--sellers", "4", "--series", "1", "--duration", "2s", "--concurrency", "4",
+		"--baselines", "interactive,onestatement")
 	if len(rep.Results) != 3 {
 		t.Fatalf("%d results, want invoiced and two baselines:\n%s", len(rep.Results), out)
 	}
@@ -59,7 +44,7 @@ func TestCitusBaselinesDistributedBySeller(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +72,7 @@ func TestCitusBaselinesDistributedBySeller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := resetBaseline(ctx, dbURL, 8, 4); err != nil {
+	if err := resetBaseline(ctx, cfg.DatabaseURL, 8, 4); err != nil {
 		t.Fatal(err)
 	}
 	twoPhase := func() (n int) {
@@ -97,7 +82,7 @@ func TestCitusBaselinesDistributedBySeller(t *testing.T) {
 		return n
 	}
 	before := twoPhase()
-	pr, _, err := pgbenchRun{bin: pgbench, dbURL: dbURL, clients: 4, nseries: 8, nsellers: 4, duration: time.Second, script: "citus/interactive.sql"}.run(ctx)
+	pr, _, err := pgbenchRun{bin: pgbench, dbURL: cfg.DatabaseURL, clients: 4, nseries: 8, nsellers: 4, duration: time.Second, script: "citus/interactive.sql"}.run(ctx)
 	if err != nil || pr.Processed == 0 {
 		t.Fatalf("pgbench interactive on Citus: %+v, %v", pr, err)
 	}
@@ -105,7 +90,7 @@ func TestCitusBaselinesDistributedBySeller(t *testing.T) {
 		t.Errorf("%d transactions of the interactive baseline added %d two-phase commit records, want 0", pr.Processed, after-before)
 	}
 	b, _ := baselineByName("interactive")
-	if _, problem, err := checkBaseline(ctx, dbURL, b, true); err != nil || problem != "" {
+	if _, problem, err := checkBaseline(ctx, cfg.DatabaseURL, b, true); err != nil || problem != "" {
 		t.Errorf("interactive on Citus: %q, %v", problem, err)
 	}
 }

@@ -16,22 +16,7 @@ import (
 // created with its own key and series, and every seller's series issued.
 func TestRunSpreadsOverSellers(t *testing.T) {
 	t.Parallel()
-	bin, err := servetest.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bin.Close()
-	dbURL := dbtest.NewURL(t)
-	cfg, err := ParseFlags([]string{"--spawn", bin.Path, "--database-url", dbURL, "--sellers", "3", "--series", "2",
-		"--duration", "2s", "--concurrency", "6", "--baselines", "none", "--out", t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out, progress testLog
-	rep, err := Run(t.Context(), cfg, &out, &progress)
-	if err != nil {
-		t.Fatalf("Run: %v\n%s\n%s", err, progress, out)
-	}
+	rep, cfg, _ := runHarness(t, "--sellers", "3", "--series", "2", "--duration", "2s", "--concurrency", "6", "--baselines", "none")
 	if len(rep.Results) != 1 {
 		t.Fatalf("%d results, want 1", len(rep.Results))
 	}
@@ -45,7 +30,7 @@ func TestRunSpreadsOverSellers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, dbURL)
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +67,30 @@ func TestRunSpreadsOverSellers(t *testing.T) {
 
 // testLog collects output for a failure message.
 type testLog struct{ b []byte }
+
+// runHarness runs the harness end to end with flags against the real
+// binary and a fresh database, failing the test when Run does. It returns
+// the report, the config it ran (the database's URL in DatabaseURL), and
+// what Run printed.
+func runHarness(t *testing.T, flags ...string) (Report, Config, *testLog) {
+	t.Helper()
+	bin, err := servetest.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bin.Close() })
+	dbURL := dbtest.NewURL(t)
+	cfg, err := ParseFlags(append([]string{"--spawn", bin.Path, "--database-url", dbURL, "--out", t.TempDir()}, flags...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, progress testLog
+	rep, err := Run(t.Context(), cfg, &out, &progress)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s\n%s", err, &progress, &out)
+	}
+	return rep, cfg, &out
+}
 
 func (l *testLog) Write(p []byte) (int, error) { l.b = append(l.b, p...); return len(p), nil }
 func (l *testLog) String() string              { return string(l.b) }

@@ -128,21 +128,7 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 			}
 		}
 	})
-	ended := false
-	endLoad := func() {
-		if ended {
-			return
-		}
-		ended = true
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(retryWindow + 30*time.Second):
-			t.Fatalf("the clients did not finish within %s", retryWindow+30*time.Second)
-		}
-	}
+	endLoad := loadEnder(t, stop, &wg)
 	defer endLoad()
 	issuedSince := func(since time.Time, codes []string) bool {
 		n := map[string]int{}

@@ -176,21 +176,7 @@ func TestCitusWorkerKill9(t *testing.T) {
 			})
 		}
 	}
-	ended := false
-	endLoad := func() {
-		if ended {
-			return
-		}
-		ended = true
-		close(stop)
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(retryWindow + 30*time.Second):
-			t.Fatalf("the clients did not finish within %s", retryWindow+30*time.Second)
-		}
-	}
+	endLoad := loadEnder(t, stop, &wg)
 	defer endLoad()
 
 	// seen counts, per series code, the attempts answered with status
