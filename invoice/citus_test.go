@@ -52,7 +52,7 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // workers, adds records, so the count can fail the test.
 //
 // The Committer predicts, so every batch after a series' first is one
-// delegated call of invoiced_issue_batch (docs/scale-out.md, "One call
+// delegated call of invoiced_issue_rows (docs/scale-out.md, "One call
 // per batch"); the first is an ordinary routed transaction.
 //
 // It runs twice: batching per seller, and per shard (Config.ShardBatches:
@@ -169,7 +169,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	}
 }
 
-// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_batch for a
+// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_rows for a
 // seller is planned by the coordinator as one task on the worker that holds
 // the seller's shard group, the call itself sent there whole: delegation
 // (create_distributed_function with its seller argument, by invoiced
@@ -183,16 +183,16 @@ func TestCitusIssueBatchIsDelegated(t *testing.T) {
 	ctx := context.Background()
 	s := testfactory.Seller(t, pool, nil)
 	empty := "'{}'"
-	args := []string{fmt.Sprint(s.ID), fmt.Sprintf("'{%d}'", s.ID)}
-	for range 10 {
+	args := []string{fmt.Sprint(s.ID)}
+	for range 11 {
 		args = append(args, empty)
 	}
 	args = append(args, "NULL", empty, "NULL", "NULL", "NULL")
-	for range 20 + 6 + 7 {
+	for range 20 + 3 + 7 {
 		args = append(args, empty)
 	}
 	args = append(args, "NULL")
-	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_batch("+strings.Join(args, ", ")+")")
+	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_rows("+strings.Join(args, ", ")+")")
 	if err != nil {
 		t.Fatal(err)
 	}

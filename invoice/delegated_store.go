@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 
 // This file holds the SQL of a delegated batch (Config.Delegated,
 // docs/scale-out.md "One call per batch"): a predicted transaction sent as
-// one call of invoiced_issue_batch (migration 00026), which Citus runs
+// one call of invoiced_issue_rows (migration 00029), which Citus runs
 // whole on the worker of the batch's shard.
 
 // errNeedsEventIDs: the call found a seller subscribed to invoice.issued
@@ -38,7 +37,7 @@ func takeEventIDs(ctx context.Context, q db.Querier, n int) ([]int64, error) {
 	return ids, nil
 }
 
-// issueDelegated is issuePredicted as one call of invoiced_issue_batch on
+// issueDelegated is issuePredicted as one call of invoiced_issue_rows on
 // conn, which must not be in a transaction: the call is its own. The
 // groups' sellers must lie in one shard on Citus; eventIDs are ids for the
 // events of subscribed sellers (takeEventIDs), at most one per invoice.
@@ -54,12 +53,6 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	if err != nil {
 		return nil, nil, err
 	}
-	var sellers []int64
-	for _, g := range groups {
-		if !slices.Contains(sellers, g.Seller.ID) {
-			sellers = append(sellers, g.Seller.ID)
-		}
-	}
 	var lockTimeout *string
 	if t := opt.LockTimeoutSetting(); t != "" {
 		lockTimeout = &t
@@ -69,14 +62,18 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	if window != nil {
 		first, last, backdate = &window.First, &window.Last, &window.BackdateDays
 	}
-	args := append([]any{sellers[0], sellers}, series.AdvanceArgs(advs)...)
+	keyInvoices, keyNames, keyHashes, err := keyArgs(w)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := append([]any{groups[0].Seller.ID}, series.AdvanceArgs(advs)...)
 	args = append(args, lockTimeout, lockNames(claims), first, last, backdate)
 	args = append(args, invoiceColumns(w.invoices)...)
-	args = append(args, keyColumns(w.keys)...)
+	args = append(args, keyInvoices, keyNames, keyHashes)
 	args = append(args, chainColumns(w.chain)...)
 	args = append(args, eventIDs)
 	var got []int64
-	err = conn.QueryRow(ctx, issueBatchSQL, args...).Scan(&got)
+	err = conn.QueryRow(ctx, issueRowsSQL, args...).Scan(&got)
 	if err != nil {
 		return nil, nil, delegatedFailed(err)
 	}
@@ -90,7 +87,7 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	return w.out, w.states, nil
 }
 
-// delegatedFailed returns the error of a failed invoiced_issue_batch call:
+// delegatedFailed returns the error of a failed invoiced_issue_rows call:
 // ErrKeyRace for a key already used, errNeedsEventIDs, the database's
 // error (translated) for an answer that says the call rolled back
 // (rolledBack), and ErrOutcomeUnknown for any other failure: the call may
@@ -108,7 +105,7 @@ func delegatedFailed(err error) error {
 	return translate(err, "issue batch")
 }
 
-// rolledBack reports whether err, a failed invoiced_issue_batch call, says
+// rolledBack reports whether err, a failed invoiced_issue_rows call, says
 // the call took nothing. On Citus the call commits on the worker, inside
 // the statement, and the coordinator relays the answer: a connection to
 // the worker lost, or a cancel (statement timeout, a caller gone) that
@@ -138,17 +135,41 @@ func rolledBack(err error) bool {
 	return false
 }
 
-// issueBatchSQL calls invoiced_issue_batch with every parameter typed.
-const issueBatchSQL = `SELECT invoiced_issue_batch($1::bigint, $2::bigint[],
-	$3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[],
+// keyArgs returns w's idempotency keys as invoiced_issue_rows's key
+// arguments: each key's invoice as its 1-based position in w.invoices,
+// the keys and the request hashes. It fails when a key names no invoice
+// of w, which would be a bug of the caller.
+func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err error) {
+	type at struct {
+		seller, series int64
+		fy             int32
+		serial         int64
+	}
+	pos := make(map[at]int32, len(w.invoices))
+	for i, r := range w.invoices {
+		pos[at{r.sellerID, r.seriesID, r.fy, r.serial}] = int32(i + 1)
+	}
+	for _, k := range w.keys {
+		p, ok := pos[at{k.sellerID, k.seriesID, k.fy, k.serial}]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("invoice: key %q names no invoice of the batch", k.key)
+		}
+		invoices, keys, hashes = append(invoices, p), append(keys, k.key), append(hashes, k.requestHash)
+	}
+	return invoices, keys, hashes, nil
+}
+
+// issueRowsSQL calls invoiced_issue_rows with every parameter typed.
+const issueRowsSQL = `SELECT invoiced_issue_rows($1::bigint,
+	$2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[],
 	$8::bigint[], $9::date[], $10::timestamptz[], $11::bigint[], $12::bytea[],
 	$13::text, $14::text[], $15::date, $16::date, $17::int,
 	$18::bigint[], $19::bigint[], $20::int[], $21::bigint[], $22::text[], $23::date[], $24::timestamptz[],
 	$25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::date[], $31::text[],
 	$32::text[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[],
-	$38::bigint[], $39::bigint[], $40::int[], $41::bigint[], $42::text[], $43::bytea[],
-	$44::bigint[], $45::int[], $46::bigint[], $47::bigint[], $48::timestamptz[], $49::bytea[], $50::bigint[],
-	$51::bigint[])`
+	$38::int[], $39::text[], $40::bytea[],
+	$41::bigint[], $42::int[], $43::bigint[], $44::bigint[], $45::timestamptz[], $46::bytea[], $47::bigint[],
+	$48::bigint[])`
 
 // issueDelegated issues a predicted batch as one call (Config.Delegated)
 // on a connection of c's pool. It returns errPredictRefused, having sent

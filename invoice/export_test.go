@@ -7,5 +7,5 @@ func PendingOf(c *Committer) int { return c.pending() }
 // LockPeriod does before it writes a lock (for tests that hold it open).
 var LockPeriods = lockPeriods
 
-// DelegatedFailed is the error a failed invoiced_issue_batch call becomes.
+// DelegatedFailed is the error a failed invoiced_issue_rows call becomes.
 var DelegatedFailed = delegatedFailed

@@ -106,7 +106,7 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 				// other from being predicted (Committer.waitForRow).
 				t.Errorf("want most transactions predicted, got %+v", st)
 			}
-			// A predicted batch is one call of invoiced_issue_batch when
+			// A predicted batch is one call of invoiced_issue_rows when
 			// delegated (always on Citus), never otherwise.
 			if delegated := mode.delegated || (mode.predict && dbtest.Citus(t)); (st.Delegated == st.Predicted) != delegated && st.Predicted > 0 || !delegated && st.Delegated != 0 {
 				t.Errorf("delegated=%v: want every predicted transaction delegated iff so, got %+v", delegated, st)

@@ -48,13 +48,15 @@ var referenceTables = []string{"sellers", "api_keys", "console_sessions"}
 var coordinatorTables = []string{"goose_db_version", "schema_compat", "invoiced_migration_history"}
 
 // Functions that statements on distributed tables call on the workers,
-// and invoiced_issue_batch (00026), which is delegated: a call whose seller
+// and invoiced_issue_rows (00029) and invoiced_issue_batch (00026, called
+// by binaries of 00026 to 00028), which are delegated: a call whose seller
 // (its first argument) is a constant runs whole on the worker that holds
 // the seller's shard group (docs/scale-out.md, "One call per batch").
 var distributedFunctions = []distributedFunction{
 	{sig: "invoiced_require(boolean,text,text)"},
 	{sig: "invoiced_lease_guard()"},
 	{sig: "invoiced_issue_batch(" + issueBatchArgs + ")", arg: "p_seller"},
+	{sig: "invoiced_issue_rows(" + issueRowsArgs + ")", arg: "p_seller"},
 }
 
 // distributedFunction is a function Citus copies to every node; with arg,
@@ -67,6 +69,13 @@ const issueBatchArgs = "bigint,bigint[],bigint[],int[],bigint[],bigint[],bytea[]
 	"date[],timestamptz[],text[],text[],text[],text[],text[],date[],text[],text[],text[],text[],text[]," +
 	"text[],text[],bigint[],bigint[],int[],bigint[],text[],bytea[],bigint[],int[],bigint[],bigint[]," +
 	"timestamptz[],bytea[],bigint[],bigint[]"
+
+// issueRowsArgs are invoiced_issue_rows's argument types (00029).
+const issueRowsArgs = "bigint,bigint[],bigint[],int[],bigint[],bigint[],bytea[],bigint[],date[]," +
+	"timestamptz[],bigint[],bytea[],text,text[],date,date,int,bigint[],bigint[],int[],bigint[],text[]," +
+	"date[],timestamptz[],text[],text[],text[],text[],text[],date[],text[],text[],text[],text[],text[]," +
+	"text[],text[],int[],text[],bytea[],bigint[],int[],bigint[],bigint[],timestamptz[],bytea[],bigint[]," +
+	"bigint[]"
 
 // Citus reports whether the database behind pool has the citus extension
 // (it is then a Citus coordinator, and Up distributes the tables). It fails

@@ -91,10 +91,10 @@ func advanceColumnsOf(advs []Advance) advanceColumns {
 }
 
 // AdvanceArgs returns advs as the counter arguments of the database
-// function invoiced_issue_batch (migration 00026): the series, years,
-// predicted last serials, chain lengths and heads, then the last serials,
-// dates, issue times, chain lengths and heads after.
+// function invoiced_issue_rows (migration 00029): the sellers, series,
+// years, predicted last serials, chain lengths and heads, then the last
+// serials, dates, issue times, chain lengths and heads after.
 func AdvanceArgs(advs []Advance) []any {
 	c := advanceColumnsOf(advs)
-	return []any{c.ids, c.fys, c.lasts, c.lens0, c.heads0, c.news, c.dates, c.ats, c.lens, c.heads}
+	return []any{c.sellers, c.ids, c.fys, c.lasts, c.lens0, c.heads0, c.news, c.dates, c.ats, c.lens, c.heads}
 }
