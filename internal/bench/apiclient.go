@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -94,11 +95,18 @@ func (a *apiClient) createSeries(ctx context.Context, code string) error {
 	if err != nil {
 		return fmt.Errorf("create series %s: %w", code, err)
 	}
+	if st == http.StatusConflict && bytes.Contains(b, []byte(`"duplicate_series"`)) {
+		return fmt.Errorf("create series %s: %w", code, errSeriesTaken)
+	}
 	if st != http.StatusCreated {
 		return fmt.Errorf("create series %s: HTTP %d: %s", code, st, bytes.TrimSpace(b))
 	}
 	return nil
 }
+
+// errSeriesTaken: the seller already has a series of that code, left by an
+// earlier run of the harness on the same database.
+var errSeriesTaken = errors.New("the seller already has a series of that code")
 
 // lastSerials returns each listed series' last serial summed over its
 // financial years, from GET /v1/series.

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"github.com/invoiced/invoiced/gst"
 	"io"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -312,5 +315,43 @@ func TestCitusScriptsEmbedded(t *testing.T) {
 		if err != nil || !bytes.Contains(s, []byte(":nsellers")) || !bytes.Contains(s, []byte("seller = :seller")) {
 			t.Fatalf("citus/%s: %v: want a script naming the seller of each series", b.citus, err)
 		}
+	}
+}
+
+// TestCreateSeriesTakenIsErrSeriesTaken: a series code the seller already
+// has (an earlier run's, on the same database) is errSeriesTaken, which
+// makes measureInvoiced pick another run tag; any other refusal is not.
+func TestCreateSeriesTakenIsErrSeriesTaken(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ Code string }
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Error(err)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch body.Code {
+		case "BTAKEN-1":
+			w.WriteHeader(http.StatusConflict)
+			io.WriteString(w, `{"error":{"code":"duplicate_series","message":"series BTAKEN-1 already exists"}}`)
+		case "BBAD-1":
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":"invalid_series","message":"no"}}`)
+		default:
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{}`)
+		}
+	}))
+	defer srv.Close()
+	a := newAPIClient(srv.URL, "key", 1)
+	defer a.close()
+	ctx := context.Background()
+	if err := a.createSeries(ctx, "BTAKEN-1"); !errors.Is(err, errSeriesTaken) {
+		t.Fatalf("taken code: %v, want errSeriesTaken", err)
+	}
+	if err := a.createSeries(ctx, "BBAD-1"); err == nil || errors.Is(err, errSeriesTaken) {
+		t.Fatalf("refused code: %v, want an error that is not errSeriesTaken", err)
+	}
+	if err := a.createSeries(ctx, "BFREE-1"); err != nil {
+		t.Fatalf("free code: %v", err)
 	}
 }

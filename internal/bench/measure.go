@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -56,16 +57,20 @@ func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string
 	for j, k := range keys {
 		views[j] = a.as(k)
 	}
-	for i := range codes {
-		// B + 2-char run tag + 2-char run index + "-" + i: at most 8
-		// characters up to 99 series, leaving room for 7+ digits of
-		// unpadded {SEQ}; unique over the sellers, so the checks can go by
-		// code.
-		codes[i] = fmt.Sprintf("B%s%s-%d", tag, base36(run, 2), i+1)
-		via[i] = views[i/nseries]
-		if err := via[i].createSeries(ctx, codes[i]); err != nil {
+	// B + 2-char run tag + 2-char run index + "-" + i: at most 8
+	// characters up to 99 series, leaving room for 7+ digits of unpadded
+	// {SEQ}; unique over the sellers, so the checks can go by code. The
+	// sellers are the same in every run on one database, and two random
+	// characters meet an earlier run's now and then: then another tag.
+	for attempt := 1; ; attempt++ {
+		err := createSeries(ctx, codes, via, views, nseries, tag, run)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errSeriesTaken) || attempt == 5 {
 			return Result{}, err
 		}
+		tag = runTag()
 	}
 	sellers := 0
 	label := fmt.Sprintf("%s S=%d C=%d", design, len(codes), c)
@@ -186,6 +191,22 @@ func startProxy(dbURL string, oneWay time.Duration) (*latencyproxy.Proxy, string
 	}
 	u.Host = p.Addr()
 	return p, u.String(), nil
+}
+
+// createSeries names the series of one measurement for tag and run, each
+// owned by the seller whose view creates it (seller j owns series
+// j*nseries … (j+1)*nseries-1), and creates them. It fails with
+// errSeriesTaken when a seller already has one of the codes, or as the
+// server does.
+func createSeries(ctx context.Context, codes []string, via, views []*apiClient, nseries int, tag string, run int) error {
+	for i := range codes {
+		codes[i] = fmt.Sprintf("B%s%s-%d", tag, base36(run, 2), i+1)
+		via[i] = views[i/nseries]
+		if err := via[i].createSeries(ctx, codes[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // runTag returns two random base-36 characters naming this run's series.
