@@ -1,9 +1,11 @@
 package invoice
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,12 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	if err != nil {
 		return nil, nil, err
 	}
+	// The function locks the counter rows in the order given: the order
+	// NextMany locks them in, (series, year), so that two writers of the
+	// same rows never wait for each other in a cycle.
+	slices.SortFunc(advs, func(a, b series.Advance) int {
+		return cmp.Or(cmp.Compare(a.Block.Series.ID, b.Block.Series.ID), cmp.Compare(a.Block.FY, b.Block.FY))
+	})
 	args := append([]any{groups[0].Seller.ID}, series.AdvanceArgs(advs)...)
 	args = append(args, lockTimeout, lockNames(claims), first, last, backdate)
 	args = append(args, invoiceColumns(w.invoices)...)
@@ -137,8 +145,9 @@ func rolledBack(err error) bool {
 
 // keyArgs returns w's idempotency keys as invoiced_issue_rows's key
 // arguments: each key's invoice as its 1-based position in w.invoices,
-// the keys and the request hashes. It fails when a key names no invoice
-// of w, which would be a bug of the caller.
+// the keys and the request hashes. When a key names no invoice of w (a
+// bug) it returns errPredictRefused, so that the batch goes the ordinary
+// way, which writes keys by their invoice's series and serial.
 func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err error) {
 	type at struct {
 		seller, series int64
@@ -152,7 +161,7 @@ func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err e
 	for _, k := range w.keys {
 		p, ok := pos[at{k.sellerID, k.seriesID, k.fy, k.serial}]
 		if !ok {
-			return nil, nil, nil, fmt.Errorf("invoice: key %q names no invoice of the batch", k.key)
+			return nil, nil, nil, fmt.Errorf("%w: key %q names no invoice of the batch", errPredictRefused, k.key)
 		}
 		invoices, keys, hashes = append(invoices, p), append(keys, k.key), append(hashes, k.requestHash)
 	}

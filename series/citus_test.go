@@ -53,16 +53,17 @@ func TestCitusLeaseGuardKeepsNoPlans(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	var host string
 	var port int
-	if err := pool.QueryRow(ctx, `SELECT nodeport FROM pg_dist_shard_placement
-		WHERE shardid = get_shard_id_for_distribution_column('series_counters', $1::bigint)`, seller.ID).Scan(&port); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT nodename, nodeport FROM pg_dist_shard_placement
+		WHERE shardid = get_shard_id_for_distribution_column('series_counters', $1::bigint)`, seller.ID).Scan(&host, &port); err != nil {
 		t.Fatal(err)
 	}
 	u, err := url.Parse(coordinator)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Host = net.JoinHostPort(u.Hostname(), strconv.Itoa(port))
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	worker, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		t.Fatal(err)

@@ -62,6 +62,8 @@ func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string
 	// {SEQ}; unique over the sellers, so the checks can go by code. The
 	// sellers are the same in every run on one database, and two random
 	// characters meet an earlier run's now and then: then another tag.
+	// The series a failed attempt created stay, unused; the checks go by
+	// the codes of the attempt that succeeded.
 	for attempt := 1; ; attempt++ {
 		err := createSeries(ctx, codes, via, views, nseries, tag, run)
 		if err == nil {
