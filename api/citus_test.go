@@ -40,9 +40,7 @@ func singleShardPool(t *testing.T, e *env) *pgxpool.Pool {
 // is refused, so the setting does bite; and a legacy receipt id, which
 // names no seller, is looked up on every shard and refused too.
 func TestCitusSellerRequestsAreSingleShard(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.WebhookAllowPrivate, c.BackdateDays = true, 10 })
 	strict := singleShardPool(t, e)

@@ -56,9 +56,7 @@ func subscribe(t *testing.T, pool *pgxpool.Pool, seller gst.Seller) {
 
 func requireCitus(t *testing.T) {
 	t.Helper()
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 }
 
 // TestCitusKeysEventsBatchesAndCancelsAreSingleShard: on sellers of both

@@ -59,9 +59,7 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // sellers whose rows share a shard may share a transaction). Each logs
 // how many transactions it took.
 func TestCitusIssuingIsSingleShard(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	for _, perShard := range []bool{false, true} {
 		t.Run(map[bool]string{false: "per-seller", true: "per-shard"}[perShard], func(t *testing.T) {
@@ -175,9 +173,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 // (create_distributed_function with its seller argument, by invoiced
 // migrate). Without it every statement inside would be a hop of its own.
 func TestCitusIssueBatchIsDelegated(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := context.Background()

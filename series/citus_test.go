@@ -33,9 +33,7 @@ import (
 // reads that session's cached plans: 300 kept shard plans would be about
 // 15 MB.
 func TestCitusLeaseGuardKeepsNoPlans(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	ctx := context.Background()
 	coordinator := dbtest.NewURL(t)

@@ -19,9 +19,7 @@ import (
 // into coordinator and workers; the interactive baseline's transactions
 // each stay on one worker (no two-phase commit record).
 func TestCitusBaselinesDistributedBySeller(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	rep, cfg, out := runHarness(t, "--sellers", "4", "--series", "1", "--duration", "2s", "--concurrency", "4",
 		"--baselines", "interactive,onestatement")

@@ -86,6 +86,16 @@ func Citus(t testing.TB) bool {
 	return len(ws) > 0
 }
 
+// RequireCitus fails the test unless the test server is a Citus
+// coordinator with workers: for the tests built with -tags citus, which
+// make test-citus runs and which mean nothing elsewhere.
+func RequireCitus(t testing.TB) {
+	t.Helper()
+	if !Citus(t) {
+		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
+	}
+}
+
 // coordinatorAddress returns the host and port of the server behind admin.
 func coordinatorAddress(admin string) (string, int, error) {
 	u, err := url.Parse(admin)

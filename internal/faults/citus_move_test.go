@@ -30,9 +30,7 @@ import (
 // verifies, every acknowledged invoice is stored as answered, and each
 // series is exactly 1..N across the move.
 func TestCitusMovesASingleNodeDatabase(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	ctx := t.Context()
 	workers := dbtest.CitusWorkers(t)

@@ -36,9 +36,7 @@ import (
 // and the maintenance database dbtest finds the workers in, never see it;
 // the test checks that, and the node is stopped and removed at the end.
 func TestCitusRebalanceOntoANewWorker(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	t.Parallel()
 	ctx := t.Context()
 	dbURL := dbtest.NewURL(t)

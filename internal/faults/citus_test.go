@@ -118,9 +118,7 @@ func durableCommits(t *testing.T, dbURL string, workers []dbtest.CitusNode) {
 // series is exactly 1..N (the invariants of docs/faults.md, checked by
 // Check against the invoices on both workers).
 func TestCitusWorkerKill9(t *testing.T) {
-	if !dbtest.Citus(t) {
-		t.Fatal("TEST_DATABASE_URL is not a Citus coordinator with workers: run make test-citus")
-	}
+	dbtest.RequireCitus(t)
 	// Not t.Parallel(): the test kills a worker of the cluster every test
 	// of the package shares. Go runs it before any parallel test of the
 	// package starts, and make test-citus runs this package after the
