@@ -79,25 +79,7 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	h := &History{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for i, s := range sellers {
-		c := newClient(h, s.key, base, "rb")
-		defer c.close()
-		for g := range 2 {
-			id := i*2 + g
-			wg.Go(func() {
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					case <-ctx.Done():
-						return
-					default:
-					}
-					c.issue(ctx, id, s.code, fmt.Sprintf("rb-%s-%d-%05d", s.code, g, n), time.Now().Add(retryWindow))
-				}
-			})
-		}
-	}
+	issueUntil(ctx, t, h, base, "rb", sellers, 2, stop, &wg)
 	keyOf := map[string]string{} // series code → the seller's API key
 	for _, s := range sellers {
 		keyOf[s.code] = s.key

@@ -155,25 +155,7 @@ func TestCitusWorkerKill9(t *testing.T) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	const perSeller = 2
-	for i, s := range sellers {
-		c := newClient(h, s.key, base, "cw")
-		defer c.close()
-		for g := range perSeller {
-			id := i*perSeller + g
-			wg.Go(func() {
-				for n := 0; ; n++ {
-					select {
-					case <-stop:
-						return
-					case <-ctx.Done():
-						return
-					default:
-					}
-					c.issue(ctx, id, s.code, fmt.Sprintf("cw-%s-%d-%05d", s.code, g, n), time.Now().Add(retryWindow))
-				}
-			})
-		}
-	}
+	issueUntil(ctx, t, h, base, "cw", sellers, perSeller, stop, &wg)
 	endLoad := loadEnder(t, stop, &wg)
 	defer endLoad()
 
