@@ -38,26 +38,6 @@ const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore T
  "items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2",
             "unit_price": "10.00", "gst_rate": "5"}]}`
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p; it never fails.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a migrated database with a seller, its series CH1 and an API key
 // with every scope, all made through the command line.
 type fixture struct {
@@ -79,7 +59,7 @@ func dbEnv(url string) func(string) string {
 // cli runs the command line in-process with DATABASE_URL set to url and
 // returns what it printed.
 func cli(ctx context.Context, url string, args ...string) (stdout, stderr string, err error) {
-	var out, errOut syncBuffer
+	var out, errOut testwait.Buffer
 	err = run(ctx, args, dbEnv(url), &out, &errOut)
 	return out.String(), errOut.String(), err
 }
@@ -147,7 +127,7 @@ func issue(ctx context.Context, c *http.Client, base, key, idemKey string) (int,
 
 // waitListening polls out until it holds the "listening on" line and returns
 // the URL, or fails the test after timeout.
-func waitListening(t *testing.T, out, errOut *syncBuffer, done <-chan struct{}, timeout time.Duration) string {
+func waitListening(t *testing.T, out, errOut *testwait.Buffer, done <-chan struct{}, timeout time.Duration) string {
 	t.Helper()
 	re := regexp.MustCompile(`(?m)^listening on (http://\S+)$`)
 	deadline := time.Now().Add(timeout)
@@ -223,7 +203,7 @@ func TestEndToEnd(t *testing.T) {
 	// Serve on a free port until cancel.
 	srvCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var srvOut, srvErr syncBuffer
+	var srvOut, srvErr testwait.Buffer
 	done := make(chan struct{})
 	var runErr error
 	go func() {
@@ -313,7 +293,7 @@ func TestSIGTERMDuringLoadLosesNoAcknowledgedInvoice(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	var srvOut, srvErr syncBuffer
+	var srvOut, srvErr testwait.Buffer
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--lock-timeout", "5s", "--max-conns", "8")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+f.url)
 	cmd.Stdout, cmd.Stderr = &srvOut, &srvErr

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // TestEveryCommandAsksForMigrate: each command that uses the database,
@@ -180,7 +181,7 @@ func TestServeMetricsAddrAndEnv(t *testing.T) {
 		}
 		return f.getenv(k)
 	}
-	var out, errOut syncBuffer
+	var out, errOut testwait.Buffer
 	done := make(chan struct{})
 	var runErr error
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/migrations"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -43,7 +44,7 @@ func TestServeOnANewerSchema(t *testing.T) {
 	serve := func() (string, error) {
 		srvCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		var out, errOut syncBuffer
+		var out, errOut testwait.Buffer
 		done := make(chan error, 1)
 		go func() {
 			done <- run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--min-conns", "0"}, dbEnv(url), &out, &errOut)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testwait"
 )
 
 // TestMaxConnections holds --max-connections idle keep-alive connections
@@ -20,7 +22,7 @@ func TestMaxConnections(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	var srvOut, srvErr syncBuffer
+	var srvOut, srvErr testwait.Buffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

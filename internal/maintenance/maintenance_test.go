@@ -1,11 +1,9 @@
 package maintenance
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/invoiced/invoiced/webhook/outbox"
@@ -32,25 +31,6 @@ func (s *testSignal[R]) wait(t *testing.T) (R, error) {
 		t.Fatal("no run of the service within a minute")
 		panic("unreachable")
 	}
-}
-
-// syncBuffer is a log destination that Loop's goroutine writes while the
-// test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestKeyPurgeKeepsTheRetention: keys older than the retention go, in
@@ -108,7 +88,7 @@ func TestLoopRunsAtOnceAndEveryInterval(t *testing.T) {
 		SELECT (SELECT id FROM sellers LIMIT 1), 'k' || g, '\x00', g, $1::timestamptz - interval '8 days' FROM generate_series(1, 5) g`, now); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testwait.Buffer
 	p := NewKeyPurger(pool, 7*24*time.Hour, Config{Interval: time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	p.signals.init()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -134,7 +114,7 @@ func TestLoopLogsAndCountsAFailedRun(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	pool.Close()
-	var logs syncBuffer
+	var logs testwait.Buffer
 	m := metrics.New()
 	v := NewChainChecker(pool, Config{FirstDelay: time.Nanosecond, Interval: time.Millisecond, Metrics: m, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	v.signals.init()

@@ -5,7 +5,9 @@
 package testwait
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -23,4 +25,25 @@ func Until(t testing.TB, timeout time.Duration, cond func() bool, what string, a
 			t.Fatalf("timed out after %v waiting for %s", timeout, fmt.Sprintf(what, args...))
 		}
 	}
+}
+
+// Buffer is a bytes.Buffer safe for one writer and concurrent readers: the
+// output of a server or background loop that a test polls with Until.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p; it never fails.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns everything written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
