@@ -7,9 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -112,41 +110,15 @@ func TestDeviceUploadMemoryBounded(t *testing.T) {
 	e := setup(t)
 	e.takeLease("CH1", "till-1")
 	body := deviceBody(1000, 1000) // 3 MB, within every limit of the unfixed scan
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	stop := make(chan struct{})
-	peakc := make(chan uint64)
-	go func() { peakc <- heapPeak(stop) }()
 	const clients = 2
-	var wg sync.WaitGroup
-	statuses := make([]int, clients)
-	for i := range clients {
-		wg.Go(func() {
-			req, _ := http.NewRequest("POST", e.url+"/v1/series/CH1/device-invoices", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+e.issue)
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(headerLeaseID, "ls_notmine")
-			res, err := e.client.Do(req)
-			if err != nil {
-				t.Errorf("request %d: %v", i, err)
-				return
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			statuses[i] = res.StatusCode
-		})
-	}
-	wg.Wait()
-	close(stop)
-	peak := <-peakc
+	statuses, before, peak := postAtOnce(t, e, "/v1/series/CH1/device-invoices", body, clients, map[string]string{headerLeaseID: "ls_notmine"})
 	for i, s := range statuses {
 		if s < 400 || s >= 500 {
 			t.Errorf("request %d: status %d, want 4xx", i, s)
 		}
 	}
-	grew := int64(peak) - int64(base.HeapAlloc)
-	t.Logf("heap: %d MiB before, peak %d MiB during %d uploads of %d KiB", base.HeapAlloc>>20, peak>>20, clients, len(body)>>10)
+	grew := int64(peak) - int64(before)
+	t.Logf("heap: %d MiB before, peak %d MiB during %d uploads of %d KiB", before>>20, peak>>20, clients, len(body)>>10)
 	const bound = 24 << 20 // the bodies themselves, if read, are 6 MiB
 	if grew > bound {
 		t.Fatalf("the heap grew by %d MiB under %d uploads of %d KiB by a key without the lease, more than %d MiB", grew>>20, clients, len(body)>>10, bound>>20)

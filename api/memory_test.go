@@ -29,6 +29,42 @@ func heapPeak(stop <-chan struct{}) uint64 {
 	}
 }
 
+// postAtOnce sends body to path (under e.url) from clients goroutines at
+// once, with the issue key and hdr, and returns each answer's status, the
+// heap before (after a GC) and its peak while they ran (heapPeak).
+func postAtOnce(t *testing.T, e *env, path string, body []byte, clients int, hdr map[string]string) (statuses []int, before, peak uint64) {
+	t.Helper()
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	stop := make(chan struct{})
+	peakc := make(chan uint64)
+	go func() { peakc <- heapPeak(stop) }()
+	var wg sync.WaitGroup
+	statuses = make([]int, clients)
+	for i := range clients {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", e.url+path, bytes.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+e.issue)
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			res, err := e.client.Do(req)
+			if err != nil {
+				t.Errorf("request %d: %v", i, err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		})
+	}
+	wg.Wait()
+	close(stop)
+	return statuses, base.HeapAlloc, <-peakc
+}
+
 // TestIssueBodyMemoryBounded sends 64 issue requests at once, each a body
 // of empty items just under the issue body limit, with the lowest-trust
 // key. Each must be refused with a 4xx, and the server's heap (this
@@ -49,41 +85,15 @@ func TestIssueBodyMemoryBounded(t *testing.T) {
 	b.WriteString(`]}`)
 	body := b.Bytes()
 
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	stop := make(chan struct{})
-	peakc := make(chan uint64)
-	go func() { peakc <- heapPeak(stop) }()
-
 	const clients = 64
-	var wg sync.WaitGroup
-	statuses := make([]int, clients)
-	for i := range clients {
-		wg.Go(func() {
-			req, _ := http.NewRequest("POST", e.url+"/v1/series/CH1/invoices", bytes.NewReader(body))
-			req.Header.Set("Authorization", "Bearer "+e.issue)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := e.client.Do(req)
-			if err != nil {
-				t.Errorf("request %d: %v", i, err)
-				return
-			}
-			io.Copy(io.Discard, res.Body)
-			res.Body.Close()
-			statuses[i] = res.StatusCode
-		})
-	}
-	wg.Wait()
-	close(stop)
-	peak := <-peakc
+	statuses, before, peak := postAtOnce(t, e, "/v1/series/CH1/invoices", body, clients, nil)
 	for i, s := range statuses {
 		if s < 400 || s >= 500 {
 			t.Errorf("request %d: status %d, want 4xx", i, s)
 		}
 	}
-	grew := int64(peak) - int64(base.HeapAlloc)
-	t.Logf("heap: %d MiB before, peak %d MiB during %d requests of %d KiB", base.HeapAlloc>>20, peak>>20, clients, len(body)>>10)
+	grew := int64(peak) - int64(before)
+	t.Logf("heap: %d MiB before, peak %d MiB during %d requests of %d KiB", before>>20, peak>>20, clients, len(body)>>10)
 	// The bodies alone are 64 × 500 KiB = 31 MiB if all are held at once.
 	// Decoded whole, the same requests took 2.4 GiB.
 	const bound = 64 << 20
