@@ -143,6 +143,9 @@ func (c *Committer) Stats() Stats {
 	c.mu.Lock()
 	st := c.stats
 	c.mu.Unlock()
+	if c.cfg.Delegated {
+		st.Delegated = st.Predicted // a predicted batch is a delegated call then
+	}
 	if c.queue != nil {
 		st.MaxBatch = c.queue.Largest()
 	}

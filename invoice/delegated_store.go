@@ -101,9 +101,8 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 // (rolledBack), and ErrOutcomeUnknown for any other failure: the call may
 // have committed.
 func delegatedFailed(err error) error {
-	v, _ := db.Violated(err)
 	switch {
-	case v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey":
+	case keyTaken(err):
 		return apperr.WithCause(ErrKeyRace, err)
 	case db.SQLState(err) == db.CodeEventIDsShort:
 		return errNeedsEventIDs
@@ -149,6 +148,9 @@ func rolledBack(err error) bool {
 // bug) it returns errPredictRefused, so that the batch goes the ordinary
 // way, which writes keys by their invoice's series and serial.
 func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err error) {
+	if len(w.keys) == 0 {
+		return nil, nil, nil, nil
+	}
 	type at struct {
 		seller, series int64
 		fy             int32

@@ -18,7 +18,8 @@
 //     pays one lock hold and one COMMIT for all of them.
 //   - The Committer ([NewCommitter], [NewPlainCommitter]): queues requests
 //     per counter row in internal/groupcommit, commits batches (pipelined,
-//     or predicted in one round trip, predict.go), and retries a failed
+//     or predicted in one round trip, predict.go, on Citus one delegated
+//     call, delegated_store.go), and retries a failed
 //     batch by the rules in committer_retry.go.
 //   - Reading: [Get], [GetByPublicID], [List], [ListDated], [FindByNumber],
 //     [IDBySerial]; notes' originals: [CheckOriginal].

@@ -156,9 +156,6 @@ func (c *Committer) recordCommit(parts [][]*call, states []*series.State, n int,
 	c.stats.Invoices += int64(n)
 	if predicted {
 		c.stats.Predicted++
-		if c.cfg.Delegated {
-			c.stats.Delegated++ // a predicted batch is a delegated call then
-		}
 	}
 	if !c.cfg.Predict {
 		return
@@ -192,8 +189,10 @@ func (c *Committer) forgetRows(rows []rowKey, until time.Time) {
 	}
 }
 
-// commitPredicted issues parts in one round trip from the predicted states
-// of their counter rows (see Config.Predict) and answers every member.
+// commitPredicted issues parts from the predicted states of their counter
+// rows (see Config.Predict) in one round trip (with Config.Delegated, one
+// call, after one more to take event ids when a seller subscribes) and
+// answers every member.
 // done is false when the prediction failed and nothing was taken: the
 // caller issues parts the ordinary way. Otherwise err is the
 // transaction's failure, nil when it committed.

@@ -136,7 +136,7 @@ func TestPredictFallsBack(t *testing.T) {
 		}
 	}
 	if st := c2.Stats(); st.Predicted != 1 {
-		t.Fatalf("c2 stats %+v, want %d predicted", st, 1)
+		t.Fatalf("c2 stats %+v, want 1 predicted", st)
 	}
 	r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "a")})
 	if r.Err != nil || !r.Replayed || r.Invoice.ID != first.Invoice.ID {
@@ -168,7 +168,7 @@ func TestPredictFallsBack(t *testing.T) {
 	if r.Err != nil || r.Invoice.IssuedAt.Before(lastAt) || r.Invoice.Serial != 9 {
 		t.Fatalf("after the clock went back: %+v (last issued at %v)", r, lastAt)
 	}
-	if st := c2.Stats(); st.Predicted < 2 || st.Predicted > 0 && 2 == 0 {
+	if st := c2.Stats(); st.Predicted < 2 {
 		t.Fatalf("c2 stats %+v: the clock test was not predicted", st)
 	}
 	checkContiguous(t, serialsOf(t, f), 9)

@@ -175,8 +175,9 @@ func invoiceRowOf(inv *document.Invoice, sl *document.Sealed) invoiceRow {
 	return r
 }
 
-// invoiceColumns returns rows as the parameters $1 to $20 of the invoice
-// insert (writes.queue), one array per column.
+// invoiceColumns returns rows as one array per column of table invoices,
+// in the order of the invoice insert (writes.queue, $1 to $20) and of
+// invoiced_issue_rows's invoice arguments.
 func invoiceColumns(rows []invoiceRow) []any {
 	n := len(rows)
 	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
@@ -312,11 +313,10 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 		})
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		v, _ := db.Violated(err)
 		switch {
 		case committed:
 			return true, nil
-		case v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey":
+		case keyTaken(err):
 			return false, apperr.WithCause(ErrKeyRace, err)
 		case commit && commitMayHaveRun(err):
 			return false, apperr.WithCause(ErrOutcomeUnknown, err)
@@ -340,4 +340,11 @@ func commitMayHaveRun(err error) bool {
 		return db.ClassifyCommit(pg) == db.OutcomeUnknown // FATAL, PANIC: the session ended
 	}
 	return true
+}
+
+// keyTaken reports whether err is the idempotency keys' unique index
+// refusing a key another transaction recorded first (ErrKeyRace).
+func keyTaken(err error) bool {
+	v, _ := db.Violated(err)
+	return v.Code == pgerrcode.UniqueViolation && v.Constraint == "idempotency_keys_pkey"
 }

@@ -171,8 +171,8 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		}
 	}
 	// Delegated functions last: they are co-located with a distributed
-	// table. A function distributed earlier without its argument (none
-	// here yet) would be left as it is.
+	// table. One distributed earlier without its argument is distributed
+	// again, with it.
 	for _, f := range distributedFunctions {
 		if f.arg == "" {
 			continue

@@ -24,7 +24,8 @@
 //     gst.Overlap), [Get], [GetByID], [List].
 //   - Leases to offline devices (docs/offline.md): [TakeLease],
 //     [ResumeLease], [EndLeaseByDevice], [ForceEndLease], [SettleLease],
-//     [SettleLeaseYears], the guard [CheckLease] that refuses online
+//     [SettleLeaseYears], [EndLease] for an [EndRequest] as a client sends
+//     it, the guard [CheckLease] that refuses online
 //     numbering of a leased series, and the reads [GetLease],
 //     [HolderLease], [Leases], [SellerLeases].
 //

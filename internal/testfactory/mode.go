@@ -22,8 +22,8 @@ func Options(t testing.TB, o series.Options) series.Options {
 }
 
 // Config returns cfg for the database under test: with Citus set when it
-// is a Citus coordinator (which also turns Predict off and Options.Routed
-// on, see invoice.Config.Citus); on plain PostgreSQL, cfg unchanged. It
+// is a Citus coordinator (which also turns Options.Routed on, and
+// Delegated with Predict, see invoice.Config.Citus); on plain PostgreSQL, cfg unchanged. It
 // fails the test when the database cannot be asked whether it is Citus.
 func Config(t testing.TB, cfg invoice.Config) invoice.Config {
 	t.Helper()
