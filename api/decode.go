@@ -32,7 +32,7 @@ var (
 // than 5 known fields, and unknown ones are refused anyway).
 
 // Body limits per route, sized to the largest valid request: an issue
-// request of invoice.MaxItems items, each at most 2 KiB even with every
+// request of document.MaxItems items, each at most 2 KiB even with every
 // character of a 300-byte description written as a \u escape, plus room
 // for buyer, dates and white space; the small bodies (a series, a cancel
 // reason) in 8 KiB.
@@ -96,7 +96,7 @@ func readScanned(w http.ResponseWriter, r *http.Request, max int64, limits jsonf
 		switch {
 		case err == io.EOF:
 			if !utf8.Valid(buf.Bytes()) {
-				return nil, apperr.Errorf(errBadJSON, "the request body is not valid UTF-8")
+				return nil, shapeError(&jsonfast.ShapeError{Problem: jsonfast.NotUTF8})
 			}
 			return buf.Bytes(), nil
 		case errors.As(err, &mbe):

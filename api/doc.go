@@ -5,7 +5,7 @@
 //
 // Every error answer has the body {"error":{"code":…,"message":…}}; the
 // mapping from errors to statuses lives in errors.go alone. Request bodies
-// are decoded strictly (decode.go, jsonscan.go, request_bodies.go): amounts
+// are decoded strictly (decode.go, internal/jsonfast, request_bodies.go): amounts
 // are decimal strings, unknown fields are refused, and nothing a client
 // sends yields a 5xx. An invoice request is validated and priced before any
 // transaction, so a refused request never consumes a number.

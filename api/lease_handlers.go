@@ -288,7 +288,7 @@ func (s *Server) endLease(c echo.Context) error {
 	if b.Declared != nil {
 		r.Declared = make([]series.YearSerial, len(b.Declared))
 		for i, d := range b.Declared {
-			r.Declared[i] = series.YearSerial{FY: d.FY, Through: d.Through}
+			r.Declared[i] = series.YearSerial(d)
 		}
 	}
 	l, err := series.EndLease(ctx, s.pool, sr, r, "key "+apikey.Tag+p.Prefix, s.now())

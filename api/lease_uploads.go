@@ -102,7 +102,7 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 	return out, nil
 }
 
-// apperrOf returns err's coded error, invoice.ErrInvalid when it has none.
+// apperrOf returns err's coded error, document.ErrInvalid when it has none.
 func apperrOf(err error) *apperr.Error {
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
@@ -145,7 +145,7 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // and the answer is writeUpload's. Each item costs a token of the key's
 // rate limit (chargeInvoices). It returns errNoLeaseID without the
 // header, the errors of authorisation, series.CheckLease, the body,
-// decode, chargeInvoices and store, and invoice.ErrInvalid naming the
+// decode, chargeInvoices and store, and document.ErrInvalid naming the
 // array past its limit.
 func holderUpload[E any](s *Server, c echo.Context, limits jsonfast.Limits, decode func([]byte) ([]E, error),
 	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),

@@ -67,8 +67,8 @@ type itemBody struct {
 
 // decodeIssueRequest decodes the body of an issue request strictly. It
 // fails with a 400 error for malformed JSON, unknown fields or trailing
-// data, and with invoice.ErrInvalid (422) for numbers sent as JSON numbers,
-// too many items or values of the wrong type, and series.ErrInvalidDate for
+// data, and with document.ErrInvalid (422) for numbers sent as JSON numbers,
+// too many items or values of the wrong type, and gst.ErrInvalidDate for
 // a date not written YYYY-MM-DD.
 func decodeIssueRequest(body []byte) (document.Request, error) {
 	var b issueBody
@@ -156,7 +156,7 @@ func decodeSeriesRequest(body []byte) (seriesBody, error) {
 }
 
 // opening returns the declared opening, nil when there is none. It fails
-// with series.ErrInvalidDate for a year or date not written as expected.
+// with gst.ErrInvalidDate for a year or date not written as expected.
 func (b seriesBody) opening() (*invoice.Opening, error) {
 	if b.Opening == nil {
 		return nil, nil

@@ -65,7 +65,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		pool:    cfg.Pool,
 		log:     cfg.Logger,
-		now:     cfg.Now,
+		now:     cc.Now,
 		opt:     cc.Options,
 		policy:  *cc.DateWindow,
 		maxBody: cfg.MaxBodyBytes,
@@ -74,9 +74,6 @@ func New(cfg Config) *Server {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout

@@ -87,7 +87,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	addLimitFlags(fs, &c.limits)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics on this address instead of the API's (e.g. 127.0.0.1:9464); empty: on the API's address")
 	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (request id, route, status, duration, seller GSTIN, series code; never buyer data)")
-	fs.DurationVar(&c.verifyEvery, "verify-interval", 24*time.Hour, "verify every seller's hash chains, serials and counters in the background this often (first a minute after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
+	fs.DurationVar(&c.verifyEvery, "verify-interval", maintenance.ChainCheckInterval, "verify every seller's hash chains, serials and counters in the background this often (first "+maintenance.ChainCheckFirstDelay.String()+" after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", outbox.DefaultWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")

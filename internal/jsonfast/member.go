@@ -13,14 +13,14 @@ import "bytes"
 func Member(obj []byte, name string) ([]byte, bool) {
 	i := SkipSpace(obj, 1) // past '{'
 	for i < len(obj) && obj[i] == '"' {
-		end := SkipString(obj, i)
+		end := skipString(obj, i)
 		key := obj[i+1 : end-1]
 		i = SkipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
 		start := SkipSpace(obj, i+1)
-		end = SkipValue(obj, start)
+		end = skipValue(obj, start)
 		if bytes.EqualFold(key, []byte(name)) {
 			return obj[start:end], true
 		}
@@ -41,8 +41,8 @@ func SkipSpace(b []byte, i int) int {
 	return i
 }
 
-// SkipString returns the index just past the string that begins at b[i].
-func SkipString(b []byte, i int) int {
+// skipString returns the index just past the string that begins at b[i].
+func skipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':
@@ -54,20 +54,20 @@ func SkipString(b []byte, i int) int {
 	return len(b)
 }
 
-// SkipValue returns the index just past the value that begins at b[i].
-func SkipValue(b []byte, i int) int {
+// skipValue returns the index just past the value that begins at b[i].
+func skipValue(b []byte, i int) int {
 	if i >= len(b) {
 		return i
 	}
 	switch b[i] {
 	case '"':
-		return SkipString(b, i)
+		return skipString(b, i)
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
 			switch b[i] {
 			case '"':
-				i = SkipString(b, i)
+				i = skipString(b, i)
 				continue
 			case '{', '[':
 				depth++

@@ -84,7 +84,6 @@ type Deliverer struct {
 	metrics  *metrics.Metrics
 	client   *http.Client
 	inFlight *sellerSlots
-	now      func() time.Time // DelivererConfig.Now
 }
 
 // sellerSlots counts the deliveries of each seller in flight in one
@@ -150,7 +149,7 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}, now: cfg.Now}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -261,7 +260,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 		} else {
 			msg = "HTTP " + strconv.Itoa(status)
 		}
-		if d.now().Sub(dl.ev.CreatedAt) >= d.cfg.GiveUpAfter {
+		if d.cfg.Now().Sub(dl.ev.CreatedAt) >= d.cfg.GiveUpAfter {
 			state, outcome = "failed", "failed"
 		} else {
 			state, outcome, next = "pending", "retry", now.Add(d.backoff(dl.attempts))

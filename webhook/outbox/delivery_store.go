@@ -15,51 +15,11 @@ import (
 
 // delivery is one claimed delivery of an event to a webhook.
 type delivery struct {
-	eventID, webhookID int64
-	attempts           int
-	url, secret        string
-	ev                 Event
-	sellerID           int64
-}
-
-// claimDeliveries claims up to n due deliveries for lease, at most one
-// per seller in each pass over the sellers with due deliveries (so one
-// seller's backlog does not fill a claim): their next_at moves lease ahead
-// and their attempts count up, so another worker (of this or another
-// process) skips them meanwhile (FOR UPDATE SKIP LOCKED while claiming,
-// next_at after), and a worker that dies leaves them due again when the
-// lease ends. It returns them with their events. A worker that sends one
-// after another needs a lease covering all of them: the Deliverer claims
-// one delivery at a time (dueSellers, claimSellerDeliveries) instead.
-//
-// It claims seller by seller (claimSellerDeliveries), because Citus runs
-// FOR UPDATE only in a statement that goes to one shard. Workers that
-// read the same sellers at once share them: each skips the rows another
-// has locked, and rows another has claimed are no longer due.
-func claimDeliveries(ctx context.Context, q db.Querier, n int, lease time.Duration) ([]delivery, error) {
-	sellers, err := dueSellers(ctx, q, n*candidatesPerClaim)
-	if err != nil {
-		return nil, err
-	}
-	var out []delivery
-	for len(out) < n && len(sellers) > 0 {
-		left := sellers[:0]
-		for _, s := range sellers {
-			if len(out) == n {
-				break
-			}
-			ds, err := claimSellerDeliveries(ctx, q, s, 1, lease)
-			if err != nil {
-				return out, err
-			}
-			if len(ds) > 0 {
-				out = append(out, ds...)
-				left = append(left, s)
-			}
-		}
-		sellers = left
-	}
-	return out, nil
+	webhookID   int64
+	attempts    int
+	url, secret string
+	ev          Event // ev.ID: the event's id
+	sellerID    int64
 }
 
 // dueSellers returns up to limit sellers with due deliveries to live
@@ -80,14 +40,11 @@ func dueSellers(ctx context.Context, q db.Querier, limit int) ([]int64, error) {
 	return out, nil
 }
 
-// candidatesPerClaim is how many sellers claimDeliveries reads per
-// delivery it claims: enough that a process's workers polling at once
-// each find unclaimed ones.
-const candidatesPerClaim = 4
-
 // claimSellerDeliveries claims up to n of the seller's due deliveries to
 // live webhooks (a deleted webhook's are never sent), earliest first, for
-// lease (see claimDeliveries), in one statement every table of which is
+// lease (their next_at moves lease ahead and their attempts count up, so
+// other workers skip them meanwhile, and they are due again when the lease
+// ends), in one statement every table of which is
 // filtered by the seller: on Citus it runs on the seller's shard alone.
 // It returns them with their events.
 func claimSellerDeliveries(ctx context.Context, q db.Querier, sellerID int64, n int, lease time.Duration) ([]delivery, error) {
@@ -114,7 +71,7 @@ func claimSellerDeliveries(ctx context.Context, q db.Querier, sellerID int64, n 
 	}
 	cs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (claimed, error) {
 		c := claimed{d: delivery{sellerID: sellerID}}
-		return c, r.Scan(&c.d.eventID, &c.d.webhookID, &c.d.attempts, &c.d.url, &c.d.secret, &c.d.ev.Type, &c.d.ev.CreatedAt, &c.invoiceID)
+		return c, r.Scan(&c.d.ev.ID, &c.d.webhookID, &c.d.attempts, &c.d.url, &c.d.secret, &c.d.ev.Type, &c.d.ev.CreatedAt, &c.invoiceID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: claim deliveries: %w", err)
@@ -125,7 +82,7 @@ func claimSellerDeliveries(ctx context.Context, q db.Querier, sellerID int64, n 
 		if err != nil {
 			return nil, err
 		}
-		c.d.ev.ID, c.d.ev.Invoice = c.d.eventID, inv
+		c.d.ev.Invoice = inv
 		out = append(out, c.d)
 	}
 	return out, nil
@@ -152,7 +109,7 @@ func finishDelivery(ctx context.Context, q db.Querier, d delivery, state string,
 		UPDATE webhook_deliveries SET state = $3, last_status = $4, last_error = nullif($5, ''),
 			next_at = $6, delivered_at = `+deliveredAt+`
 		WHERE event_id = $1 AND webhook_id = $2 AND seller_id = $7 AND state = 'pending' AND attempts = $8`,
-		d.eventID, d.webhookID, state, st, lastErr, next, d.sellerID, d.attempts)
+		d.ev.ID, d.webhookID, state, st, lastErr, next, d.sellerID, d.attempts)
 	if err != nil {
 		return fmt.Errorf("outbox: record delivery: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/db"
 )
 
 // Workers claiming at once (of one process or several) share the due
@@ -55,7 +56,7 @@ func TestDeliveryClaimsShareEverySellerOnce(t *testing.T) {
 					if d.ev.Invoice.SellerID != d.sellerID {
 						t.Errorf("delivery of seller %d carries an invoice of seller %d", d.sellerID, d.ev.Invoice.SellerID)
 					}
-					claimed[key{d.sellerID, d.eventID, d.webhookID}]++
+					claimed[key{d.sellerID, d.ev.ID, d.webhookID}]++
 				}
 				mu.Unlock()
 			}
@@ -139,3 +140,48 @@ func TestDeletedWebhookGetsNothingMore(t *testing.T) {
 		t.Fatalf("claimed %d deliveries of a deleted webhook (%v)", len(ds), err)
 	}
 }
+
+// claimDeliveries claims up to n due deliveries for lease, at most one
+// per seller in each pass over the sellers with due deliveries (so one
+// seller's backlog does not fill a claim): their next_at moves lease ahead
+// and their attempts count up, so another worker (of this or another
+// process) skips them meanwhile (FOR UPDATE SKIP LOCKED while claiming,
+// next_at after), and a worker that dies leaves them due again when the
+// lease ends. It returns them with their events. The Deliverer claims one
+// delivery at a time (dueSellers, claimSellerDeliveries); the tests claim
+// several at once with this.
+//
+// It claims seller by seller (claimSellerDeliveries), because Citus runs
+// FOR UPDATE only in a statement that goes to one shard. Workers that
+// read the same sellers at once share them: each skips the rows another
+// has locked, and rows another has claimed are no longer due.
+func claimDeliveries(ctx context.Context, q db.Querier, n int, lease time.Duration) ([]delivery, error) {
+	sellers, err := dueSellers(ctx, q, n*candidatesPerClaim)
+	if err != nil {
+		return nil, err
+	}
+	var out []delivery
+	for len(out) < n && len(sellers) > 0 {
+		left := sellers[:0]
+		for _, s := range sellers {
+			if len(out) == n {
+				break
+			}
+			ds, err := claimSellerDeliveries(ctx, q, s, 1, lease)
+			if err != nil {
+				return out, err
+			}
+			if len(ds) > 0 {
+				out = append(out, ds...)
+				left = append(left, s)
+			}
+		}
+		sellers = left
+	}
+	return out, nil
+}
+
+// candidatesPerClaim is how many sellers claimDeliveries reads per
+// delivery it claims: enough that a process's workers polling at once
+// each find unclaimed ones.
+const candidatesPerClaim = 4
