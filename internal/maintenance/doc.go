@@ -3,7 +3,8 @@
 // (interval, first delay, batch), a runOnce that does the work once and
 // returns a result, and one loop shared by all (Loop) that runs it after
 // the first delay and then an interval after each run ends, stops when
-// its context ends, and logs and counts a failed run. A test waits for a
+// its context ends, and logs a failed run (and counts it, where the
+// service has a metric for that). A test waits for a
 // run through the service's test signal instead of sleeping.
 //
 // The services: KeyPurger (idempotency keys past their retention),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/webhook/outbox"
 )
 
@@ -18,13 +19,8 @@ const (
 // outbox.EventRetention, Batch per statement, counting them
 // (invoiced_events_purged_total).
 type EventPurger struct {
-	*service[EventPurgeResult]
+	*service[PurgeResult]
 	q db.Querier
-}
-
-// EventPurgeResult is what one run of an EventPurger did.
-type EventPurgeResult struct {
-	Deleted int64 // events deleted, also by a run that failed part way
 }
 
 // NewEventPurger returns an EventPurger of q's events. cfg's zero fields
@@ -34,18 +30,16 @@ type EventPurgeResult struct {
 // on a Config withDefaults refuses.
 func NewEventPurger(q db.Querier, cfg Config) *EventPurger {
 	p := &EventPurger{q: q}
-	p.service = &service[EventPurgeResult]{
+	p.service = &service[PurgeResult]{
 		cfg:     cfg.withDefaults(Config{Interval: EventPurgeInterval, Batch: EventPurgeBatch}),
 		runOnce: p.runOnce,
-		report:  reporting[EventPurgeResult]{failed: "webhooks: purging old events failed"},
+		report:  reporting[PurgeResult]{failed: "webhooks: purging old events failed"},
 	}
 	return p
 }
 
 // runOnce deletes the events past their retention and counts them. It
 // returns how many it deleted, and fails as outbox.PurgeEvents does.
-func (p *EventPurger) runOnce(ctx context.Context) (EventPurgeResult, error) {
-	n, err := outbox.PurgeEvents(ctx, p.q, p.cfg.Now().Add(-outbox.EventRetention), p.cfg.Batch)
-	p.cfg.Metrics.EventsPurged(n)
-	return EventPurgeResult{Deleted: n}, err
+func (p *EventPurger) runOnce(ctx context.Context) (PurgeResult, error) {
+	return purgeOlder(ctx, p.cfg, p.q, outbox.EventRetention, outbox.PurgeEvents, (*metrics.Metrics).EventsPurged)
 }

@@ -77,7 +77,8 @@ type service[R any] struct {
 
 // Loop runs the service until ctx ends: a first run after
 // Config.FirstDelay, then one Config.Interval after each run ends. A run
-// that fails is logged (a warning) and counted, and the next is tried at
+// that fails is logged (a warning) and counted where the service has a
+// failure metric, and the next is tried at
 // the next interval; a run that ctx cut short is neither. Loop returns
 // once ctx has ended.
 func (s *service[R]) Loop(ctx context.Context) {

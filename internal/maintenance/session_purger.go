@@ -13,13 +13,8 @@ type Sessions interface {
 
 // SessionPurger deletes expired console sessions.
 type SessionPurger struct {
-	*service[SessionPurgeResult]
+	*service[PurgeResult]
 	sessions Sessions
-}
-
-// SessionPurgeResult is what one run of a SessionPurger did.
-type SessionPurgeResult struct {
-	Deleted int64 // sessions deleted
 }
 
 // NewSessionPurger returns a SessionPurger of sessions. cfg's zero fields
@@ -27,12 +22,12 @@ type SessionPurgeResult struct {
 // panics on a Config withDefaults refuses.
 func NewSessionPurger(sessions Sessions, cfg Config) *SessionPurger {
 	p := &SessionPurger{sessions: sessions}
-	p.service = &service[SessionPurgeResult]{
+	p.service = &service[PurgeResult]{
 		cfg:     cfg.withDefaults(Config{Interval: SessionPurgeInterval}),
 		runOnce: p.runOnce,
-		report: reporting[SessionPurgeResult]{
+		report: reporting[PurgeResult]{
 			failed: "purge console sessions",
-			succeeded: func(r SessionPurgeResult) {
+			succeeded: func(r PurgeResult) {
 				if r.Deleted > 0 {
 					p.cfg.Logger.Info("purged expired console sessions", "deleted", r.Deleted)
 				}
@@ -44,7 +39,7 @@ func NewSessionPurger(sessions Sessions, cfg Config) *SessionPurger {
 
 // runOnce deletes the expired sessions. It returns how many, and fails as
 // Sessions.PurgeSessions does.
-func (p *SessionPurger) runOnce(ctx context.Context) (SessionPurgeResult, error) {
+func (p *SessionPurger) runOnce(ctx context.Context) (PurgeResult, error) {
 	n, err := p.sessions.PurgeSessions(ctx)
-	return SessionPurgeResult{Deleted: n}, err
+	return PurgeResult{Deleted: n}, err
 }
