@@ -14,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -223,6 +224,9 @@ func startServer(t *testing.T, cfg Config) string {
 // as cmd/invoiced builds one. Pass it after the options it depends on.
 func withoutBatching(t *testing.T) func(*Config) {
 	return func(c *Config) {
+		if c.Metrics == nil {
+			c.Metrics = metrics.New() // the server's and the Committer's, one set
+		}
 		committer, err := invoice.NewCommitter(c.Pool, c.CommitterConfig())
 		if err != nil {
 			t.Fatal(err)
