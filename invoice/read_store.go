@@ -77,6 +77,25 @@ func Get(ctx context.Context, q db.Querier, sellerID, id int64) (document.Invoic
 	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
+// GetMany returns the seller's invoices with ids, by id, in one query; an
+// id of no invoice of the seller is absent from the map. It fails only on
+// a database error.
+func GetMany(ctx context.Context, q db.Querier, sellerID int64, ids []int64) (map[int64]document.Invoice, error) {
+	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = ANY ($1) AND i.seller_id = $2`, ids, sellerID)
+	if err != nil {
+		return nil, translate(err, "get invoices")
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
+	if err != nil {
+		return nil, translate(err, "get invoices")
+	}
+	out := make(map[int64]document.Invoice, len(list))
+	for _, inv := range list {
+		out[inv.ID] = inv
+	}
+	return out, nil
+}
+
 // IDBySerial returns the internal id of the seller's invoice with serial
 // in series seriesID and year fy, or ErrNotFound (also when the series is
 // another seller's). It fails otherwise only on a database error.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/jackc/pgx/v5"
@@ -42,8 +43,9 @@ func LookupEvent(ctx context.Context, q db.Querier, sellerID, invoiceID int64, t
 }
 
 // ListEvents returns up to limit of the seller's events with ids above
-// after, oldest first, with their invoices. It fails with the database's
-// error, wrapped, or invoice.Get's.
+// after, oldest first, with their invoices (read in one more query). It
+// fails with the database's error, wrapped, or invoice.GetMany's, and
+// with invoice.ErrNotFound for an event whose invoice is gone.
 func ListEvents(ctx context.Context, q db.Querier, sellerID, after int64, limit int) ([]Event, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id, type, created_at, invoice_id FROM events
@@ -62,11 +64,19 @@ func ListEvents(ctx context.Context, q db.Querier, sellerID, after int64, limit 
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list events: %w", err)
 	}
+	ids := make([]int64, len(refs))
+	for i, x := range refs {
+		ids[i] = x.invoiceID
+	}
+	invs, err := invoice.GetMany(ctx, q, sellerID, ids)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]Event, len(refs))
 	for i, x := range refs {
-		inv, err := invoice.Get(ctx, q, sellerID, x.invoiceID)
-		if err != nil {
-			return nil, err
+		inv, ok := invs[x.invoiceID]
+		if !ok {
+			return nil, apperr.Errorf(invoice.ErrNotFound, "invoice %d of event %d is not found", x.invoiceID, x.ev.ID)
 		}
 		x.ev.Invoice = inv
 		out[i] = x.ev
