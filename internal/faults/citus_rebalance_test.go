@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -84,25 +85,23 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	for _, s := range sellers {
 		keyOf[s.code] = s.key
 	}
-	var cancelMu sync.Mutex
+	// The canceller's own; read once the load has ended (endLoad waits).
 	cancelled := map[string]bool{} // issue key → its cancellation was acknowledged
-	tried := map[string]bool{}     // issue key → a cancellation was sent (the canceller's own)
 	wg.Go(func() {
+		next := 0 // the history before it is considered
 		for ctx.Err() == nil {
 			select {
 			case <-stop:
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			for _, op := range h.Ops() {
-				if op.Type != OK || op.ID == "" || tried[op.Key] {
+			for _, op := range h.From(next) {
+				next++
+				if op.Type != OK || op.ID == "" {
 					continue
 				}
-				tried[op.Key] = true
 				if cancelInvoice(ctx, base, keyOf[strings.ToUpper(op.Series)], op.ID, "cancel-"+op.Key, time.Now().Add(retryWindow)) {
-					cancelMu.Lock()
 					cancelled[op.Key] = true
-					cancelMu.Unlock()
 				}
 				break // one a round, so issuing dominates
 			}
@@ -110,36 +109,32 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	})
 	endLoad := loadEnder(t, stop, &wg)
 	defer endLoad()
-	issuedSince := func(since time.Time, codes []string) bool {
-		n := map[string]int{}
-		for _, op := range h.Ops() {
-			if op.Type == OK && op.Time.After(since) {
-				n[strings.ToUpper(op.Series)]++
+	// issuedSince returns a condition that holds once each of codes has
+	// three invoices issued after since; it reads only the history it has
+	// not read yet.
+	issuedSince := func(since time.Time, codes []string) func() bool {
+		n, next := map[string]int{}, 0
+		return func() bool {
+			for _, op := range h.From(next) {
+				next++
+				if op.Type == OK && op.Time.After(since) {
+					n[strings.ToUpper(op.Series)]++
+				}
 			}
-		}
-		for _, c := range codes {
-			if n[c] < 3 {
-				return false
+			for _, c := range codes {
+				if n[c] < 3 {
+					return false
+				}
 			}
+			return true
 		}
-		return true
 	}
 	allCodes := make([]string, len(sellers))
 	for i, s := range sellers {
 		allCodes[i] = s.code
 	}
-	waitUntil := func(timeout time.Duration, cond func() bool, what string) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for %s; the server's log ends:\n%s", timeout, what, srv.Stderr())
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	started := time.Now()
-	waitUntil(60*time.Second, func() bool { return issuedSince(started, allCodes) }, "every seller to issue three invoices")
+	testwait.Until(t, 60*time.Second, issuedSince(started, allCodes), "every seller to issue three invoices; the server's log ends:\n%s", stderrOf{srv})
 	time.Sleep(time.Second) // a second of issuing before the move, to compare with
 
 	placements := func() map[int]int { // node port → shard placements of the distributed tables
@@ -205,7 +200,7 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	if len(moved) == 0 {
 		t.Fatalf("none of the %d sellers' shard groups moved to the new worker (placements %v)", len(sellers), after)
 	}
-	waitUntil(60*time.Second, func() bool { return issuedSince(moveEnd, moved) }, "the moved sellers to issue three invoices each")
+	testwait.Until(t, 60*time.Second, issuedSince(moveEnd, moved), "the moved sellers to issue three invoices each; the server's log ends:\n%s", stderrOf{srv})
 	endLoad()
 
 	r := verdict(t, "citus-rebalance", h, dbURL, CheckOptions{RequireAllAcked: true})

@@ -65,10 +65,17 @@ func (h *History) Add(op Op) {
 func (h *History) Mark(note string) { h.Add(Op{Type: Fault, Err: note}) }
 
 // Ops returns a copy of the entries.
-func (h *History) Ops() []Op {
+func (h *History) Ops() []Op { return h.From(0) }
+
+// From returns a copy of the entries from the i-th on (none when there are
+// not more than i), for a reader that keeps its place.
+func (h *History) From(i int) []Op {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.ops)
+	if i >= len(h.ops) {
+		return nil
+	}
+	return slices.Clone(h.ops[i:])
 }
 
 // Stored is one invoice row as found in the database after the run. Key is
