@@ -38,8 +38,8 @@ func findCitus(ctx context.Context, dbURL string) (*citusCluster, error) {
 		return nil, err
 	}
 	cl := &citusCluster{}
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary' AND isactive`).Scan(&cl.nworkers); err != nil {
-		return nil, fmt.Errorf("bench: citus workers: %w", err)
+	if cl.nworkers, err = db.CitusWorkers(ctx, conn); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	if cl.nworkers == 0 {
 		return nil, errors.New("bench: the database is a Citus coordinator without workers (citus_add_node one first)")

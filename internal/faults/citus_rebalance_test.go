@@ -191,10 +191,9 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 
 	// The sellers now on the new worker issue there.
 	var moved []string
-	for _, s := range sellers {
-		if queryInt(t, dbURL, fmt.Sprintf(`SELECT p.nodeport FROM sellers s, pg_dist_shard_placement p
-			WHERE s.gstin = '%s' AND p.shardid = get_shard_id_for_distribution_column('series', s.id)`, s.gstin)) == node.port {
-			moved = append(moved, s.code)
+	for i, port := range sellerPorts(t, dbURL, sellers) {
+		if port == node.port {
+			moved = append(moved, sellers[i].code)
 		}
 	}
 	if len(moved) == 0 {

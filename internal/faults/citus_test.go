@@ -42,6 +42,16 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 		s.code = fmt.Sprintf("W%02d", i+1)
 		s.gstin, s.key = addSeller(t, dbURL, fmt.Sprintf("27AAPFW%04dK1Z", i+1), s.code, "issue,read")
 	}
+	for i, port := range sellerPorts(t, dbURL, out) {
+		out[i].port = port
+	}
+	return out
+}
+
+// sellerPorts returns the port of the worker that holds each seller's
+// shard group now, in the order of sellers.
+func sellerPorts(t *testing.T, dbURL string, sellers []citusSeller) []int {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dbURL)
@@ -49,10 +59,11 @@ func seedCitusSellers(t *testing.T, dbURL string, n int) []citusSeller {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for i := range out {
+	out := make([]int, len(sellers))
+	for i, s := range sellers {
 		if err := conn.QueryRow(ctx, `SELECT p.nodeport FROM sellers s, pg_dist_shard_placement p
-			WHERE s.gstin = $1 AND p.shardid = get_shard_id_for_distribution_column('series', s.id)`, out[i].gstin).Scan(&out[i].port); err != nil {
-			t.Fatalf("the worker of seller %s: %v", out[i].gstin, err)
+			WHERE s.gstin = $1 AND p.shardid = get_shard_id_for_distribution_column('series', s.id)`, s.gstin).Scan(&out[i]); err != nil {
+			t.Fatalf("the worker of seller %s: %v", s.gstin, err)
 		}
 	}
 	return out
