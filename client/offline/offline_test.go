@@ -296,3 +296,14 @@ func mustPeriod(t *testing.T, s string) reports.Period {
 	}
 	return p
 }
+
+// TestLeaseEndKindsAreTheServers: the client's names of how a lease ended
+// are the values the server stores and sends (series), so a till that
+// compares Lease.EndKind with them compares with what it gets.
+func TestLeaseEndKindsAreTheServers(t *testing.T) {
+	t.Parallel()
+	if client.EndByDevice != series.EndByDevice || client.EndForced != series.EndForced {
+		t.Fatalf("client (%q, %q) and series (%q, %q) name the lease end kinds differently",
+			client.EndByDevice, client.EndForced, series.EndByDevice, series.EndForced)
+	}
+}
