@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"

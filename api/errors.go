@@ -3,9 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/db"
-	"net/http"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/textcut"

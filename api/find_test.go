@@ -3,12 +3,13 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"github.com/invoiced/invoiced/gst"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 func serialsOf(t *testing.T, body []byte) ([]int64, *string) {

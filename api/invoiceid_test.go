@@ -2,10 +2,11 @@ package api
 
 import (
 	"context"
-	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
 )

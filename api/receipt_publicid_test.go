@@ -2,10 +2,11 @@ package api
 
 import (
 	"context"
-	"github.com/invoiced/invoiced/document"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/invoiced/invoiced/document"
 )
 
 // A receipt link resolves in both forms: the routed id issued now and the

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"github.com/invoiced/invoiced/internal/testfactory"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/xuri/excelize/v2"

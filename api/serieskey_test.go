@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/invoiced/invoiced/internal/testfactory"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
 )

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/jackc/pgx/v5"
-	"time"
 )
 
 // This file holds the package's SQL: the sessions.
@@ -21,8 +22,8 @@ type sessionRow struct {
 }
 
 // insertSession stores a new session under idHash.
-func insertSession(ctx context.Context, db db.Querier, idHash []byte, r sessionRow) error {
-	_, err := db.Exec(ctx, `
+func insertSession(ctx context.Context, q db.Querier, idHash []byte, r sessionRow) error {
+	_, err := q.Exec(ctx, `
 		INSERT INTO console_sessions (id_hash, seller_id, key_prefix, csrf_token, created_at, last_seen_at)
 		VALUES ($1, $2, $3, $4, $5, $6)`, idHash, r.SellerID, r.KeyPrefix, r.CSRF, r.CreatedAt, r.LastSeen)
 	if err != nil {
@@ -33,9 +34,9 @@ func insertSession(ctx context.Context, db db.Querier, idHash []byte, r sessionR
 
 // liveSession returns the session stored under idHash when it was used
 // after idleSince and created after createdSince; found is false otherwise.
-func liveSession(ctx context.Context, db db.Querier, idHash []byte, idleSince, createdSince time.Time) (sessionRow, bool, error) {
+func liveSession(ctx context.Context, q db.Querier, idHash []byte, idleSince, createdSince time.Time) (sessionRow, bool, error) {
 	var r sessionRow
-	err := db.QueryRow(ctx, `
+	err := q.QueryRow(ctx, `
 		SELECT seller_id, key_prefix, csrf_token, created_at, last_seen_at FROM console_sessions
 		WHERE id_hash = $1 AND last_seen_at > $2 AND created_at > $3`, idHash, idleSince, createdSince).
 		Scan(&r.SellerID, &r.KeyPrefix, &r.CSRF, &r.CreatedAt, &r.LastSeen)
@@ -49,8 +50,8 @@ func liveSession(ctx context.Context, db db.Querier, idHash []byte, idleSince, c
 }
 
 // touchSession records a use of the session at now.
-func touchSession(ctx context.Context, db db.Querier, idHash []byte, now time.Time) error {
-	if _, err := db.Exec(ctx, `UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1`, idHash, now); err != nil {
+func touchSession(ctx context.Context, q db.Querier, idHash []byte, now time.Time) error {
+	if _, err := q.Exec(ctx, `UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1`, idHash, now); err != nil {
 		return fmt.Errorf("console: touch session: %w", err)
 	}
 	return nil
@@ -58,8 +59,8 @@ func touchSession(ctx context.Context, db db.Querier, idHash []byte, now time.Ti
 
 // deleteSession removes the session stored under idHash (nothing when there
 // is none).
-func deleteSession(ctx context.Context, db db.Querier, idHash []byte) error {
-	if _, err := db.Exec(ctx, `DELETE FROM console_sessions WHERE id_hash = $1`, idHash); err != nil {
+func deleteSession(ctx context.Context, q db.Querier, idHash []byte) error {
+	if _, err := q.Exec(ctx, `DELETE FROM console_sessions WHERE id_hash = $1`, idHash); err != nil {
 		return fmt.Errorf("console: delete session: %w", err)
 	}
 	return nil
@@ -67,8 +68,8 @@ func deleteSession(ctx context.Context, db db.Querier, idHash []byte) error {
 
 // purgeSessions removes the sessions created before createdBefore or last
 // used before idleBefore and returns how many.
-func purgeSessions(ctx context.Context, db db.Querier, idleBefore, createdBefore time.Time) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM console_sessions WHERE last_seen_at <= $1 OR created_at <= $2`, idleBefore, createdBefore)
+func purgeSessions(ctx context.Context, q db.Querier, idleBefore, createdBefore time.Time) (int64, error) {
+	tag, err := q.Exec(ctx, `DELETE FROM console_sessions WHERE last_seen_at <= $1 OR created_at <= $2`, idleBefore, createdBefore)
 	if err != nil {
 		return 0, fmt.Errorf("console: purge sessions: %w", err)
 	}

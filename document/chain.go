@@ -3,10 +3,11 @@ package document
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/invoiced/invoiced/gst"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // Record kinds in a chain.

@@ -1,9 +1,10 @@
 package document
 
 import (
-	"github.com/invoiced/invoiced/gst"
 	"strconv"
 	"strings"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // An invoice's key is its id in the API and the console: series code,

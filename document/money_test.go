@@ -1,9 +1,10 @@
 package document_test
 
 import (
+	"testing"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/shopspring/decimal"
-	"testing"
 )
 
 func TestMoney(t *testing.T) {

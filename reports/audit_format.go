@@ -2,9 +2,10 @@ package reports
 
 import (
 	"fmt"
-	"github.com/invoiced/invoiced/gst"
 	"strings"
 	"time"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // This file holds what the export formats share: the writer each implements

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/invoiced/invoiced/gst"
-	"github.com/jackc/pgx/v5"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/invoiced/invoiced/gst"
+	"github.com/jackc/pgx/v5"
 )
 
 // DeviceNotUploaded is the finding of a lease of the series ended by force (a lost device)

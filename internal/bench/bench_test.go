@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"github.com/invoiced/invoiced/gst"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // readTestdata returns testdata/name.

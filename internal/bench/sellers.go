@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/invoiced/invoiced/gst"
 	"strings"
+
+	"github.com/invoiced/invoiced/gst"
 )
 
 // SellerGSTINs returns the sellers the spawned servers issue for: the one

@@ -6,14 +6,15 @@
 package metrics
 
 import (
+	"net/http"
+	"strconv"
+	"time"
+
 	"github.com/invoiced/invoiced/gst"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"net/http"
-	"strconv"
-	"time"
 )
 
 // Metrics is one server's set of metrics, in a registry of its own (two

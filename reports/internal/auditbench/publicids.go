@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"fmt"
+	"io"
+	"time"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"io"
-	"time"
 )
 
 // legacyIDs spells the public ids issued before routed ones: 128 random

@@ -157,7 +157,7 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller gst.Seller, 
 	recs := make([]rec, 0, n+n/100)
 	var head []byte
 	var pos int64
-	gst := string(seller.GSTIN)
+	gstin := string(seller.GSTIN)
 
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -198,7 +198,7 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller gst.Seller, 
 			inv.Buyer = &document.Buyer{GSTIN: "29AAGCB7383J1Z4"}
 		}
 		pos++
-		head = document.IssueRecord(gst, inv, pos, head).Hash()
+		head = document.IssueRecord(gstin, inv, pos, head).Hash()
 		recs = append(recs, rec{pos, serial, document.KindIssue, at, head})
 		var cancelledAt *time.Time
 		var reason *string
@@ -208,7 +208,7 @@ func seedSeriesYear(ctx context.Context, pool *pgxpool.Pool, seller gst.Seller, 
 			inv.Status, inv.CancelledAt, inv.CancelReason = document.StatusCancelled, &ca, r
 			cancelledAt, reason = &ca, &r
 			pos++
-			head = document.CancelRecord(gst, inv, pos, head).Hash()
+			head = document.CancelRecord(gstin, inv, pos, head).Hash()
 			recs = append(recs, rec{pos, serial, document.KindCancel, ca, head})
 		}
 		var bg *string
