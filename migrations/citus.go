@@ -53,29 +53,24 @@ var coordinatorTables = []string{"goose_db_version", "schema_compat", "invoiced_
 // (its first argument) is a constant runs whole on the worker that holds
 // the seller's shard group (docs/scale-out.md, "One call per batch").
 var distributedFunctions = []distributedFunction{
-	{sig: "invoiced_require(boolean,text,text)"},
-	{sig: "invoiced_lease_guard()"},
-	{sig: "invoiced_issue_batch(" + issueBatchArgs + ")", arg: "p_seller"},
-	{sig: "invoiced_issue_rows(" + issueRowsArgs + ")", arg: "p_seller"},
+	{name: "invoiced_require"},
+	{name: "invoiced_lease_guard"},
+	{name: "invoiced_issue_batch", arg: "p_seller"},
+	{name: "invoiced_issue_rows", arg: "p_seller"},
 }
 
-// distributedFunction is a function Citus copies to every node; with arg,
-// calls are delegated by that argument, co-located with series.
-type distributedFunction struct{ sig, arg string }
+// distributedFunction is a function, by its name (each is the only one of
+// that name), that Citus copies to every node; with arg, calls are
+// delegated by that argument, co-located with series.
+type distributedFunction struct{ name, arg string }
 
-// issueBatchArgs are invoiced_issue_batch's argument types (00026).
-const issueBatchArgs = "bigint,bigint[],bigint[],int[],bigint[],bigint[],bytea[],bigint[],date[]," +
-	"timestamptz[],bigint[],bytea[],text,text[],date,date,int,bigint[],bigint[],int[],bigint[],text[]," +
-	"date[],timestamptz[],text[],text[],text[],text[],text[],date[],text[],text[],text[],text[],text[]," +
-	"text[],text[],bigint[],bigint[],int[],bigint[],text[],bytea[],bigint[],int[],bigint[],bigint[]," +
-	"timestamptz[],bytea[],bigint[],bigint[]"
-
-// issueRowsArgs are invoiced_issue_rows's argument types (00029).
-const issueRowsArgs = "bigint,bigint[],bigint[],int[],bigint[],bigint[],bytea[],bigint[],date[]," +
-	"timestamptz[],bigint[],bytea[],text,text[],date,date,int,bigint[],bigint[],int[],bigint[],text[]," +
-	"date[],timestamptz[],text[],text[],text[],text[],text[],date[],text[],text[],text[],text[],text[]," +
-	"text[],text[],int[],text[],bytea[],bigint[],int[],bigint[],bigint[],timestamptz[],bytea[],bigint[]," +
-	"bigint[]"
+// functionsNamed selects, for a name, the regprocedure of each function of
+// that name in the current schema (one, see distributedFunction) not yet
+// distributed (with its distribution argument, for $2 set), as fn.
+const functionsNamed = `SELECT p.oid::regprocedure AS fn FROM pg_proc p
+	WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace
+	AND NOT EXISTS (SELECT FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid
+		AND ($2::text IS NULL OR o.distribution_argument_index IS NOT NULL))`
 
 // Citus reports whether the database behind pool has the citus extension
 // (it is then a Citus coordinator, and Up distributes the tables). It fails
@@ -151,10 +146,9 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		if f.arg != "" {
 			continue // co-located with series: after the tables
 		}
-		_, err := conn.Exec(ctx, `SELECT create_distributed_function($1)
-			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure)`, f.sig)
+		_, err := conn.Exec(ctx, `SELECT create_distributed_function(f.fn) FROM (`+functionsNamed+`) f`, f.name, nil)
 		if err != nil {
-			return fmt.Errorf("migrations: citus: function %s: %w", f.sig, err)
+			return fmt.Errorf("migrations: citus: function %s: %w", f.name, err)
 		}
 	}
 	for i, t := range distributedTables {
@@ -177,11 +171,9 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 		if f.arg == "" {
 			continue
 		}
-		_, err := conn.Exec(ctx, `SELECT create_distributed_function($1::regprocedure, $2, colocate_with => 'series')
-			WHERE NOT EXISTS (SELECT FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure
-				AND distribution_argument_index IS NOT NULL)`, f.sig, f.arg)
+		_, err := conn.Exec(ctx, `SELECT create_distributed_function(f.fn, $2, colocate_with => 'series') FROM (`+functionsNamed+`) f`, f.name, f.arg)
 		if err != nil {
-			return fmt.Errorf("migrations: citus: function %s: %w", f.sig, err)
+			return fmt.Errorf("migrations: citus: function %s: %w", f.name, err)
 		}
 	}
 	return nil
