@@ -29,12 +29,8 @@ func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]gst.Seller, []gst.
 	sellers, ss := make([]gst.Seller, n), make([]gst.Series, n)
 	workers := map[int]bool{}
 	for i := range n {
-		first14 := fmt.Sprintf("29AAPFU%04dF1Z", i)
-		check, err := gst.CheckChar(first14)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sellers[i] = testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: first14 + string(check)})
+		gstin := testfactory.GSTIN(t, fmt.Sprintf("29AAPFU%04dF1Z", i))
+		sellers[i] = testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: gstin})
 		ss[i] = testfactory.Series(t, pool, sellers[i], nil)
 		workers[workerOf(t, pool, sellers[i].ID)] = true
 	}

@@ -80,12 +80,8 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	all := make([]seller, sellers)
 	workers := map[int][]int64{}
 	for i := range all {
-		first14 := fmt.Sprintf("27AAPFU%04dF1Z", i)
-		check, err := gst.CheckChar(first14)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all[i].s = testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: first14 + string(check)})
+		gstin := testfactory.GSTIN(t, fmt.Sprintf("27AAPFU%04dF1Z", i))
+		all[i].s = testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: gstin})
 		all[i].se = testfactory.Series(t, pool, all[i].s, nil)
 		w := workerOf(t, pool, all[i].s.ID)
 		workers[w] = append(workers[w], all[i].s.ID)

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -75,11 +75,7 @@ func sellerPorts(t *testing.T, dbURL string, sellers []citusSeller) []int {
 // and the key.
 func addSeller(t *testing.T, dbURL, first14, code, scopes string) (gstin, key string) {
 	t.Helper()
-	check, err := gst.CheckChar(first14)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gstin = first14 + string(check)
+	gstin = testfactory.GSTIN(t, first14)
 	cli(t, dbURL, "sellers", "add", "--gstin", gstin, "--name", "Seller "+code)
 	cli(t, dbURL, "series", "add", "--gstin", gstin, "--code", code, "--format", code+"/{FY}/{SEQ:6}")
 	return gstin, strings.TrimSpace(cli(t, dbURL, "keys", "add", "--gstin", gstin, "--scopes", scopes))

@@ -31,6 +31,18 @@ type SellerOpts struct {
 	Contact gst.Contact
 }
 
+// GSTIN returns the GSTIN that starts with first14, its check character
+// added, for tests that make many sellers. It fails the test when first14
+// is not 14 characters of a GSTIN.
+func GSTIN(t testing.TB, first14 string) string {
+	t.Helper()
+	check, err := gst.CheckChar(first14)
+	if err != nil {
+		t.Fatalf("testfactory: GSTIN %s: %v", first14, err)
+	}
+	return first14 + string(check)
+}
+
 // Seller creates a seller (opts may be nil) and returns it.
 func Seller(t testing.TB, q db.Querier, opts *SellerOpts) gst.Seller {
 	t.Helper()

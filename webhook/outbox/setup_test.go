@@ -41,11 +41,7 @@ func setup(t *testing.T) *env {
 // character is computed) and its series CH1, and returns them.
 func (e *env) addSeller(first14 string) (gst.Seller, gst.Series) {
 	e.t.Helper()
-	check, err := gst.CheckChar(first14)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	s := testfactory.Seller(e.t, e.pool, &testfactory.SellerOpts{GSTIN: first14 + string(check)})
+	s := testfactory.Seller(e.t, e.pool, &testfactory.SellerOpts{GSTIN: testfactory.GSTIN(e.t, first14)})
 	return s, testfactory.Series(e.t, e.pool, s, nil)
 }
 
