@@ -41,8 +41,7 @@ var auditColumns = []column{
 	{header: "Serial", width: 9, json: "serial",
 		csv:  func(r *Row) string { return strconv.FormatInt(r.Serial, 10) },
 		xlsx: func(r *Row, _ *cellStyles) (any, error) { return r.Serial, nil }},
-	{header: "Number", width: 18, json: "number",
-		csv: func(r *Row) string { return r.Number }, xlsx: plain(func(r *Row) string { return r.Number })},
+	textColumn("Number", 18, "number", plain, func(r *Row) string { return r.Number }),
 	{header: "Invoice date", width: 12, json: "invoice_date",
 		csv: func(r *Row) string { return r.InvoiceDate },
 		xlsx: func(r *Row, st *cellStyles) (any, error) {
@@ -53,30 +52,18 @@ var auditColumns = []column{
 		xlsx: func(r *Row, st *cellStyles) (any, error) {
 			return cellOf(st.datetime, r.issuedAt.In(gst.IST)), nil
 		}},
-	{header: "Status", width: 10, json: "status",
-		csv: func(r *Row) string { return r.Status }, xlsx: plain(func(r *Row) string { return r.Status })},
-	{header: "Cancel reason", width: 30, json: "cancel_reason",
-		csv: func(r *Row) string { return defuse(r.CancelReason) }, xlsx: optional(func(r *Row) string { return r.CancelReason })},
-	{header: "Buyer GSTIN", width: 17, json: "buyer_gstin",
-		csv: func(r *Row) string { return r.BuyerGSTIN }, xlsx: optional(func(r *Row) string { return r.BuyerGSTIN })},
-	{header: "Taxable", width: 14, json: "taxable",
-		csv: func(r *Row) string { return r.Taxable }, xlsx: amount(func(r *Row) string { return r.Taxable })},
-	{header: "CGST", width: 12, json: "cgst",
-		csv: func(r *Row) string { return r.CGST }, xlsx: amount(func(r *Row) string { return r.CGST })},
-	{header: "SGST", width: 12, json: "sgst",
-		csv: func(r *Row) string { return r.SGST }, xlsx: amount(func(r *Row) string { return r.SGST })},
-	{header: "IGST", width: 12, json: "igst",
-		csv: func(r *Row) string { return r.IGST }, xlsx: amount(func(r *Row) string { return r.IGST })},
-	{header: "Total", width: 14, json: "total",
-		csv: func(r *Row) string { return r.Total }, xlsx: amount(func(r *Row) string { return r.Total })},
-	{header: "Hash", width: 66, json: "hash",
-		csv: func(r *Row) string { return r.Hash }, xlsx: plain(func(r *Row) string { return r.Hash })},
-	{header: "Buyer name", width: 30, json: "buyer_name",
-		csv: func(r *Row) string { return defuse(r.BuyerName) }, xlsx: optional(func(r *Row) string { return r.BuyerName })},
-	{header: "Place of supply", width: 8, json: "place_of_supply",
-		csv: func(r *Row) string { return r.PlaceOfSupply }, xlsx: plain(func(r *Row) string { return r.PlaceOfSupply })},
-	{header: "Original number", width: 18, json: "original_number",
-		csv: func(r *Row) string { return r.OriginalNumber }, xlsx: optional(func(r *Row) string { return r.OriginalNumber })},
+	textColumn("Status", 10, "status", plain, func(r *Row) string { return r.Status }),
+	typedColumn("Cancel reason", 30, "cancel_reason", func(r *Row) string { return r.CancelReason }),
+	textColumn("Buyer GSTIN", 17, "buyer_gstin", optional, func(r *Row) string { return r.BuyerGSTIN }),
+	textColumn("Taxable", 14, "taxable", amount, func(r *Row) string { return r.Taxable }),
+	textColumn("CGST", 12, "cgst", amount, func(r *Row) string { return r.CGST }),
+	textColumn("SGST", 12, "sgst", amount, func(r *Row) string { return r.SGST }),
+	textColumn("IGST", 12, "igst", amount, func(r *Row) string { return r.IGST }),
+	textColumn("Total", 14, "total", amount, func(r *Row) string { return r.Total }),
+	textColumn("Hash", 66, "hash", plain, func(r *Row) string { return r.Hash }),
+	typedColumn("Buyer name", 30, "buyer_name", func(r *Row) string { return r.BuyerName }),
+	textColumn("Place of supply", 8, "place_of_supply", plain, func(r *Row) string { return r.PlaceOfSupply }),
+	textColumn("Original number", 18, "original_number", optional, func(r *Row) string { return r.OriginalNumber }),
 	{header: "Original date", width: 12, json: "original_date",
 		csv: func(r *Row) string { return r.OriginalDate },
 		xlsx: func(r *Row, st *cellStyles) (any, error) {
@@ -108,12 +95,25 @@ var auditColumns = []column{
 	{header: "Cancel position", width: 9, json: "cancel_position",
 		csv:  func(r *Row) string { return position(r.CancelPosition) },
 		xlsx: func(r *Row, _ *cellStyles) (any, error) { return nilIfZero(r.CancelPosition), nil }},
-	{header: "Cancel hash", width: 66, json: "cancel_hash",
-		csv: func(r *Row) string { return r.CancelHash }, xlsx: optional(func(r *Row) string { return r.CancelHash })},
-	{header: "ID", width: 16, json: "id",
-		csv: func(r *Row) string { return r.ID }, xlsx: plain(func(r *Row) string { return r.ID })},
-	{header: "Public ID", width: 32, json: "public_id",
-		csv: func(r *Row) string { return r.PublicID }, xlsx: plain(func(r *Row) string { return r.PublicID })},
+	textColumn("Cancel hash", 66, "cancel_hash", optional, func(r *Row) string { return r.CancelHash }),
+	textColumn("ID", 16, "id", plain, func(r *Row) string { return r.ID }),
+	textColumn("Public ID", 32, "public_id", plain, func(r *Row) string { return r.PublicID }),
+}
+
+// textColumn is a column of the text get returns: the CSV writes it as it
+// is, the XLSX as cell says (plain, optional or amount).
+func textColumn(header string, width float64, json string,
+	cell func(func(*Row) string) func(*Row, *cellStyles) (any, error), get func(*Row) string) column {
+	return column{header: header, width: width, json: json, csv: get, xlsx: cell(get)}
+}
+
+// typedColumn is a column of text someone typed (a reason, a name), which
+// may be empty: the CSV defuses it (defuse), the XLSX leaves an empty
+// cell for "".
+func typedColumn(header string, width float64, json string, get func(*Row) string) column {
+	c := textColumn(header, width, json, optional, get)
+	c.csv = func(r *Row) string { return defuse(get(r)) }
+	return c
 }
 
 // plain returns an XLSX cell of the text get returns, empty or not.
