@@ -274,7 +274,7 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 			}
 			for _, name := range cfg.Baselines {
 				b, _ := baselineByName(name)
-				if cl != nil && b.citus == "" {
+				if cl != nil && !b.onCitus {
 					rep.Notes = append(rep.Notes, fmt.Sprintf("pgbench %s skipped: it has no form distributed by seller for Citus", b.name))
 					continue
 				}

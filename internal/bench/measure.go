@@ -129,7 +129,7 @@ func measureInvoiced(ctx context.Context, cfg Config, base string, keys []string
 func measureBaseline(ctx context.Context, cfg Config, bin, clientDB string, b baseline, nseries, c int, cl *citusCluster, stderr io.Writer) (Result, error) {
 	run := pgbenchRun{bin: bin, dbURL: clientDB, clients: c, nseries: nseries, duration: cfg.Duration, script: b.script}
 	if cl != nil {
-		run.nsellers, run.script = max(1, cfg.Sellers), "citus/"+b.citus
+		run.nsellers, run.script = max(1, cfg.Sellers), "citus/"+b.script
 	}
 	if err := resetBaseline(ctx, cfg.DatabaseURL, nseries, run.nsellers); err != nil {
 		return Result{}, err

@@ -34,19 +34,20 @@ type baseline struct {
 	label   string // what the table calls it
 	gapFree bool   // whether it claims gap-free numbering (checked if so)
 	counter string // how its counter is read for the check: "counter", "django" or ""
-	// citus is its form on a Citus coordinator, under pgbench/citus/, on
-	// tables distributed by seller; "" when it has none (not run there).
-	citus string
+	// onCitus: it has a form for a Citus coordinator, on tables
+	// distributed by seller, under pgbench/citus/ with the same file name;
+	// without one it is not run there.
+	onCitus bool
 }
 
 // baselines lists the designs in the order they are run and printed.
 var baselines = []baseline{
-	{"interactive", "interactive.sql", "(a) interactive BEGIN/UPDATE/INSERT/COMMIT", true, "counter", "interactive.sql"},
-	{"onestatement", "onestatement.sql", "(b) one statement (CTE)", true, "counter", "onestatement.sql"},
-	{"django", "django.sql", "(c) django-sequences upsert", true, "django", ""},
-	{"forupdate", "forupdate.sql", "(c) SELECT FOR UPDATE + UPDATE", true, "counter", "forupdate.sql"},
-	{"nowait", "nowait.sql", "(c) Odoo FOR UPDATE NOWAIT", true, "counter", "nowait.sql"},
-	{"nextval", "nextval.sql", "(c) nextval (not gap-free)", false, "", ""},
+	{"interactive", "interactive.sql", "(a) interactive BEGIN/UPDATE/INSERT/COMMIT", true, "counter", true},
+	{"onestatement", "onestatement.sql", "(b) one statement (CTE)", true, "counter", true},
+	{"django", "django.sql", "(c) django-sequences upsert", true, "django", false},
+	{"forupdate", "forupdate.sql", "(c) SELECT FOR UPDATE + UPDATE", true, "counter", true},
+	{"nowait", "nowait.sql", "(c) Odoo FOR UPDATE NOWAIT", true, "counter", true},
+	{"nextval", "nextval.sql", "(c) nextval (not gap-free)", false, "", false},
 }
 
 // BaselineNames returns the names --baselines accepts, in run order.
