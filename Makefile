@@ -30,7 +30,7 @@ CITUS_ALONE := ./internal/faults/
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI         := .cache/golangci-lint/$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-start db-stop clean chromium console-screenshots
+.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-start db-stop clean chromium console-screenshots mutants
 
 help: ## Show this help
 	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
@@ -73,6 +73,9 @@ fuzz-run:
 		echo "== $$pkg $$name ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done <<< "$$targets"
+
+mutants: ## Remove each protection in testdata/mutants in turn and check its test fails: "N killed of M" (MUTANTS=offline)
+	$(PG) test -- scripts/mutants $(MUTANTS)
 
 bench: build ## Benchmark over HTTP vs pgbench baselines (BENCHFLAGS, e.g. --quick, --full; see docs/bench.md)
 	scripts/bench $(BENCHFLAGS)

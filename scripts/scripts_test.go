@@ -538,3 +538,24 @@ esac
 		t.Fatalf("missing_build_deps = %q, %v; want the headers at the server's version", missing, err)
 	}
 }
+
+// TestMutantsApply: every mutant under testdata/mutants still applies to
+// the tree, so a change that moves a protection's code fails here, at once,
+// rather than when `make mutants` next runs (which also compiles and judges
+// them). No mutant at all is a failure too: the harness would judge nothing.
+func TestMutantsApply(t *testing.T) {
+	t.Parallel()
+	patches, err := filepath.Glob("../testdata/mutants/*/*.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) == 0 {
+		t.Fatal("no mutant under testdata/mutants")
+	}
+	for _, p := range patches {
+		out, err := exec.CommandContext(t.Context(), "git", "-C", "..", "apply", "--check", "--whitespace=nowarn", strings.TrimPrefix(p, "../")).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s no longer applies (remake it against today's code): %v\n%s", p, err, out)
+		}
+	}
+}
