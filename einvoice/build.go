@@ -135,42 +135,39 @@ func sellerDtls(p Party) (SellerDtls, error) {
 	if err != nil {
 		return SellerDtls{}, apperr.Errorf(ErrInvalidPayload, "seller.gstin: %s", apperr.MessageOf(err))
 	}
-	a, pin, err := address("seller.address", p.Address)
+	loc, err := location("seller.address", p.Address)
 	if err != nil {
 		return SellerDtls{}, err
 	}
-	if a.StateCode != g.StateCode() {
-		return SellerDtls{}, apperr.Errorf(ErrInvalidPayload, "seller.address.state_code %s is not the state of GSTIN %s (%s)", a.StateCode, g, g.StateCode())
+	if loc.Stcd != g.StateCode() {
+		return SellerDtls{}, apperr.Errorf(ErrInvalidPayload, "seller.address.state_code %s is not the state of GSTIN %s (%s)", loc.Stcd, g, g.StateCode())
 	}
 	return SellerDtls{Gstin: string(g), LglNm: strings.TrimSpace(p.LegalName), TrdNm: strings.TrimSpace(p.TradeName),
-		Addr1: a.Line1, Addr2: a.Line2, Loc: a.Locality, Pin: pin, Stcd: a.StateCode,
-		Ph: strings.TrimSpace(p.Phone), Em: strings.TrimSpace(p.Email)}, nil
+		Location: loc, Ph: strings.TrimSpace(p.Phone), Em: strings.TrimSpace(p.Email)}, nil
 }
 
 // buyerDtls returns the invoice's buyer b, with place of supply pos and the
 // recipient details r, as INV-01 writes it. It fails when r's address is
 // incomplete or not in the state of b's GSTIN (IRP error 2265).
 func buyerDtls(b document.Buyer, pos string, r Recipient) (BuyerDtls, error) {
-	a, pin, err := address("buyer.address", r.Address)
+	loc, err := location("buyer.address", r.Address)
 	if err != nil {
 		return BuyerDtls{}, err
 	}
-	if state := gst.GSTIN(b.GSTIN).StateCode(); a.StateCode != state {
-		return BuyerDtls{}, apperr.Errorf(ErrInvalidPayload, "buyer.address.state_code %s is not the state of buyer GSTIN %s (%s)", a.StateCode, b.GSTIN, state)
+	if state := gst.GSTIN(b.GSTIN).StateCode(); loc.Stcd != state {
+		return BuyerDtls{}, apperr.Errorf(ErrInvalidPayload, "buyer.address.state_code %s is not the state of buyer GSTIN %s (%s)", loc.Stcd, b.GSTIN, state)
 	}
 	return BuyerDtls{Gstin: b.GSTIN, LglNm: b.Name, TrdNm: strings.TrimSpace(r.TradeName), Pos: pos,
-		Addr1: a.Line1, Addr2: a.Line2, Loc: a.Locality, Pin: pin, Stcd: a.StateCode,
-		Ph: strings.TrimSpace(r.Phone), Em: strings.TrimSpace(r.Email)}, nil
+		Location: loc, Ph: strings.TrimSpace(r.Phone), Em: strings.TrimSpace(r.Email)}, nil
 }
 
 // shipDtls returns the delivery address s as INV-01 writes it.
 func shipDtls(s ShipTo) (*ShipDtls, error) {
-	a, pin, err := address("ship_to.address", s.Address)
+	loc, err := location("ship_to.address", s.Address)
 	if err != nil {
 		return nil, err
 	}
-	out := &ShipDtls{LglNm: strings.TrimSpace(s.LegalName), TrdNm: strings.TrimSpace(s.TradeName),
-		Addr1: a.Line1, Addr2: a.Line2, Loc: a.Locality, Pin: pin, Stcd: a.StateCode}
+	out := &ShipDtls{LglNm: strings.TrimSpace(s.LegalName), TrdNm: strings.TrimSpace(s.TradeName), Location: loc}
 	if s.GSTIN != "" {
 		g, err := gst.ParseGSTIN(s.GSTIN)
 		if err != nil {
@@ -181,22 +178,23 @@ func shipDtls(s ShipTo) (*ShipDtls, error) {
 	return out, nil
 }
 
-// address returns a trimmed and its PIN as a number. It fails, naming
-// field, when a required part is missing, the PIN is not six digits with
-// a first digit from 1, or the state code names no state.
-func address(field string, a Address) (Address, int, error) {
-	a = Address{Line1: strings.TrimSpace(a.Line1), Line2: strings.TrimSpace(a.Line2),
-		Locality: strings.TrimSpace(a.Locality), PIN: strings.TrimSpace(a.PIN), StateCode: strings.TrimSpace(a.StateCode)}
+// location returns a, trimmed, as INV-01 writes an address. It fails,
+// naming field, when a required part is missing, the PIN is not six digits
+// with a first digit from 1, or the state code names no state.
+func location(field string, a Address) (Location, error) {
+	loc := Location{Addr1: strings.TrimSpace(a.Line1), Addr2: strings.TrimSpace(a.Line2),
+		Loc: strings.TrimSpace(a.Locality), Stcd: strings.TrimSpace(a.StateCode)}
+	pin := strings.TrimSpace(a.PIN)
 	switch {
-	case a.Line1 == "":
-		return Address{}, 0, apperr.Errorf(ErrInvalidPayload, "%s.line1 is required", field)
-	case a.Locality == "":
-		return Address{}, 0, apperr.Errorf(ErrInvalidPayload, "%s.locality is required", field)
-	case len(a.PIN) != 6 || !isDigits(a.PIN) || a.PIN[0] == '0':
-		return Address{}, 0, apperr.Errorf(ErrInvalidPayload, "%s.pin %q must be six digits, the first not 0", field, a.PIN)
-	case gst.StateName(a.StateCode) == "":
-		return Address{}, 0, apperr.Errorf(ErrInvalidPayload, "%s.state_code %q is not a GST state code", field, a.StateCode)
+	case loc.Addr1 == "":
+		return Location{}, apperr.Errorf(ErrInvalidPayload, "%s.line1 is required", field)
+	case loc.Loc == "":
+		return Location{}, apperr.Errorf(ErrInvalidPayload, "%s.locality is required", field)
+	case len(pin) != 6 || !isDigits(pin) || pin[0] == '0':
+		return Location{}, apperr.Errorf(ErrInvalidPayload, "%s.pin %q must be six digits, the first not 0", field, pin)
+	case gst.StateName(loc.Stcd) == "":
+		return Location{}, apperr.Errorf(ErrInvalidPayload, "%s.state_code %q is not a GST state code", field, loc.Stcd)
 	}
-	pin, _ := strconv.Atoi(a.PIN)
-	return a, pin, nil
+	loc.Pin, _ = strconv.Atoi(pin)
+	return loc, nil
 }

@@ -278,7 +278,7 @@ func TestBuildShipTo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := einvoice.ShipDtls{LglNm: "Buyer Depot", Addr1: "Plot 4, KIADB", Loc: "Hosur Road", Pin: 560100, Stcd: "29"}
+	want := einvoice.ShipDtls{LglNm: "Buyer Depot", Location: einvoice.Location{Addr1: "Plot 4, KIADB", Loc: "Hosur Road", Pin: 560100, Stcd: "29"}}
 	if p.ShipDtls == nil || *p.ShipDtls != want {
 		t.Errorf("ShipDtls %+v; want %+v", p.ShipDtls, want)
 	}

@@ -40,18 +40,25 @@ type DocDtls struct {
 	Dt  string  `json:"Dt"` // dd/mm/yyyy
 }
 
-// SellerDtls are the supplier's details.
-type SellerDtls struct {
-	Gstin string `json:"Gstin"`
-	LglNm string `json:"LglNm"`
-	TrdNm string `json:"TrdNm,omitempty"`
+// Location is the postal address every party block of INV-01 shares:
+// building and street (Addr1), premises (Addr2), town (Loc), PIN and state
+// code. Embedded, its fields stand in the party's JSON object itself.
+type Location struct {
 	Addr1 string `json:"Addr1"`
 	Addr2 string `json:"Addr2,omitempty"`
 	Loc   string `json:"Loc"`
 	Pin   int    `json:"Pin"`
 	Stcd  string `json:"Stcd"`
-	Ph    string `json:"Ph,omitempty"`
-	Em    string `json:"Em,omitempty"`
+}
+
+// SellerDtls are the supplier's details.
+type SellerDtls struct {
+	Gstin string `json:"Gstin"`
+	LglNm string `json:"LglNm"`
+	TrdNm string `json:"TrdNm,omitempty"`
+	Location
+	Ph string `json:"Ph,omitempty"`
+	Em string `json:"Em,omitempty"`
 }
 
 // BuyerDtls are the recipient's details; Pos is the place of supply (a
@@ -61,13 +68,9 @@ type BuyerDtls struct {
 	LglNm string `json:"LglNm"`
 	TrdNm string `json:"TrdNm,omitempty"`
 	Pos   string `json:"Pos"`
-	Addr1 string `json:"Addr1"`
-	Addr2 string `json:"Addr2,omitempty"`
-	Loc   string `json:"Loc"`
-	Pin   int    `json:"Pin"`
-	Stcd  string `json:"Stcd"`
-	Ph    string `json:"Ph,omitempty"`
-	Em    string `json:"Em,omitempty"`
+	Location
+	Ph string `json:"Ph,omitempty"`
+	Em string `json:"Em,omitempty"`
 }
 
 // ShipDtls are where the goods go, when that is not the buyer's address.
@@ -75,11 +78,7 @@ type ShipDtls struct {
 	Gstin string `json:"Gstin,omitempty"`
 	LglNm string `json:"LglNm"`
 	TrdNm string `json:"TrdNm,omitempty"`
-	Addr1 string `json:"Addr1"`
-	Addr2 string `json:"Addr2,omitempty"`
-	Loc   string `json:"Loc"`
-	Pin   int    `json:"Pin"`
-	Stcd  string `json:"Stcd"`
+	Location
 }
 
 // Item is one line of ItemList. TotAmt is Qty × UnitPrice (gross), AssAmt

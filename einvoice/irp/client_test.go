@@ -29,6 +29,17 @@ func setup(t *testing.T, timeout time.Duration) (*sandboxtest.Env, *irp.Client) 
 	return env, sandboxtest.Client(t, env.ClientConfig(t, timeout))
 }
 
+// register registers p with c and returns the registration, failing the
+// test when it cannot.
+func register(t *testing.T, c *irp.Client, p *einvoice.Payload) *einvoice.Registration {
+	t.Helper()
+	reg, err := c.Register(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
 // kindOf returns err's kind, failing the test when err is nil.
 func kindOf(t *testing.T, err error) einvoice.Kind {
 	t.Helper()
@@ -45,10 +56,7 @@ func TestRegister(t *testing.T) {
 	env, c := setup(t, 5*time.Second)
 	p := einvoicetest.Payload(t, 1, buyer)
 	key, _ := einvoice.KeyOf(p)
-	reg, err := c.Register(context.Background(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := register(t, c, p)
 	if reg.IRN != key.IRN() || !regexp.MustCompile(`^[0-9]{15}$`).MatchString(reg.AckNo) || reg.Status != einvoice.IRNActive || reg.Partial() {
 		t.Errorf("registration %+v; want IRN %s, a 15-digit AckNo, ACT", reg, key.IRN())
 	}
@@ -74,11 +82,8 @@ func TestDuplicateIsRecovered(t *testing.T) {
 	env, c := setup(t, 5*time.Second)
 	ctx := context.Background()
 	p := einvoicetest.Payload(t, 2, buyer)
-	first, err := c.Register(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Register(ctx, p)
+	first := register(t, c, p)
+	_, err := c.Register(ctx, p)
 	var e *einvoice.Error
 	if !errors.As(err, &e) || e.Kind != einvoice.KindDuplicate || e.Duplicate == nil || e.Duplicate.IRN != first.IRN ||
 		e.Duplicate.AckNo != first.AckNo || !e.Duplicate.AckDate.Equal(first.AckDate) || !e.HasCode("2150") {
@@ -100,10 +105,7 @@ func TestLookups(t *testing.T) {
 	env, c := setup(t, 5*time.Second)
 	ctx := context.Background()
 	p := einvoicetest.Payload(t, 3, buyer)
-	reg, err := c.Register(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := register(t, c, p)
 	key, _ := einvoice.KeyOf(p)
 	byDoc, err := c.Lookup(ctx, key)
 	if err != nil || byDoc.IRN != reg.IRN || byDoc.SignedQRCode != reg.SignedQRCode {
@@ -136,18 +138,10 @@ func TestCancel(t *testing.T) {
 	t.Parallel()
 	env, c := setup(t, 5*time.Second)
 	ctx := context.Background()
-	register := func(serial int64) *einvoice.Registration {
-		t.Helper()
-		reg, err := c.Register(ctx, einvoicetest.Payload(t, serial, buyer))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return reg
-	}
 	cancel := func(irn string) (*einvoice.Cancellation, error) {
 		return c.Cancel(ctx, seller, einvoice.CancelRequest{IRN: irn, Reason: einvoice.CancelDataEntry, Remark: "Wrong buyer"})
 	}
-	a, b, late := register(10), register(11), register(12)
+	a, b, late := register(t, c, einvoicetest.Payload(t, 10, buyer)), register(t, c, einvoicetest.Payload(t, 11, buyer)), register(t, c, einvoicetest.Payload(t, 12, buyer))
 	got, err := cancel(a.IRN)
 	if err != nil || got.IRN != a.IRN || time.Since(got.CancelDate) > time.Minute {
 		t.Fatalf("Cancel = %+v, %v", got, err)
