@@ -77,6 +77,8 @@ func commands() []command {
 		{"verify", "check the hash chains, serials and counters of a seller; exit 0 only when intact", runVerify},
 		{"periods", "lock a month after filing GSTR-1, unlock it (recorded) or list locks: periods lock|unlock|list", runPeriods},
 		{"leases", "offline terminals' leases: leases list | end (lost device, by force) | settle (docs/offline.md)", runLeases},
+		{"irp-sandbox", "serve a local e-invoice IRP (its own keys, faults on request) for tests and demos (docs/e-invoice.md)", runIRPSandbox},
+		{"irp-check", "authenticate at the configured IRP as a GSTIN's API user: a check of the IRP settings", runIRPCheck},
 		{"bench", "measure throughput and latency over HTTP against pgbench baselines, then check the serials", runBench},
 		{"version", "print the module version, VCS revision and Go version (also --version)", runVersion},
 	}
@@ -123,11 +125,11 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  help      print this help; `invoiced help COMMAND` for a command's flags")
+	fmt.Fprintln(w, "  help        print this help; `invoiced help COMMAND` for a command's flags")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Every command reads DATABASE_URL (e.g. postgres://user@host:5432/invoiced).")
+	fmt.Fprintln(w, "Every command but irp-sandbox, irp-check and version reads DATABASE_URL (e.g. postgres://user@host:5432/invoiced).")
 	fmt.Fprintln(w, "serve also takes each flag from INVOICED_<FLAG> (e.g. INVOICED_ADDR); a flag given wins.")
 }
 
