@@ -187,10 +187,10 @@ func TestIssueResponse(t *testing.T) {
 		t.Fatalf("ids %q %q", inv.ID, inv.PublicID)
 	}
 	// Inter-state with a buyer: IGST.
-	r = e.do("POST", "/v1/series/CH1/invoices", e.issue, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bangalore Traders"},"place_of_supply":"29",`+
+	r = e.do("POST", "/v1/series/CH1/invoices", e.issue, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bangalore Traders",`+buyerAddress+`},"place_of_supply":"29",`+
 		`"items":[{"description":"Tea","hsn":"0902","quantity":"1.5","unit_price":"99.995","gst_rate":"18"}]}`)
 	e.wantStatus(r, http.StatusCreated)
-	for _, s := range []string{`"buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders"}`, `"place_of_supply":"29"`,
+	for _, s := range []string{`"buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders","address":{"line1":"14 Residency Road","city":"Bengaluru","pin":"560025","state":"29"}}`, `"place_of_supply":"29"`,
 		`"quantity":"1.5","unit_price":"99.995","gst_rate":"18","taxable":"149.99","cgst":"0.00","sgst":"0.00","igst":"27.00","total":"176.99"`,
 		`"number":"CH1/26-27/00002"`} {
 		if !strings.Contains(string(r.body), s) {
@@ -564,7 +564,7 @@ func TestCancel(t *testing.T) {
 func TestCancelWithoutReadScope(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bangalore Traders"},"place_of_supply":"29",`+
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bangalore Traders",`+buyerAddress+`},"place_of_supply":"29",`+
 		`"items":[{"description":"Tea","hsn":"0902","quantity":"1","unit_price":"99.00","gst_rate":"18"}]}`)
 	e.wantStatus(r, http.StatusCreated)
 	inv := e.invoice(r)
@@ -682,7 +682,7 @@ func TestBuyerIsNotTheSeller(t *testing.T) {
 	e := setup(t)
 	item := `"items":[{"description":"Chai","hsn":"0902","quantity":"1","unit_price":"10","gst_rate":"5"}]`
 	e.wantError(e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+sellerGSTIN+`","name":"Self"},`+item+`}`), 422, "invalid_invoice")
-	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},`+item+`}`)
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders",`+buyerAddress+`},`+item+`}`)
 	e.wantStatus(r, 201)
 	if inv := e.invoice(r); inv.Serial != 1 {
 		t.Fatalf("serial %d, want 1: the refusal used a number", inv.Serial)
@@ -788,7 +788,7 @@ func TestReceipt(t *testing.T) {
 func TestReceiptInterState(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},"place_of_supply":"29",`+
+	r := e.do("POST", "/v1/series/CH1/invoices", e.all, `{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders",`+buyerAddress+`},"place_of_supply":"29",`+
 		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"1000","unit_price":"123.45","gst_rate":"5"}]}`)
 	e.wantStatus(r, 201)
 	body := string(e.do("GET", "/r/"+e.invoice(r).PublicID, "", "").body)

@@ -201,13 +201,15 @@ func (s *Server) issueBatch(c echo.Context) error {
 	path := http.MethodPost + " /v1/series/" + strings.ToUpper(c.Param("code")) + "/invoices/batch"
 	results := make([]batchResultJSON, len(items))
 	var reqs []invoice.IssueRequest
-	var at []int // the item of each request
+	var at []int            // the item of each request
+	var incompletes []error // of each request: the particulars it lacks (prepare)
 	for i, it := range items {
 		hash := requestHash(http.MethodPost, path, it.raw)
 		req, err := decodeBatchItem(it)
 		var d document.Draft
+		var incomplete error
 		if err == nil {
-			d, err = s.prepare(ctx, p.Seller, sr, req)
+			d, incomplete, err = s.prepare(ctx, p.Seller, sr, req)
 		}
 		if err != nil {
 			// As for one invoice: a retry of an item that succeeded
@@ -226,6 +228,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 		d.IdempotencyKey, d.RequestHash = it.key, hash
 		reqs = append(reqs, invoice.IssueRequest{Seller: p.Seller, Series: sr, Draft: d})
 		at = append(at, i)
+		incompletes = append(incompletes, incomplete)
 	}
 	if len(reqs) > 0 {
 		for j, r := range s.committer.IssueBatch(ctx, reqs) {
@@ -237,6 +240,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 				results[i] = s.batchReplay(r.Invoice)
 			default:
 				s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
+				s.warnIncomplete(c, p.Seller, r.Invoice, incompletes[j])
 				inv := renderInvoice(r.Invoice, s.publicURL)
 				results[i] = batchResultJSON{Status: http.StatusCreated, Invoice: &inv}
 			}

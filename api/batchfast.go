@@ -174,11 +174,14 @@ func (p *fastParser) null() bool {
 	return false
 }
 
-// The keys of a batch item, of its buyer and of a line.
+// The keys of a batch item, of its buyer, of an address, of the address
+// of delivery and of a line.
 var (
-	itemKeys  = []string{"idempotency_key", "invoice_date", "place_of_supply", "buyer", "items"}
-	buyerKeys = []string{"gstin", "name"}
-	lineKeys  = []string{"description", "hsn", "quantity", "unit_price", "gst_rate"}
+	itemKeys    = []string{"idempotency_key", "invoice_date", "place_of_supply", "buyer", "ship_to", "items"}
+	buyerKeys   = []string{"gstin", "name", "address"}
+	addressKeys = []string{"line1", "line2", "city", "pin", "state"}
+	shipToKeys  = []string{"name", "address"}
+	lineKeys    = []string{"description", "hsn", "quantity", "unit_price", "gst_rate"}
 )
 
 // item reads a batch item into it; p.i is then just past the item's '}'
@@ -207,6 +210,20 @@ func (p *fastParser) item(it *batchItemBody) bool {
 					it.Buyer.GSTIN, ok = p.str()
 				case "name":
 					it.Buyer.Name, ok = p.str()
+				case "address":
+					it.Buyer.Address, ok = p.address()
+				}
+				return ok
+			})
+		case "ship_to":
+			it.ShipTo = &shipToBody{}
+			ok = p.object(shipToKeys, func(k string) bool {
+				var ok bool
+				switch k {
+				case "name":
+					it.ShipTo.Name, ok = p.str()
+				case "address":
+					it.ShipTo.Address, ok = p.address()
 				}
 				return ok
 			})
@@ -224,6 +241,28 @@ func (p *fastParser) item(it *batchItemBody) bool {
 		p.i--
 	}
 	return true
+}
+
+// address reads an address object.
+func (p *fastParser) address() (*addressBody, bool) {
+	a := &addressBody{}
+	ok := p.object(addressKeys, func(k string) bool {
+		var ok bool
+		switch k {
+		case "line1":
+			a.Line1, ok = p.str()
+		case "line2":
+			a.Line2, ok = p.str()
+		case "city":
+			a.City, ok = p.str()
+		case "pin":
+			a.PIN, ok = p.str()
+		case "state":
+			a.State, ok = p.str()
+		}
+		return ok
+	})
+	return a, ok
 }
 
 // lines reads an item's array of lines, at most document.MaxItems.

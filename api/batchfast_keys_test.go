@@ -46,6 +46,8 @@ func TestFastBatchKeysAreTheStructs(t *testing.T) {
 	}{
 		{"itemKeys", itemKeys, batchItemBody{}, []string{"original"}},
 		{"buyerKeys", buyerKeys, buyerBody{}, nil},
+		{"addressKeys", addressKeys, addressBody{}, nil},
+		{"shipToKeys", shipToKeys, shipToBody{}, nil},
 		{"lineKeys", lineKeys, itemBody{}, nil},
 	} {
 		want := slices.DeleteFunc(jsonKeys(reflect.TypeOf(c.body)), func(k string) bool { return slices.Contains(c.slowFor, k) })

@@ -16,12 +16,17 @@ var plainSeeds = []string{
 	" {\n \"invoices\" : [ {\"idempotency_key\" : \"k1\" , \"invoice_date\":\"2026-11-29\", \"place_of_supply\":\"24\",\t\"items\":[ ]} ,\r\n{\"idempotency_key\":\"k2\",\"buyer\":{\"gstin\":\"29AAGCB7383J1Z4\",\"name\":\"Bharat\"},\"items\":[{\"description\":\"Samosa\",\"hsn\":\"2106\",\"quantity\":\"1\",\"unit_price\":\"15.00\",\"gst_rate\":\"5\"},{}]} ] } ",
 	`{"invoices":[{"idempotency_key":"k1","items":[]},{"idempotency_key":"k1","items":[]}]}`,
 	`{"invoices":[{"idempotency_key":"ké","items":[]}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"gstin":"29AAGCB7383J1Z4","name":"B","address":{"line1":"14 Residency Road","line2":"","city":"Bengaluru","pin":"560025","state":"29"}},` +
+		`"ship_to":{"name":"Godown","address":{"line1":"Plot 7","city":"Hoskote","pin":"562114","state":"29"}},"items":[]}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"name":"Asha","address":{}},"ship_to":{"address":{"state":"27"}},"items":[]}]}`,
 }
 
 // nullSeeds are of the plain case with nulls.
 var nullSeeds = []string{
 	`{"invoices":[{"idempotency_key":"k","invoice_date":null,"buyer":null,"place_of_supply":null,"items":null}]}`,
 	`{"invoices":[{"idempotency_key":"k","buyer":{"gstin":null,"name":"A"},"items":[{"description":null,"quantity":null,"hsn":"0902"}]}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"name":"A","address":null},"ship_to":null,"items":[]}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"name":"A","address":{"line1":null,"pin":null}},"ship_to":{"name":null,"address":null},"items":[]}]}`,
 }
 
 var otherSeeds = []string{
@@ -41,6 +46,10 @@ var otherSeeds = []string{
 	`{"invoices":[{"idempotency_key":"k" "items":[]}]}`,
 	`[{"idempotency_key":"k"}]`,
 	`{"invoices":[{"idempotency_key":"k","items":[{"description":"a\tb"}]}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"address":{"Line1":"x"}}}]}`,
+	`{"invoices":[{"idempotency_key":"k","buyer":{"address":{"pin":560025}}}]}`,
+	`{"invoices":[{"idempotency_key":"k","ship_to":{"address":{"line1":"x","country":"IN"}}}]}`,
+	`{"invoices":[{"idempotency_key":"k","ship_to":"Hoskote"}]}`,
 }
 
 // Whatever fastBatch accepts, encoding/json reads the same: the same
@@ -106,7 +115,7 @@ func TestFastBatch(t *testing.T) {
 		}
 		buyer := ""
 		if i%3 == 0 {
-			buyer = `"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bharat Traders"}, `
+			buyer = `"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bharat Traders", "address": {"line1": "14 Residency Road", "city": "Bengaluru", "pin": "560025"}}, `
 		}
 		fmt.Fprintf(&b, `    {"idempotency_key": "pos-%d", "invoice_date": "2026-11-29", %s"place_of_supply": "27", `+
 			`"items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2", "unit_price": "10.00", "gst_rate": "5"}]}`, i, buyer)

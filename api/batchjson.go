@@ -79,7 +79,23 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 				b = append(b, ',')
 			}
 			b = appendField(b, `"name":`, inv.Buyer.Name)
+			comma = true
 		}
+		if inv.Buyer.Address != nil {
+			if comma {
+				b = append(b, ',')
+			}
+			b = appendAddress(append(b, `"address":`...), inv.Buyer.Address)
+		}
+		b = append(b, '}')
+	}
+	if st := inv.ShipTo; st != nil {
+		b = append(b, `,"ship_to":{`...)
+		if st.Name != "" {
+			b = appendField(b, `"name":`, st.Name)
+			b = append(b, ',')
+		}
+		b = appendAddress(append(b, `"address":`...), &st.Address)
 		b = append(b, '}')
 	}
 	b = appendField(b, `,"place_of_supply":`, inv.PlaceOfSupply)
@@ -130,6 +146,20 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 	if inv.CancelReason != "" {
 		b = appendField(b, `,"cancel_reason":`, inv.CancelReason)
 	}
+	return append(b, '}')
+}
+
+// appendAddress appends the JSON of a to b.
+func appendAddress(b []byte, a *addressJSON) []byte {
+	b = appendField(b, `{"line1":`, a.Line1)
+	if a.Line2 != "" {
+		b = appendField(b, `,"line2":`, a.Line2)
+	}
+	b = appendField(b, `,"city":`, a.City)
+	if a.PIN != "" {
+		b = appendField(b, `,"pin":`, a.PIN)
+	}
+	b = appendField(b, `,"state":`, a.State)
 	return append(b, '}')
 }
 

@@ -13,16 +13,20 @@ import (
 func sampleResults(f string) batchResultsJSON {
 	full := invoiceJSON{ID: "CH1-2026-7" + f, Number: "CH1/26-27/00007", Serial: 7, FY: "2026-27", Series: "CH1",
 		DocType: "invoice", InvoiceDate: "2026-11-29", IssuedAt: "2026-11-29T04:30:00.000000Z", Status: "cancelled",
-		PublicID: "p" + f, ReceiptURL: "/r/p", Buyer: &buyerJSON{GSTIN: "29AAGCB7383J1Z4", Name: f},
+		PublicID: "p" + f, ReceiptURL: "/r/p",
+		Buyer:         &buyerJSON{GSTIN: "29AAGCB7383J1Z4", Name: f, Address: &addressJSON{Line1: f, Line2: f, City: f, PIN: "560025", State: "29"}},
+		ShipTo:        &shipToJSON{Name: f, Address: addressJSON{Line1: f, Line2: f, City: f, PIN: f, State: "29"}},
 		PlaceOfSupply: "29", Original: &originalJSON{Number: "CH1/26-27/00001", InvoiceDate: "2026-11-01", External: true, Reason: f},
 		Totals: totalsJSON{Taxable: "20.00", CGST: "0.50", SGST: "0.50", IGST: "0.00", Total: "21.00"},
 		Items: []itemJSON{{Description: f, HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5", Taxable: "20.00",
 			CGST: "0.50", SGST: "0.50", IGST: "0.00", Total: "21.00"}, {Description: "Samosa"}},
 		CancelledAt: "2026-11-30T01:00:00.000000Z", CancelReason: f}
-	plain := invoiceJSON{ID: "A-1", Items: []itemJSON{}, Buyer: &buyerJSON{Name: f}}
-	empty := invoiceJSON{Buyer: &buyerJSON{}, Original: &originalJSON{}}
+	plain := invoiceJSON{ID: "A-1", Items: []itemJSON{}, Buyer: &buyerJSON{Name: f, Address: &addressJSON{Line1: f, City: f, State: "27"}},
+		ShipTo: &shipToJSON{Address: addressJSON{Line1: f, City: f, State: "96"}}}
+	empty := invoiceJSON{Buyer: &buyerJSON{Address: &addressJSON{}}, ShipTo: &shipToJSON{}, Original: &originalJSON{}}
+	gstinOnly := invoiceJSON{Buyer: &buyerJSON{GSTIN: f, Address: &addressJSON{}}}
 	return batchResultsJSON{Results: []batchResultJSON{
-		{Status: 201, Invoice: &full}, {Status: 201, Replayed: true, Invoice: &plain}, {Status: 201, Invoice: &empty},
+		{Status: 201, Invoice: &full}, {Status: 201, Replayed: true, Invoice: &plain}, {Status: 201, Invoice: &empty}, {Status: 201, Invoice: &gstinOnly},
 		{Status: 422, Error: &errorDetail{Code: "invalid", Message: f}}, {},
 	}}
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -103,6 +104,38 @@ type Config struct {
 	// "" leaves receipt_url a path ("/r/…"), as the server cannot know its
 	// own public address behind a proxy.
 	PublicURL string
+	// BuyerDetails says what becomes of an invoice that lacks the
+	// recipient's particulars CGST Rule 46 asks for (a registered buyer's
+	// address; an unregistered buyer's name and addresses from ₹50,000:
+	// document.CheckParticulars). The zero value, RequireBuyerDetails,
+	// refuses it (422 particulars_missing).
+	BuyerDetails BuyerDetails
+}
+
+// BuyerDetails is a policy for invoices without the recipient's
+// particulars (Config.BuyerDetails).
+type BuyerDetails int
+
+// The policies, as `serve --buyer-details` names them.
+const (
+	// RequireBuyerDetails refuses the invoice, 422 particulars_missing.
+	RequireBuyerDetails BuyerDetails = iota
+	// WarnBuyerDetails issues it, logs a warning naming seller, series,
+	// number and what is missing, and answers with a Warning header: for a
+	// transition while integrations learn to send addresses.
+	WarnBuyerDetails
+)
+
+// ParseBuyerDetails returns the policy named s: "require" or "warn". It
+// fails for any other name.
+func ParseBuyerDetails(s string) (BuyerDetails, error) {
+	switch s {
+	case "require":
+		return RequireBuyerDetails, nil
+	case "warn":
+		return WarnBuyerDetails, nil
+	}
+	return 0, fmt.Errorf("buyer details policy %q is not require or warn", s)
 }
 
 // Defaults of Config.

@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -53,7 +54,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	// an attempt that may still commit (invoices are never deleted, and the
 	// issuing transaction checks the month again under the seller's row
 	// lock, so a queued attempt in a month locked since is refused too).
-	d, err := s.prepare(ctx, p.Seller, sr, req)
+	d, incomplete, err := s.prepare(ctx, p.Seller, sr, req)
 	if err != nil {
 		// A retry of a request that succeeded earlier replays its answer
 		// even if it would no longer pass (its date is now too old, its
@@ -76,23 +77,48 @@ func (s *Server) issueInvoice(c echo.Context) error {
 		return s.replay(c, r.Invoice)
 	}
 	s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
+	s.warnIncomplete(c, p.Seller, r.Invoice, incomplete)
 	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice, s.publicURL))
 }
 
 // prepare validates req for series sr of seller and computes it (see
-// document.PrepareContent), then checks a note's original and a backdated
-// invoice's month; it returns the draft, or the refusal (4xx) or a
-// database error. The date window is not judged here (see issueInvoice).
-func (s *Server) prepare(ctx context.Context, seller gst.Seller, sr gst.Series, req document.Request) (document.Draft, error) {
+// document.PrepareContent), judges the recipient's particulars
+// (document.CheckParticulars, by Config.BuyerDetails), then checks a note's
+// original and a backdated invoice's month; it returns the draft, or the
+// refusal (4xx) or a database error. Under WarnBuyerDetails a draft that
+// lacks particulars is returned with incomplete holding the refusal
+// RequireBuyerDetails would give (warnIncomplete tells the client once the
+// invoice is issued). The date window is not judged here (see
+// issueInvoice).
+func (s *Server) prepare(ctx context.Context, seller gst.Seller, sr gst.Series, req document.Request) (d document.Draft, incomplete, err error) {
 	now := s.now()
-	d, err := document.PrepareContent(req, seller, sr, now)
+	d, err = document.PrepareContent(req, seller, sr, now)
+	if err == nil {
+		if incomplete = document.CheckParticulars(&d, sr.DocType); incomplete != nil && s.buyerDetails == RequireBuyerDetails {
+			err, incomplete = incomplete, nil
+		}
+	}
 	if err == nil {
 		err = invoice.CheckOriginal(ctx, s.pool, seller, &d)
 	}
 	if err == nil {
 		err = invoice.CheckPeriod(ctx, s.pool, seller, d.InvoiceDate, now)
 	}
-	return d, err
+	return d, incomplete, err
+}
+
+// warnIncomplete, when incomplete (prepare's) is not nil, logs that inv
+// was issued without the particulars it names and adds a Warning header
+// (RFC 9110 obsoleted it, but clients and proxies still show it; code 299,
+// "miscellaneous persistent warning") saying so to the answer.
+func (s *Server) warnIncomplete(c echo.Context, seller gst.Seller, inv document.Invoice, incomplete error) {
+	if incomplete == nil {
+		return
+	}
+	msg := apperr.MessageOf(incomplete)
+	s.log.WarnContext(c.Request().Context(), "invoice issued without the particulars CGST Rule 46 asks for (serve --buyer-details warn)",
+		append(requestIDs(c), "gstin", string(seller.GSTIN), "series", inv.SeriesCode, "number", inv.Number, "missing", msg)...)
+	c.Response().Header().Add("Warning", `299 invoiced "`+strings.ReplaceAll(inv.Number+": "+msg, `"`, "'")+`"`)
 }
 
 // replay answers with inv, issued earlier for the same Idempotency-Key.

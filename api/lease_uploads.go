@@ -36,6 +36,7 @@ type offlineInvoiceBody struct {
 	InvoiceDate   string        `json:"invoice_date"`
 	IssuedAt      string        `json:"issued_at"`
 	Buyer         *buyerBody    `json:"buyer"`
+	ShipTo        *shipToBody   `json:"ship_to"`
 	PlaceOfSupply string        `json:"place_of_supply"`
 	Items         []itemBody    `json:"items"`
 	Original      *originalBody `json:"original"`
@@ -72,7 +73,7 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 			return apperr.Errorf(apperrOf(err), "invoices[%d].%s", i, apperr.MessageOf(err))
 		}
 		date := ib.InvoiceDate
-		req, err := (&issueBody{InvoiceDate: &date, Buyer: ib.Buyer, PlaceOfSupply: ib.PlaceOfSupply, Items: ib.Items, Original: ib.Original}).request()
+		req, err := (&issueBody{InvoiceDate: &date, Buyer: ib.Buyer, ShipTo: ib.ShipTo, PlaceOfSupply: ib.PlaceOfSupply, Items: ib.Items, Original: ib.Original}).request()
 		if err != nil {
 			return nil, fail(err)
 		}

@@ -209,7 +209,7 @@ func TestRequestLog(t *testing.T) {
 		c.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 		c.LogRequests = true
 	})
-	body := `{"buyer":{"gstin":"` + buyerGSTIN + `","name":"Bangalore Traders"},"place_of_supply":"29","items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`
+	body := `{"buyer":{"gstin":"` + buyerGSTIN + `","name":"Bangalore Traders",` + buyerAddress + `},"place_of_supply":"29","items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`
 	r := e.do("POST", "/v1/series/CH1/invoices?note=secret", e.all, body, headerRequestID, "req-42")
 	e.wantStatus(r, http.StatusCreated)
 	var line map[string]any

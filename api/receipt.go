@@ -44,6 +44,8 @@ type receiptView struct {
 	InvoiceDate   string // "29 Nov 2026"
 	IssuedAt      string // "29 Nov 2026, 10:00 IST"
 	PlaceOfSupply string // "29-Karnataka"
+	BuyerState    string // of the buyer's address, "29-Karnataka"; "" without one
+	ShipToState   string // of the address of delivery; "" without one
 	InterState    bool   // IGST rather than CGST + SGST
 	InWords       string // the total
 	Cancelled     bool
@@ -132,6 +134,12 @@ func (s *Server) receipt(c echo.Context) error {
 		InWords: inwords.Rupees(inv.Totals.Total), Cancelled: inv.Status == document.StatusCancelled,
 		Thermal: c.QueryParam("paper") == "80mm"}
 	v.Lines = receiptLines(v.Inv.Items, inv, v.InterState)
+	if inv.Buyer != nil && inv.Buyer.Address != nil {
+		v.BuyerState = gst.StateLabel(inv.Buyer.Address.State)
+	}
+	if inv.ShipTo != nil {
+		v.ShipToState = gst.StateLabel(inv.ShipTo.Address.State)
+	}
 	if inv.CancelledAt != nil {
 		v.CancelledAt = istTime(*inv.CancelledAt)
 	}

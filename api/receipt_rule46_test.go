@@ -18,7 +18,7 @@ func TestReceiptRule46TaxHeadsReverseChargeSignatory(t *testing.T) {
 		`{"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"},`+
 			`{"description":"Samosa","hsn":"2106","quantity":"1","unit_price":"100.00","gst_rate":"18"}]}`))
 	inter := e.invoice(e.do("POST", "/v1/series/CH1/invoices", e.all,
-		`{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders"},"place_of_supply":"29",`+
+		`{"buyer":{"gstin":"`+buyerGSTIN+`","name":"Bengaluru Traders",`+buyerAddress+`},"place_of_supply":"29",`+
 			`"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`))
 	page := func(id, query string) string {
 		r := e.do("GET", "/r/"+id+query, "", "")

@@ -28,6 +28,7 @@ type invoiceJSON struct {
 	PublicID      string        `json:"public_id"`
 	ReceiptURL    string        `json:"receipt_url"`
 	Buyer         *buyerJSON    `json:"buyer,omitempty"`
+	ShipTo        *shipToJSON   `json:"ship_to,omitempty"`
 	PlaceOfSupply string        `json:"place_of_supply"`
 	Original      *originalJSON `json:"original,omitempty"`
 	Totals        totalsJSON    `json:"totals"`
@@ -45,8 +46,28 @@ type cancelledJSON struct {
 }
 
 type buyerJSON struct {
-	GSTIN string `json:"gstin,omitempty"`
-	Name  string `json:"name,omitempty"`
+	GSTIN   string       `json:"gstin,omitempty"`
+	Name    string       `json:"name,omitempty"`
+	Address *addressJSON `json:"address,omitempty"`
+}
+
+// addressJSON is an address as answers write it: line2 and pin only when
+// there are, the state always (a registered buyer's from its GSTIN).
+type addressJSON struct {
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2,omitempty"`
+	City  string `json:"city"`
+	PIN   string `json:"pin,omitempty"`
+	State string `json:"state"`
+}
+
+type shipToJSON struct {
+	Name    string      `json:"name,omitempty"`
+	Address addressJSON `json:"address"`
+}
+
+func renderAddress(a document.Address) addressJSON {
+	return addressJSON{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}
 }
 
 type originalJSON struct {
@@ -149,6 +170,13 @@ func renderInvoice(inv document.Invoice, publicURL string) invoiceJSON {
 	}
 	if inv.Buyer != nil {
 		out.Buyer = &buyerJSON{GSTIN: inv.Buyer.GSTIN, Name: inv.Buyer.Name}
+		if a := inv.Buyer.Address; a != nil {
+			ra := renderAddress(*a)
+			out.Buyer.Address = &ra
+		}
+	}
+	if st := inv.ShipTo; st != nil {
+		out.ShipTo = &shipToJSON{Name: st.Name, Address: renderAddress(st.Address)}
 	}
 	if inv.Original != nil {
 		out.Original = &originalJSON{Number: inv.Original.Number, InvoiceDate: date(inv.Original.InvoiceDate),

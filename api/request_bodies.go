@@ -40,14 +40,39 @@ func (d *jsonDecimal) UnmarshalJSON(b []byte) error {
 type issueBody struct {
 	InvoiceDate   *string       `json:"invoice_date"`
 	Buyer         *buyerBody    `json:"buyer"`
+	ShipTo        *shipToBody   `json:"ship_to"`
 	PlaceOfSupply string        `json:"place_of_supply"`
 	Items         []itemBody    `json:"items"`
 	Original      *originalBody `json:"original"`
 }
 
 type buyerBody struct {
-	GSTIN string `json:"gstin"`
-	Name  string `json:"name"`
+	GSTIN   string       `json:"gstin"`
+	Name    string       `json:"name"`
+	Address *addressBody `json:"address"`
+}
+
+// addressBody is an address as a request sends it (document.Address).
+type addressBody struct {
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2"`
+	City  string `json:"city"`
+	PIN   string `json:"pin"`
+	State string `json:"state"`
+}
+
+// shipToBody is the address of delivery (document.ShipTo).
+type shipToBody struct {
+	Name    string       `json:"name"`
+	Address *addressBody `json:"address"`
+}
+
+// address returns a as the document takes it; the zero Address for nil.
+func (a *addressBody) address() document.Address {
+	if a == nil {
+		return document.Address{}
+	}
+	return document.Address{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}
 }
 
 type originalBody struct {
@@ -95,6 +120,13 @@ func (b *issueBody) request() (document.Request, error) {
 	}
 	if b.Buyer != nil {
 		req.Buyer = &document.Buyer{GSTIN: b.Buyer.GSTIN, Name: b.Buyer.Name}
+		if b.Buyer.Address != nil {
+			a := b.Buyer.Address.address()
+			req.Buyer.Address = &a
+		}
+	}
+	if b.ShipTo != nil {
+		req.ShipTo = &document.ShipTo{Name: b.ShipTo.Name, Address: b.ShipTo.Address.address()}
 	}
 	req.PlaceOfSupply = b.PlaceOfSupply
 	if b.Original != nil {

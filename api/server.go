@@ -44,7 +44,8 @@ type Server struct {
 	series      seriesCache
 
 	webhookAllowPrivate bool
-	publicURL           string // Config.PublicURL
+	publicURL           string       // Config.PublicURL
+	buyerDetails        BuyerDetails // Config.BuyerDetails
 
 	inventory []RouteInfo // every route with its guards (guards.go)
 }
@@ -94,6 +95,7 @@ func New(cfg Config) *Server {
 	s.exposeStats = cfg.ExposeStats
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.publicURL = strings.TrimRight(cfg.PublicURL, "/")
+	s.buyerDetails = cfg.BuyerDetails
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	if cfg.KeyRate > 0 {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}

@@ -27,6 +27,9 @@ const (
 	sellerGSTIN = "27AAPFU0939F1ZV" // Maharashtra
 	otherGSTIN  = "29AABCR1718E1ZL" // Karnataka
 	buyerGSTIN  = "29AAGCB7383J1Z4" // Karnataka
+	// buyerAddress is the registered buyer's address as a request member
+	// (Rule 46(d)), its state left for the GSTIN to give.
+	buyerAddress = `"address":{"line1":"14 Residency Road","city":"Bengaluru","pin":"560025"}`
 )
 
 // env is what a test needs: a server on a fresh database, a seller with

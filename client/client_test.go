@@ -323,12 +323,18 @@ func TestEveryRouteAgainstTheServer(t *testing.T) {
 	if _, err := c.CreateSeries(ctx, SeriesRequest{Code: "GJ1", DocType: "invoice", Format: "GJ1/{FY}/X{SEQ:4}"}); !errors.As(err, &ae) || ae.Code != "duplicate_series" || IsOutcomeUnknown(err) {
 		t.Fatalf("duplicate CreateSeries: %v", err)
 	}
+	tea := []ItemInput{{Description: "Tea", HSN: "0902", Quantity: "3", UnitPrice: "100.00", GSTRate: "18"}}
+	if _, err := c.IssueInvoice(ctx, "gj1", IssueRequest{Buyer: &Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}, PlaceOfSupply: "29", Items: tea}); !errors.As(err, &ae) || ae.Code != CodeParticularsMissing || IsOutcomeUnknown(err) {
+		t.Fatalf("IssueInvoice to a registered buyer without an address: %v", err)
+	}
 	inv, err := c.IssueInvoice(ctx, "gj1", IssueRequest{
-		Buyer:         &Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"},
+		Buyer:         &Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders", Address: &Address{Line1: "14 Residency Road", City: "Bengaluru", PIN: "560025"}},
+		ShipTo:        &ShipTo{Name: "Godown", Address: Address{Line1: "Plot 7", City: "Hoskote", PIN: "562114", State: "29"}},
 		PlaceOfSupply: "29",
-		Items:         []ItemInput{{Description: "Tea", HSN: "0902", Quantity: "3", UnitPrice: "100.00", GSTRate: "18"}},
+		Items:         tea,
 	})
-	if err != nil || inv.ID != "GJ1-"+inv.FY[:4]+"-1" || inv.Totals.IGST != "54.00" || inv.Buyer == nil || inv.Replayed {
+	if err != nil || inv.ID != "GJ1-"+inv.FY[:4]+"-1" || inv.Totals.IGST != "54.00" || inv.Buyer == nil || inv.Replayed ||
+		inv.Buyer.Address == nil || inv.Buyer.Address.State != "29" || inv.ShipTo == nil || inv.ShipTo.Address.City != "Hoskote" {
 		t.Fatalf("IssueInvoice: %+v %v", inv, err)
 	}
 	got, err := c.GetInvoice(ctx, inv.ID)

@@ -33,6 +33,11 @@ const (
 	CodeAlreadyCancelled         = "already_cancelled"
 	CodeRateLimited              = "rate_limited"
 	CodePeriodLocked             = "period_locked"
+	// CodeParticularsMissing (422) refuses an invoice without what CGST
+	// Rule 46 asks of its recipient: a registered Buyer's Address, or for
+	// ₹50,000 or more to an unregistered buyer its Name, Address and a
+	// ShipTo. The message names the field and the rule.
+	CodeParticularsMissing = "particulars_missing"
 	// CodeOverRateLimit (429) refuses a request that carries more
 	// invoices than the key's rate limit allows at once: it can never
 	// pass, so it is not retried; send smaller batches.

@@ -104,6 +104,7 @@ type DeviceInvoice struct {
 	InvoiceDate   string      `json:"invoice_date"`
 	IssuedAt      string      `json:"issued_at"`
 	Buyer         *Buyer      `json:"buyer,omitempty"`
+	ShipTo        *ShipTo     `json:"ship_to,omitempty"`
 	PlaceOfSupply string      `json:"place_of_supply,omitempty"`
 	Items         []ItemInput `json:"items"`
 	Original      *Original   `json:"original,omitempty"`

@@ -70,17 +70,42 @@ type SeriesList struct {
 
 // IssueRequest is the body of IssueInvoice.
 type IssueRequest struct {
-	InvoiceDate   string      `json:"invoice_date,omitempty"` // default today in IST
-	Buyer         *Buyer      `json:"buyer,omitempty"`        // nil for an unregistered buyer
+	InvoiceDate string `json:"invoice_date,omitempty"` // default today in IST
+	// Buyer is the recipient: nil for an unregistered buyer who gives
+	// nothing, which a tax invoice of taxable value ₹50,000 or more may not
+	// be (CGST Rule 46(e): then Buyer with Name and Address, and ShipTo).
+	Buyer *Buyer `json:"buyer,omitempty"`
+	// ShipTo is the address of delivery; nil for none.
+	ShipTo        *ShipTo     `json:"ship_to,omitempty"`
 	PlaceOfSupply string      `json:"place_of_supply,omitempty"`
 	Items         []ItemInput `json:"items"`
 	Original      *Original   `json:"original,omitempty"`
 }
 
-// Buyer is a registered buyer.
+// Buyer is the recipient of an invoice. A registered buyer (GSTIN) needs
+// its Address (CGST Rule 46(d)); the server answers 422
+// particulars_missing (ErrParticularsMissing) without it.
 type Buyer struct {
-	GSTIN string `json:"gstin,omitempty"`
-	Name  string `json:"name,omitempty"`
+	GSTIN   string   `json:"gstin,omitempty"`
+	Name    string   `json:"name,omitempty"`
+	Address *Address `json:"address,omitempty"`
+}
+
+// Address is a postal address: Line1, City and (in India) PIN are
+// required; State is the two-digit GST state code, which for a registered
+// buyer the server takes from the GSTIN when it is empty.
+type Address struct {
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2,omitempty"`
+	City  string `json:"city"`
+	PIN   string `json:"pin,omitempty"`
+	State string `json:"state,omitempty"`
+}
+
+// ShipTo is the address of delivery (CGST Rule 46(e)), its State required.
+type ShipTo struct {
+	Name    string  `json:"name,omitempty"`
+	Address Address `json:"address"`
 }
 
 // Original is the invoice a credit note, debit note or revised invoice
@@ -140,6 +165,7 @@ type Invoice struct {
 	PublicID      string     `json:"public_id"`
 	ReceiptURL    string     `json:"receipt_url"` // absolute under the server's --public-url, else the path /r/{public_id}
 	Buyer         *Buyer     `json:"buyer,omitempty"`
+	ShipTo        *ShipTo    `json:"ship_to,omitempty"`
 	PlaceOfSupply string     `json:"place_of_supply"`
 	Original      *Original  `json:"original,omitempty"`
 	Totals        Totals     `json:"totals"`
@@ -194,7 +220,32 @@ type AuditRow struct {
 	IssuePosition  int64  `json:"issue_position,omitempty"`
 	CancelPosition int64  `json:"cancel_position,omitempty"`
 	CancelHash     string `json:"cancel_hash,omitempty"`
-	Items          []Item `json:"items,omitempty"` // the lines as the chain seals them
+	ID             string `json:"id,omitempty"`        // the invoice's id in the API
+	PublicID       string `json:"public_id,omitempty"` // its receipt link's id
+	// BuyerAddress and ShipTo are the addresses every part written (nil
+	// when none); either makes the row's chain records version 2.
+	BuyerAddress *AuditAddress `json:"buyer_address,omitempty"`
+	ShipTo       *AuditShipTo  `json:"ship_to,omitempty"`
+	Items        []Item        `json:"items,omitempty"` // the lines as the chain seals them
+}
+
+// AuditAddress is a buyer's address in an AuditRow, every part written.
+type AuditAddress struct {
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2"`
+	City  string `json:"city"`
+	PIN   string `json:"pin"`
+	State string `json:"state"`
+}
+
+// AuditShipTo is an address of delivery in an AuditRow.
+type AuditShipTo struct {
+	Name  string `json:"name"`
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2"`
+	City  string `json:"city"`
+	PIN   string `json:"pin"`
+	State string `json:"state"`
 }
 
 // PeriodLock is a month locked after its GSTR-1 was filed: no invoice
@@ -258,6 +309,7 @@ type BatchItem struct {
 	IdempotencyKey string      `json:"idempotency_key"`
 	InvoiceDate    string      `json:"invoice_date,omitempty"`
 	Buyer          *Buyer      `json:"buyer,omitempty"`
+	ShipTo         *ShipTo     `json:"ship_to,omitempty"`
 	PlaceOfSupply  string      `json:"place_of_supply,omitempty"`
 	Items          []ItemInput `json:"items"`
 	Original       *Original   `json:"original,omitempty"`

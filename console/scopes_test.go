@@ -26,12 +26,12 @@ func startSession(t *testing.T, f *fixture, c *http.Client, key string) {
 	}
 }
 
-// issueTo issues one invoice in f's CH1 to a buyer with a GSTIN and
-// returns it.
+// issueTo issues one invoice in f's CH1 to a buyer with a GSTIN (and
+// the address Rule 46(d) asks for, in Bengaluru) and returns it.
 func issueTo(t *testing.T, f *fixture, name, gstin string) document.Invoice {
 	t.Helper()
 	d, _ := time.Parse(time.DateOnly, "2026-11-28")
-	req := document.Request{InvoiceDate: d, Buyer: &document.Buyer{Name: name, GSTIN: gstin}, Items: []document.ItemInput{
+	req := document.Request{InvoiceDate: d, Buyer: &document.Buyer{Name: name, GSTIN: gstin, Address: testfactory.BuyerAddress()}, Items: []document.ItemInput{
 		{Description: "Assam tea, 1 kg", HSN: "0902", Quantity: "3", UnitPrice: "410.25", GSTRate: "5"}}}
 	draft, err := document.Prepare(req, f.seller, f.ch1, start, document.Policy{BackdateDays: 60})
 	if err != nil {
@@ -60,7 +60,7 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets := []string{"Ravi Traders Kolkata", "29AAGCB7383J1Z4", "Asha Stores", document.Money(buyer.Totals.Total), "28 Nov 2026", "2026-11-28"}
+	secrets := []string{"Ravi Traders Kolkata", "29AAGCB7383J1Z4", "Bengaluru", "Asha Stores", document.Money(buyer.Totals.Total), "28 Nov 2026", "2026-11-28"}
 	leaks := func(body string) string {
 		for _, s := range secrets {
 			if strings.Contains(body, s) {
@@ -100,8 +100,12 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	a := client(t)
 	startSession(t, f, a, f.all)
 	p = get(t, a, f.url+"/console/invoices/"+document.KeyOf(buyer)+"/cancel")
-	if p.status != http.StatusOK || !strings.Contains(p.body, "Ravi Traders Kolkata") || !strings.Contains(p.body, "29AAGCB7383J1Z4") {
+	if p.status != http.StatusOK || !strings.Contains(p.body, "Ravi Traders Kolkata") || !strings.Contains(p.body, "29AAGCB7383J1Z4") || !strings.Contains(p.body, "of Bengaluru, 29-Karnataka") {
 		t.Fatalf("cancel form for a key with read: %d %.300s", p.status, p.body)
+	}
+	// The series page names the buyer's city and state.
+	if p = get(t, a, f.url+"/console/series/CH1/2026-27"); p.status != http.StatusOK || !strings.Contains(p.body, `<span class="muted">Bengaluru, 29-Karnataka</span>`) {
+		t.Fatalf("series page for a key with read: %d, without the buyer's city and state", p.status)
 	}
 }
 

@@ -26,12 +26,17 @@ for pos in range(1, s["chain_length"] + 1):
     kind, r = records[pos]                     # KeyError: a record is missing
     items = ";".join(",".join(pct(it[k]) for k in ("description", "hsn", "quantity", "unit_price",
                      "gst_rate", "taxable", "cgst", "sgst", "igst", "total")) for it in r["items"])
-    fields = [("v", "1"), ("gstin", s["seller_gstin"]), ("fy", s["fy"]), ("series", s["series"]),
+    addr = lambda a, keys: "" if a is None else ",".join(pct(a[k]) for k in keys)
+    parts = ("line1", "line2", "city", "pin", "state")
+    v2 = r.get("buyer_address") is not None or r.get("ship_to") is not None   # version 2
+    fields = [("v", "2" if v2 else "1"), ("gstin", s["seller_gstin"]), ("fy", s["fy"]), ("series", s["series"]),
               ("doc_type", s["doc_type"]), ("position", str(pos)), ("kind", kind),
               ("serial", str(r["serial"])), ("number", r["number"]), ("invoice_date", r["invoice_date"]),
               ("issued_at", r["issued_at"]),
               ("recorded_at", r["issued_at"] if kind == "issue" else r["cancelled_at"]),
-              ("buyer_gstin", r["buyer_gstin"]), ("buyer_name", r["buyer_name"]),
+              ("buyer_gstin", r["buyer_gstin"]), ("buyer_name", r["buyer_name"])] + ([
+              ("buyer_address", addr(r["buyer_address"], parts)),
+              ("ship_to", addr(r["ship_to"], ("name",) + parts))] if v2 else []) + [
               ("place_of_supply", r["place_of_supply"]), ("original_number", r["original_number"]),
               ("original_date", r["original_date"]), ("items", items),
               ("taxable", r["taxable"]), ("cgst", r["cgst"]), ("sgst", r["sgst"]), ("igst", r["igst"]),

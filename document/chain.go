@@ -16,9 +16,17 @@ const (
 	KindCancel = "cancel"
 )
 
-// ChainVersion is the version of the canonical form below; it is the first
-// field of every record.
-const ChainVersion = "1"
+// Versions of the canonical form below; the version is the first field of
+// every record. A record is written in ChainVersionAddresses when its
+// invoice carries a buyer's address or an address of delivery, which that
+// version seals too, and in ChainVersion1 otherwise: byte for byte the form
+// of every record written before addresses existed, so recorded hashes
+// stay valid and a till or server that knows only version 1 computes the
+// same hash for such an invoice (docs/chain.md).
+const (
+	ChainVersion1         = "1"
+	ChainVersionAddresses = "2"
+)
 
 // Record is one link of a series-year's chain, in the fields its hash
 // covers. docs/chain.md documents the canonical form for third parties.
@@ -36,6 +44,11 @@ type Record struct {
 	RecordedAt  time.Time // IssuedAt for an issue, the cancellation time for a cancel
 	BuyerGSTIN  string
 	BuyerName   string
+	// BuyerAddress and ShipTo are the buyer's address and the address of
+	// delivery, nil when the invoice has none; either makes the record
+	// ChainVersionAddresses.
+	BuyerAddress *Address
+	ShipTo       *ShipTo
 	// PlaceOfSupply is the state code of the place of supply.
 	PlaceOfSupply  string
 	OriginalNumber string    // the invoice a note corrects; empty otherwise
@@ -69,7 +82,7 @@ func (r Record) canonicalWith(content string) string {
 // where the record sits in its chain.
 func (r Record) writeHead(b *strings.Builder) {
 	writeFields(b, [][2]string{
-		{"v", ChainVersion},
+		{"v", r.Version()},
 		{"gstin", r.GSTIN},
 		{"fy", r.FY.String()},
 		{"series", r.Series},
@@ -84,6 +97,16 @@ func (r Record) writeHead(b *strings.Builder) {
 	})
 }
 
+// Version returns the version of r's canonical form: ChainVersionAddresses
+// when r holds a buyer's address or an address of delivery,
+// ChainVersion1 otherwise.
+func (r Record) Version() string {
+	if r.BuyerAddress != nil || r.ShipTo != nil {
+		return ChainVersionAddresses
+	}
+	return ChainVersion1
+}
+
 // contentPart returns the fields buyer_gstin to total, which depend only on
 // the invoice's content: issuers compute it before taking the counter lock.
 // money is MoneyOf(r.Totals), which the caller may have already.
@@ -91,10 +114,21 @@ func (r Record) contentPart(money [5]string) string {
 	items := canonicalItems(r.Items)
 	var b strings.Builder
 	// Escaping writes at most three bytes for one; most are written as is.
-	b.Grow(len(items) + len(items)/2 + 256)
-	writeFields(&b, [][2]string{
-		{"buyer_gstin", r.BuyerGSTIN},
-		{"buyer_name", r.BuyerName},
+	b.Grow(len(items) + len(items)/2 + 320)
+	fields := make([][2]string, 0, 13)
+	fields = append(fields, [2]string{"buyer_gstin", r.BuyerGSTIN}, [2]string{"buyer_name", r.BuyerName})
+	if r.Version() == ChainVersionAddresses {
+		buyer, ship := "", ""
+		if a := r.BuyerAddress; a != nil {
+			buyer = canonicalParts(a.Line1, a.Line2, a.City, a.PIN, a.State)
+		}
+		if st := r.ShipTo; st != nil {
+			ship = canonicalParts(st.Name, st.Address.Line1, st.Address.Line2, st.Address.City, st.Address.PIN, st.Address.State)
+		}
+		fields = append(fields, [2]string{"buyer_address", buyer})
+		fields = append(fields, [2]string{"ship_to", ship})
+	}
+	writeFields(&b, append(fields, [][2]string{
 		{"place_of_supply", r.PlaceOfSupply},
 		{"original_number", r.OriginalNumber},
 		{"original_date", civil(r.OriginalDate)},
@@ -104,7 +138,22 @@ func (r Record) contentPart(money [5]string) string {
 		{"sgst", money[2]},
 		{"igst", money[3]},
 		{"total", money[4]},
-	})
+	}...))
+	return b.String()
+}
+
+// canonicalParts encodes an address as version 2 seals it: its parts
+// (a buyer's address: line1, line2, city, pin, state; an address of
+// delivery: name, then those), each percent-encoded, joined by ','.
+// Canonical then percent-encodes the value once more, as it does items.
+func canonicalParts(parts ...string) string {
+	var b strings.Builder
+	for i, v := range parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		escape(&b, v)
+	}
 	return b.String()
 }
 
@@ -144,7 +193,7 @@ func IssueHash(gstin string, inv *Invoice, position int64, prev []byte, content 
 // contentOf returns the content part of the issue record of draft d, whose
 // amounts as text are money (MoneyOf(d.Totals)).
 func contentOf(d *Draft, money [5]string) string {
-	inv := Invoice{Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
+	inv := Invoice{Buyer: d.Buyer, ShipTo: d.ShipTo, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
 	return IssueRecord("", inv, 0, nil).contentPart(money)
 }
 
@@ -214,10 +263,10 @@ func IssueRecord(gstin string, inv Invoice, position int64, prev []byte) Record 
 		Position: position, Kind: KindIssue, Serial: inv.Serial, Number: inv.Number,
 		InvoiceDate: inv.InvoiceDate, IssuedAt: inv.IssuedAt, RecordedAt: inv.IssuedAt,
 		BuyerGSTIN: buyerGSTIN(inv.Buyer), PlaceOfSupply: inv.PlaceOfSupply,
-		Items: inv.Items, Totals: inv.Totals, Prev: prev,
+		ShipTo: inv.ShipTo, Items: inv.Items, Totals: inv.Totals, Prev: prev,
 	}
 	if inv.Buyer != nil {
-		r.BuyerName = inv.Buyer.Name
+		r.BuyerName, r.BuyerAddress = inv.Buyer.Name, inv.Buyer.Address
 	}
 	if inv.Original != nil {
 		r.OriginalNumber, r.OriginalDate = inv.Original.Number, inv.Original.InvoiceDate

@@ -54,10 +54,14 @@ type ItemInput struct {
 	GSTRate     string
 }
 
-// Buyer is the recipient; nil for an unregistered (B2C) buyer.
+// Buyer is the recipient; nil for an unregistered (B2C) buyer who gives
+// nothing.
 type Buyer struct {
 	GSTIN string // empty for an unregistered buyer with a name
 	Name  string
+	// Address is the recipient's address (Rule 46(d), (e)); nil when
+	// none was given. Its State is the GSTIN's when the request gave none.
+	Address *Address
 }
 
 // Original is the invoice a credit or debit note corrects.
@@ -74,7 +78,8 @@ type Original struct {
 type Request struct {
 	InvoiceDate   time.Time // civil date (00:00 UTC); zero means today in IST
 	Buyer         *Buyer
-	PlaceOfSupply string // state code; empty means the seller's state
+	ShipTo        *ShipTo // the address of delivery; nil when none was given
+	PlaceOfSupply string  // state code; empty means the seller's state
 	Items         []ItemInput
 	Original      *Original
 }
@@ -106,6 +111,7 @@ type Totals struct {
 type Draft struct {
 	InvoiceDate   time.Time
 	Buyer         *Buyer
+	ShipTo        *ShipTo
 	PlaceOfSupply string
 	Items         []Item
 	Totals        Totals
@@ -124,16 +130,19 @@ type Draft struct {
 }
 
 // Sealed is what the issuer stores of a draft besides its fields: the
-// items' JSON, the totals as text (Money) and the content part of its
-// chain record.
+// items' JSON, the addresses' JSON, the totals as text (Money) and the
+// content part of its chain record.
 type Sealed struct {
 	ItemsJSON string
-	Money     [5]string // taxable, cgst, sgst, igst, total
-	Content   string
+	// BuyerAddress and ShipTo are the JSON of the buyer's address and of
+	// the address of delivery, as stored; nil when there is none.
+	BuyerAddress, ShipTo *string
+	Money                [5]string // taxable, cgst, sgst, igst, total
+	Content              string
 }
 
 // Seal returns d's sealed data, computing it when Prepare did not. It
-// fails only when the items cannot be written as JSON.
+// fails only when the items or addresses cannot be written as JSON.
 func (d *Draft) Seal() (*Sealed, error) {
 	if d.sealed != nil {
 		return d.sealed, nil
@@ -142,8 +151,12 @@ func (d *Draft) Seal() (*Sealed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invoice: items: %w", err)
 	}
-	money := MoneyOf(d.Totals)
-	return &Sealed{ItemsJSON: items, Money: money, Content: contentOf(d, money)}, nil
+	sl := &Sealed{ItemsJSON: items, Money: MoneyOf(d.Totals)}
+	if sl.BuyerAddress, sl.ShipTo, err = AddressesJSON(d.Buyer, d.ShipTo); err != nil {
+		return nil, err
+	}
+	sl.Content = contentOf(d, sl.Money)
+	return sl, nil
 }
 
 // Invoice is an issued (possibly later cancelled) document.
@@ -161,6 +174,7 @@ type Invoice struct {
 	IssuedAt      time.Time
 	Status        string
 	Buyer         *Buyer
+	ShipTo        *ShipTo
 	PlaceOfSupply string
 	Original      *Original
 	Items         []Item
@@ -226,12 +240,17 @@ func (p Policy) Check(date, now time.Time) error {
 // Prepare validates req for seller's series s on the day now (IST) and
 // computes its amounts. It returns ErrInvalid, gst.ErrInvalidGSTIN or
 // gst.ErrInvalidDate with a message naming the offending field (a
-// buyer GSTIN equal to the seller's is ErrInvalid); it touches no database
-// and consumes no number. A note's original is checked against the
-// database by invoice.CheckOriginal.
+// buyer GSTIN equal to the seller's is ErrInvalid), and
+// ErrParticularsMissing for a recipient without what Rule 46 asks
+// (CheckParticulars); it touches no database and consumes no number. A
+// note's original is checked against the database by
+// invoice.CheckOriginal.
 func Prepare(req Request, seller gst.Seller, s gst.Series, now time.Time, p Policy) (Draft, error) {
 	d, err := PrepareContent(req, seller, s, now)
 	if err != nil {
+		return Draft{}, err
+	}
+	if err := CheckParticulars(&d, s.DocType); err != nil {
 		return Draft{}, err
 	}
 	if err := p.Check(d.InvoiceDate, now); err != nil {
@@ -240,13 +259,15 @@ func Prepare(req Request, seller gst.Seller, s gst.Series, now time.Time, p Poli
 	return d, nil
 }
 
-// PrepareContent is Prepare without the invoice-date window (Policy): an
-// invoice date of zero still becomes today (IST) at now. It is for a
-// caller that has the window judged when the invoice is numbered
-// (Config.DateWindow), so that a refusal for the date, which depends on
-// the time it is judged, is given only once the request's idempotency key
-// is claimed: never while an earlier attempt with the same key may still
-// commit.
+// PrepareContent is Prepare without the invoice-date window (Policy) and
+// without CheckParticulars: an invoice date of zero still becomes today
+// (IST) at now. It is for a caller that has the window judged when the
+// invoice is numbered (Config.DateWindow), so that a refusal for the date,
+// which depends on the time it is judged, is given only once the request's
+// idempotency key is claimed: never while an earlier attempt with the same
+// key may still commit; and for one that judges the particulars itself
+// (the API may accept an incomplete invoice with a warning, and the server
+// stores an offline invoice already printed).
 func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time) (Draft, error) {
 	today := gst.DateIST(now)
 	d := Draft{InvoiceDate: req.InvoiceDate}
@@ -256,22 +277,8 @@ func PrepareContent(req Request, seller gst.Seller, s gst.Series, now time.Time)
 	if !gst.FYOf(d.InvoiceDate).Valid() {
 		return Draft{}, apperr.Errorf(gst.ErrInvalidDate, "invoice_date %s is outside the supported financial years %s to %s", d.InvoiceDate.Format(time.DateOnly), gst.FY(gst.MinFY), gst.FY(gst.MaxFY))
 	}
-	if req.Buyer != nil {
-		b := Buyer{Name: strings.TrimSpace(req.Buyer.Name)}
-		if req.Buyer.GSTIN != "" {
-			g, err := gst.ParseGSTIN(req.Buyer.GSTIN)
-			if err != nil {
-				return Draft{}, apperr.Errorf(gst.ErrInvalidGSTIN, "buyer.gstin: %s", apperr.MessageOf(err))
-			}
-			b.GSTIN = string(g)
-		}
-		if err := CheckText("buyer.name", b.Name, b.GSTIN != ""); err != nil {
-			return Draft{}, err
-		}
-		if b.GSTIN != "" && b.GSTIN == string(seller.GSTIN) {
-			return Draft{}, apperr.Errorf(ErrInvalid, "buyer.gstin %s is the seller's own GSTIN: a registration does not invoice itself (for a transfer to another state, use that state's GSTIN)", b.GSTIN)
-		}
-		d.Buyer = &b
+	if err := prepareParties(&d, req, seller.GSTIN); err != nil {
+		return Draft{}, err
 	}
 	d.PlaceOfSupply = req.PlaceOfSupply
 	if d.PlaceOfSupply == "" {

@@ -167,16 +167,19 @@ func TestFastIssueHashMatchesTheRecord(t *testing.T) {
 	day, _ := time.Parse(time.DateOnly, "2026-11-02")
 	for i, req := range []document.Request{
 		{Items: []document.ItemInput{chai("1", "10", "5")}, Original: &document.Original{Number: "CH1/26-27/00001", InvoiceDate: day}},
-		{Buyer: &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore & Sons = ₹ \"Traders\""}, PlaceOfSupply: "29",
-			Original: &document.Original{Number: "X1", InvoiceDate: day},
-			Items:    []document.ItemInput{chai("0.333", "1.5", "18"), {Description: "a,b;c%d", HSN: "99887766", Quantity: "12.5", UnitPrice: "0.0001", GSTRate: "0.25"}}},
+		{Buyer: &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore & Sons = ₹ \"Traders\"",
+			Address: &document.Address{Line1: "1, Ring Rd; Gate %2", City: "Bengaluru", PIN: "560001"}},
+			ShipTo:        &document.ShipTo{Address: document.Address{Line1: "Dock & Co", Line2: "a,b", City: "Hosūr", PIN: "635109", State: "33"}},
+			PlaceOfSupply: "29",
+			Original:      &document.Original{Number: "X1", InvoiceDate: day},
+			Items:         []document.ItemInput{chai("0.333", "1.5", "18"), {Description: "a,b;c%d", HSN: "99887766", Quantity: "12.5", UnitPrice: "0.0001", GSTRate: "0.25"}}},
 	} {
 		d, err := document.Prepare(req, seller, cn, now, document.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		inv := document.Invoice{SeriesCode: "CN", DocType: cn.DocType, FY: 2026, Serial: int64(i + 7), Number: fmt.Sprintf("CN/26-27/%05d", i+7),
-			InvoiceDate: d.InvoiceDate, IssuedAt: now, Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
+			InvoiceDate: d.InvoiceDate, IssuedAt: now, Buyer: d.Buyer, ShipTo: d.ShipTo, PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals}
 		prev := []byte("previous hash of 32 bytes exactly")[:32]
 		want := document.IssueRecord("27AAPFU0939F1ZV", inv, 9, prev).Hash()
 		if got := document.FastIssueHash("27AAPFU0939F1ZV", &inv, 9, prev, &d); string(got) != string(want) {

@@ -36,7 +36,7 @@ func NumberOffline(seller gst.Seller, s gst.Series, req Request, serial, positio
 	}
 	inv := Invoice{
 		SellerID: seller.ID, SeriesID: s.ID, SeriesCode: s.Code, DocType: s.DocType, FY: fy, Serial: serial, Number: number,
-		InvoiceDate: d.InvoiceDate, IssuedAt: issuedAt, Status: StatusIssued, Buyer: d.Buyer, PlaceOfSupply: d.PlaceOfSupply,
+		InvoiceDate: d.InvoiceDate, IssuedAt: issuedAt, Status: StatusIssued, Buyer: d.Buyer, ShipTo: d.ShipTo, PlaceOfSupply: d.PlaceOfSupply,
 		Original: d.Original, Items: d.Items, Totals: d.Totals,
 	}
 	return inv, IssueRecord(string(seller.GSTIN), inv, position, prev).Hash(), nil

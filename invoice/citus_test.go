@@ -52,7 +52,7 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // workers, adds records, so the count can fail the test.
 //
 // The Committer predicts, so every batch after a series' first is one
-// delegated call of invoiced_issue_rows (docs/scale-out.md, "One call
+// delegated call of invoiced_issue_rows_v2 (docs/scale-out.md, "One call
 // per batch"); the first is an ordinary routed transaction.
 //
 // It runs twice: batching per seller, and per shard (Config.ShardBatches:
@@ -163,7 +163,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	}
 }
 
-// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_rows for a
+// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_rows_v2 for a
 // seller is planned by the coordinator as one task on the worker that holds
 // the seller's shard group, the call itself sent there whole: delegation
 // (create_distributed_function with its seller argument, by invoiced
@@ -180,11 +180,11 @@ func TestCitusIssueBatchIsDelegated(t *testing.T) {
 		args = append(args, empty)
 	}
 	args = append(args, "NULL", empty, "NULL", "NULL", "NULL")
-	for range 20 + 3 + 7 {
+	for range 22 + 3 + 7 {
 		args = append(args, empty)
 	}
 	args = append(args, "NULL")
-	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_rows("+strings.Join(args, ", ")+")")
+	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_rows_v2("+strings.Join(args, ", ")+")")
 	if err != nil {
 		t.Fatal(err)
 	}

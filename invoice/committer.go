@@ -134,7 +134,7 @@ type Stats struct {
 	Predicted    int64
 	Mispredicted int64
 	// Delegated counts the predicted transactions that were one call of
-	// invoiced_issue_rows (Config.Delegated).
+	// invoiced_issue_rows_v2 (Config.Delegated).
 	Delegated int64
 }
 

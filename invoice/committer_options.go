@@ -63,7 +63,7 @@ type Config struct {
 	// Delegated on when Predict is.
 	Citus bool
 	// Delegated sends a predicted batch as one call of the database
-	// function invoiced_issue_rows (migration 00029) instead of a
+	// function invoiced_issue_rows_v2 (migrations 00029, 00041) instead of a
 	// pipelined transaction: on Citus the call is delegated to the worker
 	// of the batch's shard and runs there whole, one coordinator hop per
 	// batch instead of one per statement (docs/scale-out.md, "One call per

@@ -19,7 +19,7 @@ import (
 
 // This file holds the SQL of a delegated batch (Config.Delegated,
 // docs/scale-out.md "One call per batch"): a predicted transaction sent as
-// one call of invoiced_issue_rows (migration 00029), which Citus runs
+// one call of invoiced_issue_rows_v2 (migrations 00029, 00041), which Citus runs
 // whole on the worker of the batch's shard.
 
 // errNeedsEventIDs: the call found a seller subscribed to invoice.issued
@@ -39,7 +39,7 @@ func takeEventIDs(ctx context.Context, q db.Querier, n int) ([]int64, error) {
 	return ids, nil
 }
 
-// issueDelegated is issuePredicted as one call of invoiced_issue_rows on
+// issueDelegated is issuePredicted as one call of invoiced_issue_rows_v2 on
 // conn, which must not be in a transaction: the call is its own. The
 // groups' sellers must lie in one shard on Citus; eventIDs are ids for the
 // events of subscribed sellers (takeEventIDs), at most one per invoice.
@@ -95,7 +95,7 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	return w.out, w.states, nil
 }
 
-// delegatedFailed returns the error of a failed invoiced_issue_rows call:
+// delegatedFailed returns the error of a failed invoiced_issue_rows_v2 call:
 // ErrKeyRace for a key already used, errNeedsEventIDs, the database's
 // error (translated) for an answer that says the call rolled back
 // (rolledBack), and ErrOutcomeUnknown for any other failure: the call may
@@ -112,7 +112,7 @@ func delegatedFailed(err error) error {
 	return translate(err, "issue batch")
 }
 
-// rolledBack reports whether err, a failed invoiced_issue_rows call, says
+// rolledBack reports whether err, a failed invoiced_issue_rows_v2 call, says
 // the call took nothing. On Citus the call commits on the worker, inside
 // the statement, and the coordinator relays the answer: a connection to
 // the worker lost, or a cancel (statement timeout, a caller gone) that
@@ -142,7 +142,7 @@ func rolledBack(err error) bool {
 	return false
 }
 
-// keyArgs returns w's idempotency keys as invoiced_issue_rows's key
+// keyArgs returns w's idempotency keys as invoiced_issue_rows_v2's key
 // arguments: each key's invoice as its 1-based position in w.invoices,
 // the keys and the request hashes. When a key names no invoice of w (a
 // bug) it returns errPredictRefused, so that the batch goes the ordinary
@@ -170,17 +170,17 @@ func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err e
 	return invoices, keys, hashes, nil
 }
 
-// issueRowsSQL calls invoiced_issue_rows with every parameter typed.
-const issueRowsSQL = `SELECT invoiced_issue_rows($1::bigint,
+// issueRowsSQL calls invoiced_issue_rows_v2 with every parameter typed.
+const issueRowsSQL = `SELECT invoiced_issue_rows_v2($1::bigint,
 	$2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[],
 	$8::bigint[], $9::date[], $10::timestamptz[], $11::bigint[], $12::bytea[],
 	$13::text, $14::text[], $15::date, $16::date, $17::int,
 	$18::bigint[], $19::bigint[], $20::int[], $21::bigint[], $22::text[], $23::date[], $24::timestamptz[],
 	$25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::date[], $31::text[],
-	$32::text[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[],
-	$38::int[], $39::text[], $40::bytea[],
-	$41::bigint[], $42::int[], $43::bigint[], $44::bigint[], $45::timestamptz[], $46::bytea[], $47::bigint[],
-	$48::bigint[])`
+	$32::text[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[], $39::text[],
+	$40::int[], $41::text[], $42::bytea[],
+	$43::bigint[], $44::int[], $45::bigint[], $46::bigint[], $47::timestamptz[], $48::bytea[], $49::bigint[],
+	$50::bigint[])`
 
 // issueDelegated issues a predicted batch as one call (Config.Delegated)
 // on a connection of c's pool. It returns errPredictRefused, having sent

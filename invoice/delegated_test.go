@@ -14,7 +14,7 @@ import (
 )
 
 // delegating returns a Committer whose predicted batches are calls of
-// invoiced_issue_rows (Config.Delegated), as on Citus; here on whichever
+// invoiced_issue_rows_v2 (Config.Delegated), as on Citus; here on whichever
 // database the tests run.
 func delegating(t testing.TB, f fixture, now func() time.Time) *invoice.Committer {
 	return mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Delegated: true,

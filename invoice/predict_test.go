@@ -177,7 +177,7 @@ func TestPredictFallsBack(t *testing.T) {
 
 // TestPredictFallsBackOnAFailedStatement: when a statement of a predicted
 // transaction fails for a reason that is not a prediction (here the
-// schema lacks invoiced_require and invoiced_issue_rows, as a database
+// schema lacks invoiced_require and invoiced_issue_rows_v2, as a database
 // not migrated to 00002 would), the batch is issued the ordinary way and the caller never sees
 // the error; no number is lost.
 func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
@@ -197,8 +197,8 @@ func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
 		t.Fatalf("stats %+v, want the second transaction predicted", st)
 	}
 	// The pipelined prediction calls invoiced_require; the delegated one
-	// (Citus) is invoiced_issue_rows.
-	if _, err := f.pool.Exec(ctx, `DROP FUNCTION invoiced_require(boolean, text, text); DROP FUNCTION invoiced_issue_rows`); err != nil {
+	// (Citus) is invoiced_issue_rows_v2.
+	if _, err := f.pool.Exec(ctx, `DROP FUNCTION invoiced_require(boolean, text, text); DROP FUNCTION invoiced_issue_rows_v2`); err != nil {
 		t.Fatal(err)
 	}
 	r := issue("c")

@@ -20,7 +20,7 @@ import (
 const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_type, i.fy, i.serial, i.number,
 	i.invoice_date, i.issued_at, i.status, i.buyer_gstin, i.buyer_name, i.place_of_supply,
 	i.original_number, i.original_date, i.items, i.taxable, i.cgst, i.sgst, i.igst, i.total,
-	i.cancelled_at, i.cancel_reason, i.original_external_reason`
+	i.cancelled_at, i.cancel_reason, i.original_external_reason, i.buyer_address::text, i.ship_to::text`
 
 const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id `
 
@@ -28,19 +28,22 @@ func scanInvoice(row pgx.Row) (document.Invoice, error) {
 	var inv document.Invoice
 	var dt string
 	var fy int
-	var bg, bn, on, reason, oext *string
+	var bg, bn, on, reason, oext, baddr, ship *string
 	var od *time.Time
 	var items []byte
 	var taxable, cgst, sgst, igst, total decimal.Decimal
 	err := row.Scan(&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
-		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext)
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship)
 	if err != nil {
 		return document.Invoice{}, err
 	}
 	inv.DocType, inv.FY = gst.DocType(dt), gst.FY(fy)
-	if bg != nil || bn != nil {
+	if bg != nil || bn != nil || baddr != nil {
 		inv.Buyer = &document.Buyer{GSTIN: deref(bg), Name: deref(bn)}
+	}
+	if err := document.ParseAddresses(inv.Buyer, &inv.ShipTo, baddr, ship); err != nil {
+		return document.Invoice{}, fmt.Errorf("invoice %d: stored %w", inv.ID, err)
 	}
 	if on != nil && od != nil {
 		inv.Original = &document.Original{Number: *on, InvoiceDate: *od, ExternalReason: deref(oext)}

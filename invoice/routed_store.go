@@ -48,7 +48,7 @@ func valuesRow(sql *strings.Builder, args []any, casts []string, vals ...any) []
 
 var invoiceCasts = []string{"bigint", "bigint", "int", "bigint", "text", "date", "timestamptz", "text",
 	"text", "text", "text", "text", "date", "text::jsonb",
-	"text::numeric", "text::numeric", "text::numeric", "text::numeric", "text::numeric", "text"}
+	"text::numeric", "text::numeric", "text::numeric", "text::numeric", "text::numeric", "text", "text::jsonb", "text::jsonb"}
 
 var chainCasts = []string{"bigint", "int", "bigint", "'issue'", "bigint", "timestamptz", "bytea", "bigint"}
 
@@ -60,7 +60,7 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 	var sql strings.Builder
 	sql.WriteString(`INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 		buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-		taxable, cgst, sgst, igst, total, original_external_reason) VALUES `)
+		taxable, cgst, sgst, igst, total, original_external_reason, buyer_address, ship_to) VALUES `)
 	var args []any
 	type serialKey struct {
 		series int64
@@ -72,7 +72,7 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 	for i, r := range w.invoices {
 		args = valuesRow(&sql, args, invoiceCasts, r.sellerID, r.seriesID, r.fy, r.serial, r.number, r.date, r.issuedAt, r.publicID,
 			r.buyerGSTIN, r.buyerName, r.placeOfSupply, r.originalNumber, r.originalDate, r.items,
-			r.taxable, r.cgst, r.sgst, r.igst, r.total, r.originalExternal)
+			r.taxable, r.cgst, r.sgst, r.igst, r.total, r.originalExternal, r.buyerAddress, r.shipTo)
 		at[serialKey{r.seriesID, r.fy, r.serial}] = w.all[i]
 		sellers[r.sellerID] = true
 	}

@@ -78,6 +78,8 @@ type invoiceRow struct {
 	taxable, cgst      string // decimal text, cast to numeric by the insert
 	sgst, igst, total  string
 	originalExternal   *string
+	buyerAddress       *string // JSON
+	shipTo             *string // JSON
 }
 
 // chainRow is the record of an issue in table chain_records.
@@ -128,7 +130,7 @@ func numberGroups(groups []Group, blocks []series.Block, errs []error, seals [][
 			*inv = document.Invoice{
 				PublicID: document.NewPublicID(gr.Seller.ID, b.IssuedAt), SellerID: gr.Seller.ID, SeriesID: gr.Series.ID, SeriesCode: gr.Series.Code,
 				DocType: gr.Series.DocType, FY: b.FY, Serial: b.Serial(i), Number: b.Number(i),
-				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: document.StatusIssued, Buyer: d.Buyer,
+				InvoiceDate: d.InvoiceDate, IssuedAt: b.IssuedAt, Status: document.StatusIssued, Buyer: d.Buyer, ShipTo: d.ShipTo,
 				PlaceOfSupply: d.PlaceOfSupply, Original: d.Original, Items: d.Items, Totals: d.Totals,
 			}
 			w.all = append(w.all, inv)
@@ -172,12 +174,13 @@ func invoiceRowOf(inv *document.Invoice, sl *document.Sealed) invoiceRow {
 			r.originalExternal = &inv.Original.ExternalReason
 		}
 	}
+	r.buyerAddress, r.shipTo = sl.BuyerAddress, sl.ShipTo
 	return r
 }
 
 // invoiceColumns returns rows as one array per column of table invoices,
-// in the order of the invoice insert (writes.queue, $1 to $20) and of
-// invoiced_issue_rows's invoice arguments.
+// in the order of the invoice insert (writes.queue, $1 to $22) and of
+// invoiced_issue_rows_v2's invoice arguments.
 func invoiceColumns(rows []invoiceRow) []any {
 	n := len(rows)
 	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
@@ -185,7 +188,7 @@ func invoiceColumns(rows []invoiceRow) []any {
 	dates, issuedAt := make([]time.Time, n), make([]time.Time, n)
 	numbers, publicIDs, pos, items := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	buyerGSTINs, buyerNames, origNumbers, origExternal := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	origDates := make([]*time.Time, n)
+	origDates, buyerAddresses, shipTos := make([]*time.Time, n), make([]*string, n), make([]*string, n)
 	taxable, cgst, sgst, igst, total := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, r := range rows {
 		sellers[i], seriesIDs[i], fys[i], serials[i] = r.sellerID, r.seriesID, r.fy, r.serial
@@ -193,12 +196,13 @@ func invoiceColumns(rows []invoiceRow) []any {
 		buyerGSTINs[i], buyerNames[i], pos[i] = r.buyerGSTIN, r.buyerName, r.placeOfSupply
 		origNumbers[i], origDates[i], origExternal[i], items[i] = r.originalNumber, r.originalDate, r.originalExternal, r.items
 		taxable[i], cgst[i], sgst[i], igst[i], total[i] = r.taxable, r.cgst, r.sgst, r.igst, r.total
+		buyerAddresses[i], shipTos[i] = r.buyerAddress, r.shipTo
 	}
 	return []any{sellers, seriesIDs, fys, serials, numbers, dates, issuedAt, publicIDs, buyerGSTINs, buyerNames, pos,
-		origNumbers, origDates, items, taxable, cgst, sgst, igst, total, origExternal}
+		origNumbers, origDates, items, taxable, cgst, sgst, igst, total, origExternal, buyerAddresses, shipTos}
 }
 
-// keyColumns returns rows as the parameters $21 to $26 of the invoice
+// keyColumns returns rows as the parameters $23 to $28 of the invoice
 // insert (writes.queue).
 func keyColumns(rows []keyRow) []any {
 	n := len(rows)
@@ -244,20 +248,21 @@ func (w *writes) queue(b *pgx.Batch) {
 		WITH ins AS (
 			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
 				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-				taxable, cgst, sgst, igst, total, original_external_reason)
+				taxable, cgst, sgst, igst, total, original_external_reason, buyer_address, ship_to)
 			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
 				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
-				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext
+				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext,
+				u.baddr::jsonb, u.ship::jsonb
 			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
 				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
-				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[])
+				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
 				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
-				taxable, cgst, sgst, igst, total, oext)
+				taxable, cgst, sgst, igst, total, oext, baddr, ship)
 			RETURNING id, seller_id, series_id, fy, serial, issued_at
 		), `+issuedEventsSQL+`, keys AS (
 			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
 			SELECT k.seller_id, k.key, k.hash, ins.id
-			FROM unnest($21::bigint[], $22::bigint[], $23::int[], $24::bigint[], $25::text[], $26::bytea[])
+			FROM unnest($23::bigint[], $24::bigint[], $25::int[], $26::bigint[], $27::text[], $28::bytea[])
 				AS k(seller_id, series_id, fy, serial, key, hash)
 			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
 		)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"time"
 
@@ -113,6 +114,11 @@ type Row struct {
 	// columns above, so that their order stays.
 	ID       string `json:"id"`
 	PublicID string `json:"public_id"`
+	// BuyerAddress and ShipTo are the buyer's address and the address of
+	// delivery (CGST Rule 46(d)-(f)); null when the invoice has none.
+	// Either makes its chain records version 2 (docs/chain.md).
+	BuyerAddress *RowAddress `json:"buyer_address"`
+	ShipTo       *RowShipTo  `json:"ship_to"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
 	// InvoiceID is the invoice row's database id (not exported: it is not
@@ -142,6 +148,51 @@ type LockedPeriod struct {
 	FP       string `json:"fp"` // MMYYYY
 	LockedAt string `json:"locked_at"`
 	LockedBy string `json:"locked_by"`
+}
+
+// RowAddress is an address in the JSON audit, every part written (""
+// when empty) as the chain's canonical form takes it.
+type RowAddress struct {
+	Line1 string `json:"line1"`
+	Line2 string `json:"line2"`
+	City  string `json:"city"`
+	PIN   string `json:"pin"`
+	State string `json:"state"` // two-digit GST state code
+}
+
+// RowShipTo is an address of delivery in the JSON audit: who receives
+// the goods ("" when not given) and the address's parts.
+type RowShipTo struct {
+	Name string `json:"name"`
+	RowAddress
+}
+
+// rowAddress returns a as the JSON audit writes it; nil for nil.
+func rowAddress(a *document.Address) *RowAddress {
+	if a == nil {
+		return nil
+	}
+	return &RowAddress{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}
+}
+
+// oneLine returns a on one line, as the CSV and XLSX write it ("14
+// Residency Road, Bengaluru 560025, 29-Karnataka"); "" for nil.
+func (a *RowAddress) oneLine() string {
+	if a == nil {
+		return ""
+	}
+	return document.Address{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}.OneLine()
+}
+
+// oneLine returns st on one line, its name first; "" for nil.
+func (st *RowShipTo) oneLine() string {
+	if st == nil {
+		return ""
+	}
+	if st.Name == "" {
+		return st.RowAddress.oneLine()
+	}
+	return st.Name + ", " + st.RowAddress.oneLine()
 }
 
 // RowItem is one line of an invoice in the JSON audit, each value written
@@ -201,7 +252,13 @@ func WriteAuditTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Serie
 	if err := aw.beginRows(); err != nil {
 		return err
 	}
-	err = walkInvoices(ctx, tx, s, fy, func(r *invoiceRow) error { return aw.row(rowOf(r, s.Code, fy)) })
+	err = walkInvoices(ctx, tx, s, fy, func(r *invoiceRow) error {
+		row, err := rowOf(r, s.Code, fy)
+		if err != nil {
+			return err
+		}
+		return aw.row(row)
+	})
 	if err != nil {
 		return err
 	}
@@ -305,7 +362,8 @@ func nonNil[T any](s []T) []T {
 }
 
 // rowOf returns r, an invoice of series code in year fy, as an audit row.
-func rowOf(r *invoiceRow, code string, fy gst.FY) *Row {
+// It fails when a stored address is not the JSON the issuer writes.
+func rowOf(r *invoiceRow, code string, fy gst.FY) (*Row, error) {
 	row := &Row{
 		ID: document.Key(code, fy, r.Serial), PublicID: r.PublicID,
 		Serial: r.Serial, Number: r.Number, InvoiceDate: r.InvoiceDate.Format(time.DateOnly), InvoiceID: r.ID,
@@ -322,7 +380,16 @@ func rowOf(r *invoiceRow, code string, fy gst.FY) *Row {
 	if r.CancelledAt != nil {
 		row.CancelledAt = document.Timestamp(*r.CancelledAt)
 	}
-	return row
+	var b document.Buyer
+	var st *document.ShipTo
+	if err := document.ParseAddresses(&b, &st, r.BuyerAddress, r.ShipTo); err != nil {
+		return nil, fmt.Errorf("reports: serial %d: stored %w", r.Serial, err)
+	}
+	row.BuyerAddress = rowAddress(b.Address)
+	if st != nil {
+		row.ShipTo = &RowShipTo{Name: st.Name, RowAddress: *rowAddress(&st.Address)}
+	}
+	return row, nil
 }
 
 // rowItems decodes stored items JSON into the chain's canonical values.

@@ -98,6 +98,8 @@ var auditColumns = []column{
 	textColumn("Cancel hash", 66, "cancel_hash", optional, func(r *Row) string { return r.CancelHash }),
 	textColumn("ID", 16, "id", plain, func(r *Row) string { return r.ID }),
 	textColumn("Public ID", 32, "public_id", plain, func(r *Row) string { return r.PublicID }),
+	typedColumn("Buyer address", 40, "buyer_address", func(r *Row) string { return r.BuyerAddress.oneLine() }),
+	typedColumn("Ship to", 40, "ship_to", func(r *Row) string { return r.ShipTo.oneLine() }),
 }
 
 // textColumn is a column of the text get returns: the CSV writes it as it

@@ -41,7 +41,7 @@ func TestAuditCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Public ID" {
+	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Ship to" {
 		t.Fatalf("%d records, header %q; want the header and 6 rows", len(recs), recs[0])
 	}
 	for i, rec := range recs[1:] {
@@ -52,6 +52,13 @@ func TestAuditCSV(t *testing.T) {
 	col := map[string]int{}
 	for i, h := range recs[0] {
 		col[h] = i
+	}
+	// Rule 46(d), (e): the buyer's address and the address of delivery.
+	if a := recs[1][col["Buyer address"]]; a != "14 Residency Road, Shanthala Nagar, Bengaluru 560025, 29-Karnataka" {
+		t.Errorf("buyer address of serial 1 = %q", a)
+	}
+	if a := recs[5][col["Ship to"]]; a != "Bengaluru Traders, godown, Plot 7, KIADB, Hoskote 562114, 29-Karnataka" {
+		t.Errorf("address of delivery of serial 5 = %q", a)
 	}
 	row2 := recs[2]
 	if row2[col["Number"]] != "CH1/26-27/00002" || row2[col["Status"]] != "cancelled" || row2[col["Cancel reason"]] != `Wrong buyer, "duplicate" entry` ||

@@ -111,17 +111,39 @@ func recomputeChain(doc exportDoc) []string {
 			}
 			items = append(items, strings.Join(f, ","))
 		}
+		// Version 2 when the row has either address, sealing both.
+		address := func(k string, parts ...string) string {
+			m, _ := row[k].(map[string]any)
+			if m == nil {
+				return ""
+			}
+			var f []string
+			for _, part := range parts {
+				f = append(f, pct(str(m, part)))
+			}
+			return strings.Join(f, ",")
+		}
+		version, buyerAddress, shipTo := "1", address("buyer_address", "line1", "line2", "city", "pin", "state"),
+			address("ship_to", "name", "line1", "line2", "city", "pin", "state")
+		if row["buyer_address"] != nil || row["ship_to"] != nil {
+			version = "2"
+		}
 		fields := [][2]string{
-			{"v", "1"}, {"gstin", doc.Summary.SellerGSTIN}, {"fy", doc.Summary.FY}, {"series", doc.Summary.Series},
+			{"v", version}, {"gstin", doc.Summary.SellerGSTIN}, {"fy", doc.Summary.FY}, {"series", doc.Summary.Series},
 			{"doc_type", doc.Summary.DocType}, {"position", fmt.Sprint(p)}, {"kind", r.kind},
 			{"serial", fmt.Sprint(int64(row["serial"].(float64)))}, {"number", str(row, "number")},
 			{"invoice_date", str(row, "invoice_date")}, {"issued_at", str(row, "issued_at")}, {"recorded_at", recordedAt},
 			{"buyer_gstin", str(row, "buyer_gstin")}, {"buyer_name", str(row, "buyer_name")},
+		}
+		if version == "2" {
+			fields = append(fields, [2]string{"buyer_address", buyerAddress}, [2]string{"ship_to", shipTo})
+		}
+		fields = append(fields, [][2]string{
 			{"place_of_supply", str(row, "place_of_supply")}, {"original_number", str(row, "original_number")},
 			{"original_date", str(row, "original_date")}, {"items", strings.Join(items, ";")},
 			{"taxable", str(row, "taxable")}, {"cgst", str(row, "cgst")}, {"sgst", str(row, "sgst")},
 			{"igst", str(row, "igst")}, {"total", str(row, "total")}, {"reason", reason},
-		}
+		}...)
 		var parts []string
 		for _, f := range fields {
 			parts = append(parts, f[0]+"="+pct(f[1]))
@@ -165,7 +187,7 @@ func TestChainRecomputedFromJSONExport(t *testing.T) {
 			t.Errorf("%s: the export does not recompute:\n%s", tc.name, strings.Join(p, "\n"))
 		}
 		// The recomputation sees an edit of any sealed field in the export.
-		for _, field := range []string{"total", "buyer_name", "place_of_supply", "original_date", "cancelled_at", "items"} {
+		for _, field := range []string{"total", "buyer_name", "place_of_supply", "original_date", "cancelled_at", "items", "buyer_address", "ship_to"} {
 			var edited exportDoc
 			if err := json.Unmarshal(tc.doc, &edited); err != nil {
 				t.Fatal(err)
@@ -182,9 +204,23 @@ func TestChainRecomputedFromJSONExport(t *testing.T) {
 					continue
 				}
 			}
-			if field == "items" {
+			if field == "buyer_address" || field == "ship_to" {
+				row = nil // a row with the address: edit a part of it
+				for _, r := range edited.Rows {
+					if r[field] != nil {
+						row = r
+					}
+				}
+				if row == nil {
+					continue
+				}
+			}
+			switch field {
+			case "items":
 				row["items"].([]any)[0].(map[string]any)["hsn"] = "0903"
-			} else {
+			case "buyer_address", "ship_to":
+				row[field].(map[string]any)["pin"] = "560001"
+			default:
 				row[field] = fmt.Sprint(row[field], "x")
 			}
 			if p := recomputeChain(edited); len(p) == 0 {

@@ -38,12 +38,17 @@ type RowQuery struct {
 }
 
 // AuditRows returns the audit rows of s in fy that q selects, in serial
-// order (without items). It fails only when the database fails.
+// order (without items). It fails when the database fails or holds an
+// address that is not the JSON the issuer writes.
 func AuditRows(ctx context.Context, b db.OptionsBeginner, s gst.Series, fy gst.FY, q RowQuery) ([]Row, error) {
 	var out []Row
 	err := readTx(ctx, b, func(tx pgx.Tx) error {
 		return walkInvoicePage(ctx, tx, s, fy, q, func(r *invoiceRow) error {
-			out = append(out, *rowOf(r, s.Code, fy))
+			row, err := rowOf(r, s.Code, fy)
+			if err != nil {
+				return err
+			}
+			out = append(out, *row)
 			return nil
 		})
 	})

@@ -59,11 +59,12 @@ func setup(t *testing.T) fixture {
 	// invoiced serve's do there (series.Options.Routed).
 	opt := series.Options{Routed: dbtest.Citus(t)}
 	minute := 0
+	var shipTo *document.ShipTo // of the next issue
 	issue := func(s gst.Series, date string, buyer *document.Buyer, orig *document.Original) document.Invoice {
 		t.Helper()
 		minute++
 		now := clock.Add(time.Duration(minute) * time.Minute)
-		req := document.Request{InvoiceDate: day(date), Buyer: buyer, Original: orig, PlaceOfSupply: pos(buyer), Items: []document.ItemInput{
+		req := document.Request{InvoiceDate: day(date), Buyer: buyer, ShipTo: shipTo, Original: orig, PlaceOfSupply: pos(buyer), Items: []document.ItemInput{
 			{Description: "Masala chai, 250 g", HSN: "0902", Quantity: "10", UnitPrice: "125.50", GSTRate: "5"},
 			{Description: "Steel tumbler", HSN: "7323", Quantity: "2", UnitPrice: "99.99", GSTRate: "18"},
 		}}
@@ -85,14 +86,17 @@ func setup(t *testing.T) fixture {
 			t.Fatalf("cancel %s: %v", inv.Number, err)
 		}
 	}
-	karnataka := &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bengaluru Traders"}
+	karnataka := &document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bengaluru Traders",
+		Address: &document.Address{Line1: "14 Residency Road", Line2: "Shanthala Nagar", City: "Bengaluru", PIN: "560025"}}
 	issue(f.ch1, "2026-03-20", nil, nil)
 	first := issue(f.ch1, "2026-10-30", karnataka, nil)
 	second := issue(f.ch1, "2026-11-02", nil, nil)
 	issue(f.ch1, "2026-11-02", &document.Buyer{Name: "Śrī Stores, Kothrud"}, nil)
 	cancel(second, `Wrong buyer, "duplicate" entry`)
 	issue(f.ch1, "2026-11-15", nil, nil)
+	shipTo = &document.ShipTo{Name: "Bengaluru Traders, godown", Address: document.Address{Line1: "Plot 7, KIADB", City: "Hoskote", PIN: "562114", State: "29"}}
 	issue(f.ch1, "2026-11-28", karnataka, nil)
+	shipTo = nil
 	issue(f.ch1, "2026-11-28", nil, nil)
 	issue(f.cn1, "2026-11-20", karnataka, &document.Original{Number: first.Number, InvoiceDate: first.InvoiceDate})
 	issue(f.b2, "2026-11-05", nil, nil)

@@ -144,6 +144,9 @@ type invoiceFields struct {
 	BuyerName, PlaceOfSupply, OriginalNumber string
 	OriginalDate                             *time.Time
 	Items                                    []byte // the stored JSON
+	// BuyerAddress and ShipTo are the stored JSON of the buyer's address
+	// and of the address of delivery; nil when the invoice has none.
+	BuyerAddress, ShipTo *string
 }
 
 // walkRecords streams the chain records of a series-year in position
@@ -154,7 +157,8 @@ func walkRecords(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, fn fun
 			coalesce(i.number, ''), coalesce(i.invoice_date, '0001-01-01'::date), coalesce(i.issued_at, '0001-01-01Z'::timestamptz),
 			coalesce(i.status, ''), coalesce(i.cancel_reason, ''), i.cancelled_at, coalesce(i.buyer_gstin, ''),
 			coalesce(i.taxable::text, ''), coalesce(i.cgst::text, ''), coalesce(i.sgst::text, ''), coalesce(i.igst::text, ''), coalesce(i.total::text, ''),
-			coalesce(i.buyer_name, ''), coalesce(i.place_of_supply, ''), coalesce(i.original_number, ''), i.original_date, coalesce(i.items, '[]'::jsonb)::text
+			coalesce(i.buyer_name, ''), coalesce(i.place_of_supply, ''), coalesce(i.original_number, ''), i.original_date, coalesce(i.items, '[]'::jsonb)::text,
+			i.buyer_address::text, i.ship_to::text
 		FROM chain_records c
 		LEFT JOIN invoices i ON i.series_id = c.series_id AND i.fy = c.fy AND i.serial = c.serial AND i.seller_id = $3
 		WHERE c.series_id = $1 AND c.fy = $2 AND c.seller_id = $3
@@ -170,7 +174,7 @@ func walkRecords(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, fn fun
 		if err := rows.Scan(&r.Position, &r.Kind, &r.Serial, &r.RecordedAt, &r.Hash, &r.Found,
 			&f.Number, &f.InvoiceDate, &f.IssuedAt, &f.Status, &f.CancelReason, &f.CancelledAt, &f.BuyerGSTIN,
 			&f.Taxable, &f.CGST, &f.SGST, &f.IGST, &f.Total,
-			&f.BuyerName, &f.PlaceOfSupply, &f.OriginalNumber, &f.OriginalDate, &f.Items); err != nil {
+			&f.BuyerName, &f.PlaceOfSupply, &f.OriginalNumber, &f.OriginalDate, &f.Items, &f.BuyerAddress, &f.ShipTo); err != nil {
 			return translate(err, "read chain")
 		}
 		f.Serial = r.Serial
@@ -223,7 +227,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, q 
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
 			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
 			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
-			c.issue_hash, c.cancel_hash, coalesce(i.public_id, '')
+			c.issue_hash, c.cancel_hash, coalesce(i.public_id, ''), i.buyer_address::text, i.ship_to::text
 		FROM invoices i
 		LEFT JOIN LATERAL (
 			SELECT
@@ -249,7 +253,8 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, q 
 		if err := rows.Scan(&r.ID, &r.Serial, &r.Number, &r.InvoiceDate, &r.IssuedAt, &r.Status, &r.CancelReason, &r.CancelledAt,
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
 			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
-			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash, &r.PublicID); err != nil {
+			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash, &r.PublicID,
+			&r.BuyerAddress, &r.ShipTo); err != nil {
 			return translate(err, "read invoices")
 		}
 		if err := fn(&r); err != nil {

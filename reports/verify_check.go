@@ -197,14 +197,14 @@ func (c *checker) invoice(f *invoiceFields) (document.Invoice, bool) {
 		Serial: f.Serial, Number: f.Number, InvoiceDate: f.InvoiceDate, IssuedAt: f.IssuedAt,
 		Status: f.Status, CancelledAt: f.CancelledAt, CancelReason: f.CancelReason,
 	}
-	if f.BuyerGSTIN != "" || f.BuyerName != "" {
+	if f.BuyerGSTIN != "" || f.BuyerName != "" || f.BuyerAddress != nil {
 		inv.Buyer = &document.Buyer{GSTIN: f.BuyerGSTIN, Name: f.BuyerName}
 	}
 	inv.PlaceOfSupply = f.PlaceOfSupply
 	if f.OriginalNumber != "" && f.OriginalDate != nil {
 		inv.Original = &document.Original{Number: f.OriginalNumber, InvoiceDate: *f.OriginalDate}
 	}
-	ok := json.Unmarshal(f.Items, &inv.Items) == nil
+	ok := json.Unmarshal(f.Items, &inv.Items) == nil && document.ParseAddresses(inv.Buyer, &inv.ShipTo, f.BuyerAddress, f.ShipTo) == nil
 	parse := func(s string) decimal.Decimal {
 		d, err := decimal.NewFromString(s)
 		if err != nil {

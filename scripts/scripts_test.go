@@ -119,10 +119,17 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 	cmd, stdout = runDemo(t, bin, url, "127.0.0.1:0")
 	lines := bufio.NewScanner(stdout)
 	urlLine := regexp.MustCompile(`^  URL +(http://127\.0\.0\.1:[0-9]+) `)
-	var base string
+	keyLine := regexp.MustCompile(`^  API key +(ik_\S+) `)
+	var base, key, body string
 	for lines.Scan() {
 		if m := urlLine.FindStringSubmatch(lines.Text()); m != nil {
 			base = m[1]
+		}
+		if m := keyLine.FindStringSubmatch(lines.Text()); m != nil {
+			key = m[1]
+		}
+		if b, ok := strings.CutPrefix(lines.Text(), "  -d '"); ok {
+			body = strings.TrimSuffix(b, "'")
 			break
 		}
 	}
@@ -130,6 +137,19 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 		t.Fatalf("no bound URL in the banner (got %q)", base)
 	}
 	go io.Copy(io.Discard, stdout)
+	// The banner's curl issues an invoice: its B2B body carries the
+	// buyer's address Rule 46(d) asks for.
+	req, err := http.NewRequest("POST", base+"/v1/series/CH1/invoices", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("the banner's curl body (%s) with key %q: %v %v", body, key, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	resp, err := http.Get(base + "/healthz")
 	if err != nil {
 		t.Fatalf("the banner's URL does not answer: %v", err)
@@ -146,10 +166,15 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		err = conn.QueryRow(t.Context(), `SELECT count(*) FROM invoices WHERE number LIKE 'DEMO/%'`).Scan(&n)
+		var address string
+		err = conn.QueryRow(t.Context(), `SELECT count(*), (SELECT address FROM sellers WHERE gstin = '27AAPFU0939F1ZV')
+			FROM invoices WHERE number LIKE 'DEMO/%'`).Scan(&n, &address)
 		conn.Close(context.Background())
 		if err != nil || n != 5 {
 			t.Fatalf("series DEMO holds %d sample invoices (%v), want 5", n, err)
+		}
+		if !strings.Contains(address, "Pune 411001") {
+			t.Fatalf("the demo seller's address is %q: its receipts lack Rule 46(a)'s supplier address", address)
 		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

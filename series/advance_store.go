@@ -91,7 +91,7 @@ func advanceColumnsOf(advs []Advance) advanceColumns {
 }
 
 // AdvanceArgs returns advs as the counter arguments of the database
-// function invoiced_issue_rows (migration 00029): the sellers, series,
+// function invoiced_issue_rows_v2 (migrations 00029, 00041): the sellers, series,
 // years, predicted last serials, chain lengths and heads, then the last
 // serials, dates, issue times, chain lengths and heads after.
 func AdvanceArgs(advs []Advance) []any {

@@ -126,7 +126,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 // rebuild returns the invoice di as numbered (amounts, items and fields as
 // the server stores them), for its cancel record.
 func (t *Terminal) rebuild(fy gst.FY, di client.DeviceInvoice) (document.Invoice, error) {
-	r, err := request(client.IssueRequest{Buyer: di.Buyer, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
+	r, err := request(client.IssueRequest{Buyer: di.Buyer, ShipTo: di.ShipTo, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
 	if err != nil {
 		return document.Invoice{}, err
 	}

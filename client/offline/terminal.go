@@ -188,8 +188,9 @@ func (t *Terminal) year(fy gst.FY) *year {
 // on the same day (issue times never go back); its date is that time's
 // date in IST, so the financial year turns over at IST midnight on 1
 // April by the device's clock. It fails with the invoice package's
-// validation errors (nothing numbered), ErrClockBehind when the clock is
-// on a date before the lease's not_before, ErrEndPending while the lease's
+// validation errors and document.ErrParticularsMissing (nothing
+// numbered), ErrClockBehind when the clock is on a date before the
+// lease's not_before, ErrEndPending while the lease's
 // end has no known outcome, ErrLeaseInDoubt while an upload's refusal left
 // open whether the lease ended, ErrEnded, or ErrBroken after a journal write
 // failed. A sale that may be rung up again after a crash (journaled, not
@@ -240,9 +241,14 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 	if err != nil {
 		return Receipt{}, err
 	}
+	// The server stores an uploaded invoice whatever its particulars (it
+	// is printed already): the till is where Rule 46 is kept.
+	if err := document.CheckParticulars(&document.Draft{Buyer: inv.Buyer, ShipTo: inv.ShipTo, Totals: inv.Totals}, t.series.DocType); err != nil {
+		return Receipt{}, err
+	}
 	di := client.DeviceInvoice{
 		Serial: inv.Serial, Number: inv.Number, InvoiceDate: inv.InvoiceDate.Format(time.DateOnly), IssuedAt: document.Timestamp(at),
-		Buyer: req.Buyer, PlaceOfSupply: inv.PlaceOfSupply, Items: req.Items, Original: req.Original,
+		Buyer: req.Buyer, ShipTo: req.ShipTo, PlaceOfSupply: inv.PlaceOfSupply, Items: req.Items, Original: req.Original,
 		Totals: client.Totals{Taxable: document.Money(inv.Totals.Taxable), CGST: document.Money(inv.Totals.CGST),
 			SGST: document.Money(inv.Totals.SGST), IGST: document.Money(inv.Totals.IGST), Total: document.Money(inv.Totals.Total)},
 		ChainHash: hex.EncodeToString(hash),
@@ -265,7 +271,7 @@ func (t *Terminal) replayReceipt(k invoiceKey, req client.IssueRequest) (Receipt
 		y, _ := json.Marshal(b)
 		return string(x) == string(y)
 	}
-	if !same(req.Buyer, di.Buyer) || !same(req.Items, di.Items) || !same(req.Original, di.Original) ||
+	if !same(req.Buyer, di.Buyer) || !same(req.ShipTo, di.ShipTo) || !same(req.Items, di.Items) || !same(req.Original, di.Original) ||
 		(req.PlaceOfSupply != "" && req.PlaceOfSupply != di.PlaceOfSupply) {
 		return Receipt{}, fmt.Errorf("%w: it numbered %s", ErrKeyReused, di.Number)
 	}
@@ -285,6 +291,13 @@ func request(req client.IssueRequest) (document.Request, error) {
 	var r document.Request
 	if req.Buyer != nil {
 		r.Buyer = &document.Buyer{GSTIN: req.Buyer.GSTIN, Name: req.Buyer.Name}
+		if a := req.Buyer.Address; a != nil {
+			r.Buyer.Address = &document.Address{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}
+		}
+	}
+	if st := req.ShipTo; st != nil {
+		a := st.Address
+		r.ShipTo = &document.ShipTo{Name: st.Name, Address: document.Address{Line1: a.Line1, Line2: a.Line2, City: a.City, PIN: a.PIN, State: a.State}}
 	}
 	r.PlaceOfSupply = req.PlaceOfSupply
 	for _, it := range req.Items {

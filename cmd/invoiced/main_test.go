@@ -33,7 +33,8 @@ const demoGSTIN = "27AAPFU0939F1ZV"
 
 // invoiceBody is an inter-state B2B invoice request (Maharashtra seller,
 // Karnataka buyer) without invoice_date, so dated today in IST.
-const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore Traders"},
+const invoiceBody = `{"buyer": {"gstin": "29AAGCB7383J1Z4", "name": "Bangalore Traders",
+            "address": {"line1": "14 Residency Road", "city": "Bengaluru", "pin": "560025"}},
  "place_of_supply": "29",
  "items": [{"description": "Masala chai", "hsn": "0902", "quantity": "2",
             "unit_price": "10.00", "gst_rate": "5"}]}`

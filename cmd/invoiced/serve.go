@@ -60,6 +60,8 @@ type serveConfig struct {
 	// publicURL is the base URL clients reach the server at ("" unknown):
 	// receipt_url is absolute under it.
 	publicURL string
+	// buyerDetails names api.Config.BuyerDetails: require or warn.
+	buyerDetails string
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -92,6 +94,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.webhookAllowPrivate, "webhook-allow-private", false, "let webhooks be registered for, and delivered to, URLs that resolve to loopback, private or link-local addresses (tests, on-premises receivers); off refuses them (SSRF)")
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", outbox.DefaultWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
 	fs.StringVar(&c.publicURL, "public-url", "", "the base URL clients reach this server at (e.g. https://bills.example.in); receipt_url in answers and webhooks is then absolute under it; empty: receipt_url is a path (/r/…)")
+	fs.StringVar(&c.buyerDetails, "buyer-details", "require", "an invoice without the buyer's particulars CGST Rule 46 asks for (a registered buyer's address; from ₹50,000, an unregistered buyer's name, address and delivery address): require refuses it (422 particulars_missing); warn issues it with a Warning header and a logged warning, for a transition while integrations learn to send addresses")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -114,6 +117,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --webhook-workers must be 0 or more")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return usageErrorf("serve: --log-format must be json or text")
+	case c.buyerDetails != "require" && c.buyerDetails != "warn":
+		return usageErrorf("serve: --buyer-details must be require or warn")
 	case c.citusBatch != "shard" && c.citusBatch != "seller":
 		return usageErrorf("serve: --citus-batch must be shard or seller")
 	case c.inFlight < 0 || c.inFlight > invoice.MaxInFlight:
@@ -224,6 +229,12 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		LogRequests:   c.logRequests,
 
 		WebhookAllowPrivate: c.webhookAllowPrivate,
+	}
+	if apiConfig.BuyerDetails, err = api.ParseBuyerDetails(c.buyerDetails); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if apiConfig.BuyerDetails == api.WarnBuyerDetails {
+		logger.Warn("serve --buyer-details warn: invoices without the buyer's particulars CGST Rule 46 asks for are issued, with a warning; switch back to require once every integration sends them")
 	}
 	c.limits.apiLimits(&apiConfig)
 	// The batching policy is serve's (its flags and invoice.InFlightFor);

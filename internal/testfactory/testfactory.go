@@ -97,8 +97,14 @@ func Series(t testing.TB, b db.Beginner, seller gst.Seller, opts *SeriesOpts) gs
 }
 
 // Buyer is the registered buyer of a default draft, in Karnataka (an
-// inter-state supply from SellerGSTIN).
-var Buyer = document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}
+// inter-state supply from SellerGSTIN), with the address Rule 46(d) asks
+// for (BuyerAddress; its state comes from the GSTIN).
+var Buyer = document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders", Address: BuyerAddress()}
+
+// BuyerAddress returns a new copy of Buyer's address.
+func BuyerAddress() *document.Address {
+	return &document.Address{Line1: "14 Residency Road", City: "Bengaluru", PIN: "560025"}
+}
 
 // Chai returns a line of masala chai (HSN 0902).
 func Chai(qty, price, rate string) document.ItemInput {
