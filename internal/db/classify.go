@@ -73,7 +73,7 @@ const (
 	CodeKeyHeld       = "IV002" // an idempotency key is held by another transaction
 	CodeOutOfWindow   = "IV004" // an invoice date is outside the backdating window by the database's clock
 	CodePeriodLocked  = "IV005" // an invoice is dated in a locked month
-	CodeEventIDsShort = "IV006" // invoiced_issue_batch (00026) and invoiced_issue_rows (00029) were given too few event ids for a subscribed seller
+	CodeEventIDsShort = "IV006" // invoiced_issue_rows (00029, 00041's _v2) was given too few event ids for a subscribed seller
 	CodeLeased        = "IV017" // a leased series' counter row written by a transaction that does not name the lease
 )
 
