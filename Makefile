@@ -80,9 +80,10 @@ mutants: ## Remove each protection in testdata/mutants in turn and check its tes
 bench: build ## Benchmark over HTTP vs pgbench baselines (BENCHFLAGS, e.g. --quick, --full; see docs/bench.md)
 	scripts/bench $(BENCHFLAGS)
 
-lint: $(GOLANGCI) ## golangci-lint (.golangci.yml), go vet and gofmt; fails on any finding
+lint: $(GOLANGCI) ## golangci-lint (.golangci.yml), go vet, gofmt and go mod tidy; fails on any finding
 	$(GOLANGCI) run ./...
 	$(GO) vet ./...
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 	@out=$$(gofmt -l $$($(GO) list -f '{{.Dir}}' ./...)); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 

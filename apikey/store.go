@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
@@ -33,9 +32,8 @@ func insertKey(ctx context.Context, q db.Querier, sellerID int64, prefix string,
 	_, err := q.Exec(ctx, `
 		INSERT INTO api_keys (seller_id, prefix, secret_hash, scopes, series_scopes, series_codes)
 		VALUES ($1, $2, $3, $4, $5, $6)`, sellerID, prefix, secretHash, plain, restricted, seriesCodes)
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		switch pg.Code {
+	if v, ok := db.Violated(err); ok {
+		switch v.Code {
 		case pgerrcode.UniqueViolation:
 			return errPrefixTaken
 		case pgerrcode.ForeignKeyViolation:

@@ -19,9 +19,8 @@ var pow10 = func() (p [19]int64) {
 // places written ("21.00", "-0.05", never "-0.00"): exactly what
 // d.StringFixed(2) returns. Amounts whose coefficient has at most 16 digits
 // and exponent is between -20 and 0, which is every amount Prepare works
-// out, are formatted with integer arithmetic instead of math/big; issuing
-// formats five to ten amounts per invoice, and the big.Int path was about 6%
-// of the server's CPU under load.
+// out, are formatted with integer arithmetic instead of math/big (issuing
+// formats five to ten amounts per invoice; docs/bench.md has the cost).
 func Money(d decimal.Decimal) string {
 	exp := d.Exponent()
 	if exp > 0 || exp < -20 || d.NumDigits() > 16 {

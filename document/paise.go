@@ -8,17 +8,15 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// An item's amounts in paise, with integer arithmetic. prepareItem worked
-// them out with shopspring/decimal (math/big: a multiplication, two or
-// three divisions, a rounding and four additions per line, then five
-// additions per line for the totals, each allocating): about 8 % of the
-// batch route's CPU. The operands are small enough for machine integers in
-// every real case (quantity × unit price below 2^63 ten-millionths of a
-// rupee, i.e. a line below ₹922 crore), and the results are the same
-// decimals, value and exponent: decimal.Round(2) rounds half away from
-// zero and every operand is non-negative, so it is (x + d/2) / d. A line
-// beyond that takes the decimal path as before. TestPaiseMatchesDecimal
-// checks the two paths agree.
+// An item's amounts in paise, with integer arithmetic instead of
+// shopspring/decimal's math/big, which allocates at every step (the cost
+// is in docs/bench.md, "The batch route's CPU per invoice"). The operands
+// are small enough for machine integers in every real case (quantity ×
+// unit price below 2^63 ten-millionths of a rupee, i.e. a line below ₹922
+// crore), and the results are the same decimals, value and exponent:
+// decimal.Round(2) rounds half away from zero and every operand is
+// non-negative, so it is (x + d/2) / d. A line beyond that takes the
+// decimal path. TestPaiseMatchesDecimal checks the two paths agree.
 
 // paise is a line's amounts in paise.
 type paise struct {

@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // This file holds the SQL of a delegated batch (Config.Delegated,
@@ -97,49 +94,19 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 
 // delegatedFailed returns the error of a failed invoiced_issue_rows_v2 call:
 // ErrKeyRace for a key already used, errNeedsEventIDs, the database's
-// error (translated) for an answer that says the call rolled back
-// (rolledBack), and ErrOutcomeUnknown for any other failure: the call may
-// have committed.
+// error (translated) for an answer that says the call rolled back, and
+// ErrOutcomeUnknown for any other failure (db.ClassifyDelegated): the call
+// may have committed.
 func delegatedFailed(err error) error {
 	switch {
 	case keyTaken(err):
 		return apperr.WithCause(ErrKeyRace, err)
 	case db.SQLState(err) == db.CodeEventIDsShort:
 		return errNeedsEventIDs
-	case !rolledBack(err):
+	case db.ClassifyDelegated(err) == db.OutcomeUnknown:
 		return apperr.WithCause(ErrOutcomeUnknown, err)
 	}
 	return translate(err, "issue batch")
-}
-
-// rolledBack reports whether err, a failed invoiced_issue_rows_v2 call, says
-// the call took nothing. On Citus the call commits on the worker, inside
-// the statement, and the coordinator relays the answer: a connection to
-// the worker lost, or a cancel (statement timeout, a caller gone) that
-// reaches the coordinator after the worker committed, comes back as an
-// error of the statement although the invoices are stored. So only the
-// errors that the function's own transaction raises (its preconditions'
-// IV codes, the lease guard, constraints, bad data, lock timeouts,
-// deadlocks and serialisation failures), an unknown function, and a
-// worker the coordinator could not reach, mean nothing was committed; any
-// other failure is a lost answer, not a no (docs/api.md).
-func rolledBack(err error) bool {
-	var pg *pgconn.PgError
-	if !errors.As(err, &pg) {
-		return pgconn.SafeToRetry(err) // not sent
-	}
-	code := pg.Code
-	switch {
-	case strings.HasPrefix(code, "IV"),
-		pgerrcode.IsIntegrityConstraintViolation(code),
-		pgerrcode.IsDataException(code),
-		pgerrcode.IsSyntaxErrororAccessRuleViolation(code),
-		pgerrcode.IsTransactionRollback(code),
-		code == pgerrcode.LockNotAvailable,
-		code == pgerrcode.SQLClientUnableToEstablishSQLConnection:
-		return true
-	}
-	return false
 }
 
 // keyArgs returns w's idempotency keys as invoiced_issue_rows_v2's key

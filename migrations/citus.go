@@ -48,15 +48,13 @@ var referenceTables = []string{"sellers", "api_keys", "console_sessions"}
 var coordinatorTables = []string{"goose_db_version", "schema_compat", "invoiced_migration_history"}
 
 // Functions that statements on distributed tables call on the workers,
-// and invoiced_issue_rows_v2 (00041), invoiced_issue_rows (00029, called
-// by binaries of 00029 to 00040) and invoiced_issue_batch (00026, called
-// by binaries of 00026 to 00028), which are delegated: a call whose seller
+// and invoiced_issue_rows_v2 (00041) and invoiced_issue_rows (00029, called
+// by binaries of 00029 to 00040), which are delegated: a call whose seller
 // (its first argument) is a constant runs whole on the worker that holds
 // the seller's shard group (docs/scale-out.md, "One call per batch").
 var distributedFunctions = []distributedFunction{
 	{name: "invoiced_require"},
 	{name: "invoiced_lease_guard"},
-	{name: "invoiced_issue_batch", arg: "p_seller"},
 	{name: "invoiced_issue_rows", arg: "p_seller"},
 	{name: "invoiced_issue_rows_v2", arg: "p_seller"},
 }

@@ -1,20 +1,16 @@
 package migrations
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -22,32 +18,32 @@ import (
 )
 
 // The lock discipline of migrate (docs/operations.md, "Migrations"): no
-// statement of a migration waits for a lock longer than LockTimeout
-// (1 s), so a migration that holds ACCESS EXCLUSIVE on one table while it
-// waits for another stops issuing for at most that long; it then fails,
-// rolls back (releasing everything) and is retried whole after a backoff,
-// while issuing goes on. The runner enforces it for every migration,
-// including those applied long ago and written with a 10 s timeout: the
-// session's lock_timeout is the cap, and every lock_timeout a migration
-// sets itself is lowered to it in the text given to goose (the file, and
-// the SHA-256 recorded of it, stay as they are). Every migration is either
-// one transaction (a failure undoes it) or, marked NO TRANSACTION, written
-// to be rerun from the start, so retrying whole is safe.
+// statement of a migration waits for a lock that issuing may queue behind
+// for longer than LockTimeout (1 s), so a migration that holds ACCESS
+// EXCLUSIVE on one table while it waits for another stops issuing for at
+// most that long; it then fails, rolls back (releasing everything) and is
+// retried whole after a backoff, while issuing goes on. Every migration is
+// either one transaction (a failure undoes it) or, marked NO TRANSACTION,
+// written to be rerun from the start, so retrying whole is safe.
 //
-// The exception is a CREATE, DROP or REINDEX ... CONCURRENTLY statement
-// (00016, 00018): it holds only SHARE UPDATE EXCLUSIVE, which no insert
-// or read waits for, while it waits for every transaction older than its
-// build, through lock waits that obey lock_timeout. The cap would make any
-// transaction open over 1 s (an export, an idle session) fail it, though
-// it stops nothing while it waits; so each such statement runs with the
-// lock_timeout the caller's session has (the server's or role's setting,
-// 0 = none by default), and the cap is set again after it and at the
-// start of every migration (in case one failed mid-way).
+// Goose runs each file exactly as it is written and hashed: the runner
+// never edits a migration's text. The cap is kept from outside, by the
+// watcher that already reads which sessions block the migration: a
+// statement of the migration's session that has waited longer than the cap
+// for any lock but a virtualxid is cancelled (pg_cancel_backend), whatever
+// lock_timeout the file set for itself (migrations up to 00041 set 10 s).
+// A virtualxid wait is a CREATE, DROP or REINDEX ... CONCURRENTLY (00016,
+// 00018) waiting for the transactions older than its build to end: it
+// holds only SHARE UPDATE EXCLUSIVE, which no insert or read waits for, so
+// the cap would make any transaction open over 1 s (an export, an idle
+// session) fail it while it stops nothing. The session's own lock_timeout
+// is the one migrate was started with (the server's or role's setting, 0 =
+// none by default), and bounds those waits alone.
 
 // Options tune UpWith; the zero value is what Up uses.
 type Options struct {
-	// LockTimeout is the longest any statement waits for a lock (default
-	// and maximum 1 s).
+	// LockTimeout is the longest a statement waits for a lock other than
+	// a virtualxid before the runner cancels it (default and maximum 1 s).
 	LockTimeout time.Duration
 	// Attempts is how often one migration is tried when it times out
 	// waiting for a lock (default 5).
@@ -85,26 +81,21 @@ func UpWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	var waitTimeout string
-	if err := pool.QueryRow(ctx, `SELECT current_setting('lock_timeout')`).Scan(&waitTimeout); err != nil {
-		return 0, fmt.Errorf("migrations: %w", err)
-	}
 	cfg := pool.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = 2, 0
-	cfg.ConnConfig.RuntimeParams["lock_timeout"] = fmt.Sprintf("%dms", opt.LockTimeout.Milliseconds())
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	gp, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
 	defer gp.Close()
-	db := stdlib.OpenDBFromPool(gp)
-	defer db.Close()
+	sqlDB := stdlib.OpenDBFromPool(gp)
+	defer sqlDB.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return 0, fmt.Errorf("migrations: locker: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, cappedFS{files, opt.LockTimeout, waitTimeout}, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, files, goose.WithSessionLocker(locker))
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
@@ -118,9 +109,9 @@ func UpWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (int64, error)
 		return 0, err
 	}
 	for attempt := 1; ; {
-		w := watchBlockers(ctx, pool, app)
+		w := watchLocks(ctx, pool, app, opt.LockTimeout)
 		res, err := p.UpByOne(ctx)
-		blockers := w.stop()
+		blockers, cancelled := w.stop()
 		if errors.Is(err, goose.ErrNoNextVersion) {
 			break
 		}
@@ -132,7 +123,7 @@ func UpWith(ctx context.Context, pool *pgxpool.Pool, opt Options) (int64, error)
 			continue
 		}
 		name := pendingName(err)
-		if !lockTimedOut(err) {
+		if !cancelled && db.Classify(err) != db.LockTimeout {
 			return 0, fmt.Errorf("migrations: %w", err)
 		}
 		if attempt >= opt.Attempts {
@@ -170,16 +161,6 @@ func applicationName() (string, error) {
 	return "invoiced migrate " + hex.EncodeToString(b), nil
 }
 
-// lockTimedOut reports whether err is a statement's lock timeout
-// (SQLSTATE 55P03).
-func lockTimedOut(err error) bool {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code == "55P03"
-	}
-	return strings.Contains(err.Error(), "SQLSTATE 55P03")
-}
-
 // pendingName returns the file of the migration goose's err is about, or
 // "the next migration".
 func pendingName(err error) string {
@@ -199,16 +180,21 @@ type blocker struct {
 }
 
 // watcher polls, while a migration runs, which sessions block the
-// migration's session (found by its application_name), and keeps the last
-// non-empty answer.
+// migration's session (found by its application_name), keeping the last
+// non-empty answer, and cancels the session's statement once it has waited
+// longer than the cap for a lock other than a virtualxid (the lock
+// discipline above).
 type watcher struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	last   []blocker
+	cancel    context.CancelFunc
+	done      chan struct{}
+	mu        sync.Mutex
+	last      []blocker
+	cancelled bool
 }
 
-func watchBlockers(ctx context.Context, pool *pgxpool.Pool, app string) *watcher {
+// watchLocks starts a watcher of the session named app with the cap max;
+// stop ends it.
+func watchLocks(ctx context.Context, pool *pgxpool.Pool, app string, max time.Duration) *watcher {
 	ctx, cancel := context.WithCancel(ctx)
 	w := &watcher{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -221,23 +207,41 @@ func watchBlockers(ctx context.Context, pool *pgxpool.Pool, app string) *watcher
 				return
 			case <-t.C:
 			}
-			if bs := blockersOf(ctx, pool, app); len(bs) > 0 {
-				w.mu.Lock()
+			bs := blockersOf(ctx, pool, app)
+			stopped := cancelOverdue(ctx, pool, app, max)
+			w.mu.Lock()
+			if len(bs) > 0 {
 				w.last = bs
-				w.mu.Unlock()
 			}
+			w.cancelled = w.cancelled || stopped
+			w.mu.Unlock()
 		}
 	}()
 	return w
 }
 
-// stop ends the polling and returns the blockers seen last.
-func (w *watcher) stop() []blocker {
+// stop ends the polling and returns the blockers seen last, and whether
+// the watcher cancelled a statement of the migration.
+func (w *watcher) stop() ([]blocker, bool) {
 	w.cancel()
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.last
+	return w.last, w.cancelled
+}
+
+// cancelOverdue cancels the statement of the session named app when it
+// has waited longer than max for a lock other than a virtualxid, and
+// reports whether it did. The wait is judged and the statement cancelled
+// in one statement, so a statement that got its lock meanwhile is not
+// cancelled; a failed query cancels nothing.
+func cancelOverdue(ctx context.Context, pool *pgxpool.Pool, app string, max time.Duration) bool {
+	var n int
+	err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE pg_cancel_backend(m.pid))
+		FROM pg_stat_activity m JOIN pg_locks l ON l.pid = m.pid
+		WHERE m.application_name = $1 AND NOT l.granted AND l.locktype <> 'virtualxid'
+		  AND l.waitstart < clock_timestamp() - make_interval(secs => $2)`, app, max.Seconds()).Scan(&n)
+	return err == nil && n > 0
 }
 
 // blockersOf returns the sessions blocking the session named app; none
@@ -271,75 +275,3 @@ func describeBlockers(bs []blocker) string {
 	}
 	return "blocked by " + strings.Join(parts, "; ")
 }
-
-// cappedFS is the migrations as goose reads them: every lock_timeout a
-// migration sets (SET LOCAL lock_timeout = '10s', set_config('lock_timeout',
-// '10s', true)) lowered to the runner's.
-type cappedFS struct {
-	fsys fs.FS
-	max  time.Duration
-	wait string // lock_timeout of CONCURRENTLY statements
-}
-
-var (
-	concurrently      = regexp.MustCompile(`(?im)^[ \t]*(?:CREATE|DROP|REINDEX)\b[^;]*\bCONCURRENTLY\b[^;]*;[ \t]*$`)
-	upAnnotation      = regexp.MustCompile(`(?m)^--[ \t]*\+goose[ \t]+Up\b.*$`)
-	setLockTimeout    = regexp.MustCompile(`(?i)(lock_timeout\s*(=|to)\s*)'[^']*'`)
-	configLockTimeout = regexp.MustCompile(`(?i)(set_config\(\s*'lock_timeout'\s*,\s*)'[^']*'`)
-)
-
-// capLockTimeouts returns sql with every lock_timeout it sets replaced by
-// max.
-func capLockTimeouts(sql []byte, max time.Duration) []byte {
-	v := []byte(fmt.Sprintf("${1}'%dms'", max.Milliseconds()))
-	sql = setLockTimeout.ReplaceAll(sql, v)
-	return configLockTimeout.ReplaceAll(sql, v)
-}
-
-// uncapConcurrently returns sql with the cap set at the start of its Up
-// section and every CONCURRENTLY statement run with lock_timeout wait,
-// the cap set again after it. Run after capLockTimeouts, which would
-// lower these too.
-func uncapConcurrently(sql []byte, max time.Duration, wait string) []byte {
-	capped := fmt.Sprintf("SET lock_timeout = '%dms';", max.Milliseconds())
-	uncapped := "SET lock_timeout = '" + strings.ReplaceAll(wait, "'", "''") + "';"
-	sql = concurrently.ReplaceAllFunc(sql, func(stmt []byte) []byte {
-		return []byte(uncapped + "\n" + string(stmt) + "\n" + capped)
-	})
-	return upAnnotation.ReplaceAllFunc(sql, func(up []byte) []byte {
-		return []byte(string(up) + "\n" + capped)
-	})
-}
-
-func (c cappedFS) Open(name string) (fs.File, error) {
-	f, err := c.fsys.Open(name)
-	if err != nil || !strings.HasSuffix(name, ".sql") {
-		return f, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	b = uncapConcurrently(capLockTimeouts(b, c.max), c.max, c.wait)
-	return &memFile{Reader: bytes.NewReader(b), info: sizedInfo{info, int64(len(b))}}, nil
-}
-
-type memFile struct {
-	*bytes.Reader
-	info fs.FileInfo
-}
-
-func (f *memFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *memFile) Close() error               { return nil }
-
-type sizedInfo struct {
-	fs.FileInfo
-	size int64
-}
-
-func (i sizedInfo) Size() int64 { return i.size }

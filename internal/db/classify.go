@@ -73,7 +73,7 @@ const (
 	CodeKeyHeld       = "IV002" // an idempotency key is held by another transaction
 	CodeOutOfWindow   = "IV004" // an invoice date is outside the backdating window by the database's clock
 	CodePeriodLocked  = "IV005" // an invoice is dated in a locked month
-	CodeEventIDsShort = "IV006" // invoiced_issue_batch (00026) and invoiced_issue_rows (00029) were given too few event ids for a subscribed seller
+	CodeEventIDsShort = "IV006" // invoiced_issue_rows (00029, 00041's _v2) was given too few event ids for a subscribed seller
 	CodeLeased        = "IV017" // a leased series' counter row written by a transaction that does not name the lease
 )
 
@@ -113,6 +113,44 @@ func ClassifyCommit(err error) Class {
 		return OutcomeUnknown
 	}
 	return Classify(err)
+}
+
+// ClassifyDelegated returns the class of err, the failure of a call that
+// commits inside the statement before it answers (invoiced_issue_rows_v2
+// delegated to a Citus worker): OutcomeUnknown unless the error says the
+// call took nothing, Classify's class otherwise. On Citus the call commits
+// on the worker and the coordinator relays the answer: a connection to the
+// worker lost, or a cancel (a statement timeout, a caller gone) that
+// reaches the coordinator after the worker committed, comes back as an
+// error of the statement although the rows are stored. So only what the
+// call's own transaction raises (invoiced's IV codes, the lease guard,
+// constraints, bad data, access and syntax errors such as an unknown
+// function, lock timeouts, deadlocks and serialisation failures), a worker
+// the coordinator could not reach, and a call never sent, mean nothing was
+// committed; any other failure is a lost answer, not a no (docs/api.md).
+func ClassifyDelegated(err error) Class {
+	if err == nil {
+		return None
+	}
+	var pg *pgconn.PgError
+	if !errors.As(err, &pg) {
+		if pgconn.SafeToRetry(err) { // not sent
+			return Classify(err)
+		}
+		return OutcomeUnknown
+	}
+	code := pg.Code
+	switch {
+	case strings.HasPrefix(code, "IV"),
+		pgerrcode.IsIntegrityConstraintViolation(code),
+		pgerrcode.IsDataException(code),
+		pgerrcode.IsSyntaxErrororAccessRuleViolation(code),
+		pgerrcode.IsTransactionRollback(code),
+		code == pgerrcode.LockNotAvailable,
+		code == pgerrcode.SQLClientUnableToEstablishSQLConnection:
+		return classifyPg(pg)
+	}
+	return OutcomeUnknown
 }
 
 // translated returns the class of the sentinel err derives from, None
