@@ -65,8 +65,10 @@ func MMToPx(mm float64) int64 { return int64(mm / 25.4 * 96) }
 
 // layoutJS measures the current page: every rendered element of body that
 // reaches past the viewport's right edge (or starts left of 0 and shows),
-// whether the page scrolls sideways, and every element matching the
-// selector given whose text runs over more than one line.
+// whether the page scrolls sideways, every element matching the selector
+// given whose text runs over more than one line, and every document
+// number in the page's text (letters or digits, a slash, ending in a
+// digit: CH1/26-27/00001) that does.
 const layoutJS = `((oneLine) => {
 	const W = document.documentElement.clientWidth;
 	const name = el => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
@@ -83,15 +85,30 @@ const layoutJS = `((oneLine) => {
 			out.overflows.push(name(el) + " spans " + Math.round(r.left) + ".." + Math.round(r.right) + " px");
 		}
 	}
+	const lines = range => {
+		const bottoms = new Set();
+		for (const rect of range.getClientRects()) {
+			if (rect.width > 0) bottoms.add(Math.round(rect.bottom));
+		}
+		return bottoms.size;
+	};
 	if (oneLine) {
 		for (const el of document.querySelectorAll(oneLine)) {
 			const range = document.createRange();
 			range.selectNodeContents(el);
-			const tops = new Set();
-			for (const rect of range.getClientRects()) {
-				if (rect.width > 0) tops.add(Math.round(rect.bottom));
-			}
-			if (tops.size > 1) out.broken.push(name(el) + " runs over " + tops.size + " lines");
+			const n = lines(range);
+			if (n > 1) out.broken.push(name(el) + " runs over " + n + " lines");
+		}
+	}
+	// Document numbers wherever they stand in text: CH1/26-27/00001.
+	const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+	for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+		for (const m of node.data.matchAll(/[A-Z0-9][A-Z0-9-]*\/[A-Z0-9/-]*[0-9]/g)) {
+			const range = document.createRange();
+			range.setStart(node, m.index);
+			range.setEnd(node, m.index + m[0].length);
+			const n = lines(range);
+			if (n > 1) out.broken.push('the number "' + m[0] + '" runs over ' + n + " lines");
 		}
 	}
 	return JSON.stringify(out);
@@ -101,12 +118,13 @@ const layoutJS = `((oneLine) => {
 type Layout struct {
 	Width     int      `json:"width"`     // the viewport's width, CSS px
 	Overflows []string `json:"overflows"` // elements past the right edge
-	Broken    []string `json:"broken"`    // one-line elements that broke
+	Broken    []string `json:"broken"`    // one-line elements and numbers that broke
 }
 
 // Measure lays out the current page of ctx and returns its Layout; the
-// elements matching oneLine ("" for none) must each fit on one line. It
-// fails when the page cannot be evaluated.
+// elements matching oneLine ("" for none) and every document number in
+// the text must each fit on one line. It fails when the page cannot be
+// evaluated.
 func Measure(ctx context.Context, oneLine string) (Layout, error) {
 	sel, err := json.Marshal(oneLine)
 	if err != nil {
