@@ -56,7 +56,7 @@ test-short: chromium ## Same as test, without -race
 	$(GO) vet $(PKG)
 	$(PG) test -- $(GO) test -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
 
-chromium: ## Install Debian's chromium if missing (as root), for the console's browser tests
+chromium: ## Install Debian's chromium if missing (as root), for the browser tests (console, receipts)
 	scripts/chromium
 
 console-screenshots: chromium ## Run the console's and the receipt's browser tests, saving their screenshots in docs/img

@@ -36,7 +36,7 @@ type cellStyles struct {
 // auditColumns are the columns of the rows in order, shared by CSV, XLSX
 // and JSON. Both CSV and XLSX write instants in IST with the offset (CSV
 // as text, XLSX as date-time cells shown that way). New columns go before
-// the two hashes, which stay last (README, "Changes", says when columns
+// the two hashes, which stay last (docs/changes.md says when columns
 // moved).
 var auditColumns = []column{
 	{header: "Serial", width: 9, json: "serial",
