@@ -1,15 +1,12 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/internal/browsertest"
-	"github.com/invoiced/invoiced/series"
 )
 
 // TestReceiptFitsThePaper lays receipts out in headless Chromium at the
@@ -24,10 +21,7 @@ import (
 func TestReceiptFitsThePaper(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	addr, phone := "Platform 1, Pune Railway Station, Agarkar Nagar, Pune 411001", "+91 20 2612 0000"
-	if _, err := series.UpdateSeller(context.Background(), e.pool, sellerGSTIN, series.SellerUpdate{Address: &addr, Phone: &phone}); err != nil {
-		t.Fatal(err)
-	}
+	e.setContact("Platform 1, Pune Railway Station, Agarkar Nagar, Pune 411001", "+91 20 2612 0000")
 	e.createSeries("LONG", "invoice", "WWWWWW/{SEQ:9}")
 	long := strings.Repeat("Darjeeling", 12) // a 120-character word
 	items := `"items":[` +
@@ -64,13 +58,8 @@ func TestReceiptFitsThePaper(t *testing.T) {
 	} {
 		for _, inv := range []invoiceOut{intra, inter, cancelled} {
 			for _, media := range p.media {
-				sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := chromedp.Do(sctx, chromedp.EmulateViewport(p.width, 900), browsertest.Media(media),
+				browsertest.Do(t, ctx, p.name+" "+inv.Number, chromedp.EmulateViewport(p.width, 900), browsertest.Media(media),
 					chromedp.Navigate(e.url+"/r/"+inv.PublicID+p.query), chromedp.WaitVisible(chromedp.CSS("#number")))
-				cancel()
-				if err != nil {
-					t.Fatalf("%s %s: %v", p.name, inv.Number, err)
-				}
 				l, err := browsertest.Measure(ctx, oneLine)
 				if err != nil {
 					t.Fatal(err)
@@ -97,10 +86,8 @@ func TestReceiptFitsThePaper(t *testing.T) {
 		"receipt-a4":        {sale, "", 794}, // the A4 sheet, 210 mm
 		"receipt-cancelled": {cancelled, "", 794},
 	} {
-		if err := chromedp.Do(ctx, chromedp.EmulateViewport(shot.width, 900), browsertest.Media("screen"),
-			chromedp.Navigate(e.url+"/r/"+shot.inv.PublicID+shot.query), chromedp.WaitVisible(chromedp.CSS("#number"))); err != nil {
-			t.Fatal(err)
-		}
+		browsertest.Do(t, ctx, name, chromedp.EmulateViewport(shot.width, 900), browsertest.Media("screen"),
+			chromedp.Navigate(e.url+"/r/"+shot.inv.PublicID+shot.query), chromedp.WaitVisible(chromedp.CSS("#number")))
 		browsertest.Shoot(t, ctx, dir, name)
 	}
 }

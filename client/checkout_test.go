@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/invoiced/invoiced/internal/docblocks"
 )
 
 // TestDependFromACheckout runs docs/client.md's two ways of depending on
@@ -17,16 +19,8 @@ import (
 // working as documented.
 func TestDependFromACheckout(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "client.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(doc), "\n## Depending on the client from a checkout\n")
-	if !ok {
-		t.Fatal(`docs/client.md has no "## Depending on the client from a checkout" section`)
-	}
-	section, _, _ = strings.Cut(section, "\n## ")
-	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(section, -1)
+	section := docblocks.Section(t, filepath.Join("..", "docs", "client.md"), "## Depending on the client from a checkout")
+	blocks := docblocks.Blocks(section, "sh")
 	if len(blocks) != 2 {
 		t.Fatalf("the section has %d sh blocks, want the replace and the workspace", len(blocks))
 	}
@@ -47,7 +41,7 @@ func TestDependFromACheckout(t *testing.T) {
 			}
 			run(t, mod, "go", "mod", "init", "example.com/mypos")
 			// The block as documented, with its checkout this one.
-			script := regexp.MustCompile(`(?m)^CHECKOUT=.*$`).ReplaceAllString(blocks[i][1], "CHECKOUT="+checkout)
+			script := regexp.MustCompile(`(?m)^CHECKOUT=.*$`).ReplaceAllString(blocks[i], "CHECKOUT="+checkout)
 			run(t, dir, "bash", "-euc", script)
 			gomod, err := os.ReadFile(filepath.Join(mod, "go.mod"))
 			if err != nil {

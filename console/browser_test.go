@@ -54,11 +54,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	dir := browsertest.ScreenshotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		browsertest.Do(t, ctx, what, steps...)
 	}
 	text := func(sel string) string {
 		t.Helper()

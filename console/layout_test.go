@@ -44,11 +44,7 @@ func TestConsolePagesFitTheScreen(t *testing.T) {
 	b := browsertest.Start(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(b, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		browsertest.Do(t, b, what, steps...)
 	}
 	const oneLine = "code:not(.hash), .nowrap, td.n, .num" // a fingerprint may wrap
 	measure := func(p string, width int64) {

@@ -11,9 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/xuri/excelize/v2"
 )
@@ -84,10 +82,7 @@ func TestAuditSummaryCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "audit_ch1_2026-27_summary.csv", buf.Bytes())
-	recs, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(buf.Bytes(), []byte("\xEF\xBB\xBF")))).ReadAll()
-	if err != nil {
-		t.Fatalf("summary CSV does not parse as one table: %v", err)
-	}
+	recs := csvRecords(t, buf.Bytes())
 	fields := map[string]string{}
 	for _, r := range recs {
 		fields[r[0]] = r[1]
@@ -242,10 +237,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	oct, _ := document.ParseMonth("102026")
-	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
-		t.Fatal(err)
-	}
+	lockOctober(t, f, "key ik_0a1b2c3d")
 	sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2026)
 	if err != nil {
 		t.Fatal(err)
@@ -274,10 +266,7 @@ func TestAuditSummarySpeaksLikeTheConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	oct, _ := document.ParseMonth("102026")
-	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "console key ik_0a1b2c3d", clock); err != nil {
-		t.Fatal(err)
-	}
+	lockOctober(t, f, "console key ik_0a1b2c3d")
 	f.exec(t, `UPDATE invoices SET invoice_date = '2026-10-01' WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2026 AND serial = 4`)
 	summary := func(format string) [][2]string {
 		var buf bytes.Buffer
@@ -285,24 +274,9 @@ func TestAuditSummarySpeaksLikeTheConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out [][2]string
-		if format == reports.FormatCSV {
-			recs, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(buf.Bytes(), []byte("\xEF\xBB\xBF")))).ReadAll()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range recs[1:] {
-				out = append(out, [2]string{r[0], r[1]})
-			}
-			return out
-		}
-		x, err := excelize.OpenReader(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer x.Close()
-		rows, err := x.GetRows("Summary")
-		if err != nil {
-			t.Fatal(err)
+		rows := csvRecords(t, buf.Bytes())
+		if format == reports.FormatXLSX {
+			rows = xlsxRows(t, buf.Bytes(), "Summary")
 		}
 		for _, r := range rows[1:] {
 			out = append(out, [2]string{r[0], r[1]})

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -48,6 +49,20 @@ func Start(t *testing.T) context.Context {
 		t.Fatalf("start chromium: %v", err)
 	}
 	return ctx
+}
+
+// Timeout bounds each Do.
+const Timeout = 30 * time.Second
+
+// Do runs steps on the browser of ctx, within Timeout, and fails t naming
+// what when they fail.
+func Do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	if err := chromedp.Do(sctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // Media returns an action that lays pages out for media ("print" or
