@@ -274,9 +274,11 @@ func TestAuditSummarySpeaksLikeTheConsole(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out [][2]string
-		rows := csvRecords(t, buf.Bytes())
+		var rows [][]string
 		if format == reports.FormatXLSX {
 			rows = xlsxRows(t, buf.Bytes(), "Summary")
+		} else {
+			rows = csvRecords(t, buf.Bytes())
 		}
 		for _, r := range rows[1:] {
 			out = append(out, [2]string{r[0], r[1]})
