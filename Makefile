@@ -56,11 +56,11 @@ test-short: chromium ## Same as test, without -race
 	$(GO) vet $(PKG)
 	$(PG) test -- $(GO) test -count=1 -timeout 20m $(TESTFLAGS) $(PKG)
 
-chromium: ## Install Debian's chromium if missing (as root), for the console's browser tests
+chromium: ## Install Debian's chromium if missing (as root), for the browser tests (console, receipts)
 	scripts/chromium
 
-console-screenshots: chromium ## Run the console's browser test, saving its screenshots in docs/img
-	$(PG) test -- env CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run TestConsoleInBrowser ./console/
+console-screenshots: chromium ## Run the console's and the receipt's browser tests, saving their screenshots in docs/img
+	$(PG) test -- env CONSOLE_SCREENSHOTS=$(CURDIR)/docs/img $(GO) test -count=1 -run 'TestConsoleInBrowser|TestReceiptFitsThePaper' ./console/ ./api/
 
 fuzz: ## Run every Fuzz target for FUZZTIME each (default 30s) against a throw-away PostgreSQL
 	$(PG) test -- $(MAKE) --no-print-directory fuzz-run

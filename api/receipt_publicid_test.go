@@ -26,7 +26,7 @@ func TestReceiptLinksOfBothForms(t *testing.T) {
 	for id, number := range map[string]string{routed.PublicID: routed.Number, legacy: old.Number} {
 		page := e.do("GET", "/r/"+id, "", "")
 		e.wantStatus(page, http.StatusOK)
-		if !strings.Contains(string(page.body), "<strong>"+number+"</strong>") {
+		if !strings.Contains(string(page.body), `<strong class="num" id="number">`+number+"</strong>") {
 			t.Fatalf("/r/%s does not show %s:\n%s", id, number, page.body)
 		}
 	}

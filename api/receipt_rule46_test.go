@@ -39,8 +39,11 @@ func TestReceiptRule46TaxHeadsReverseChargeSignatory(t *testing.T) {
 			`<th class="n rate">IGST %</th><th class="n">IGST ₹</th>`,
 			`<td class="n rate">5</td><td class="n">1.00</td>`,
 		}, []string{">GST %<", "CGST", "SGST"}},
-		"intra-state 80 mm": {page(intra.PublicID, "?paper=80mm"), []string{"HSN 0902 · CGST 2.5% · SGST 2.5%", "HSN 2106 · CGST 9% · SGST 9%"}, []string{" GST "}},
-		"inter-state 80 mm": {page(inter.PublicID, "?paper=80mm"), []string{"HSN 0902 · IGST 5%"}, []string{" GST "}},
+		"intra-state 80 mm": {page(intra.PublicID, "?paper=80mm"), []string{
+			`HSN <span class="num">0902</span> · <span class="num">CGST 2.5% 0.50</span> · <span class="num">SGST 2.5% 0.50</span>`,
+			`HSN <span class="num">2106</span> · <span class="num">CGST 9% 9.00</span> · <span class="num">SGST 9% 9.00</span>`,
+		}, []string{" GST ", "IGST"}},
+		"inter-state 80 mm": {page(inter.PublicID, "?paper=80mm"), []string{`HSN <span class="num">0902</span> · <span class="num">IGST 5% 1.00</span>`}, []string{" GST ", "CGST", "SGST"}},
 	} {
 		for _, s := range append(c.want, common...) {
 			if !strings.Contains(c.body, s) {

@@ -17,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -201,6 +202,14 @@ func (e *env) wantError(r resp, status int, code string) {
 	}
 	if status == http.StatusServiceUnavailable && r.header.Get("Retry-After") == "" {
 		e.t.Fatalf("503 without Retry-After")
+	}
+}
+
+// setContact sets the seller's address and phone, printed on receipts.
+func (e *env) setContact(address, phone string) {
+	e.t.Helper()
+	if _, err := series.UpdateSeller(context.Background(), e.pool, sellerGSTIN, series.SellerUpdate{Address: &address, Phone: &phone}); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

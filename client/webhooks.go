@@ -49,9 +49,12 @@ type EventOptions struct {
 	Limit int    // page size, 1 to 1000; 0 for the server's default (100)
 }
 
-// ListEventsPage returns one page of the seller's events of the last 30
-// days, oldest first (GET /v1/events, scope read), after opt.After. It
-// fails with an *Error 422 invalid_cursor when After names no event kept.
+// ListEventsPage returns one page of the events recorded for the seller's
+// webhooks in the last 30 days, oldest first (GET /v1/events, scope read),
+// after opt.After: an event is recorded only while a webhook subscribes to
+// its type, so a seller without webhooks gets none (ListInvoices reads
+// invoices). It fails with an *Error 422 invalid_cursor when After names
+// no event kept.
 func (cl *Client) ListEventsPage(ctx context.Context, opt EventOptions) (EventList, error) {
 	q := url.Values{}
 	if opt.After != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/invoiced/invoiced/console"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/browsertest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -49,15 +50,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	// The accountant works late on 30 November, and locks November just
 	// after midnight, within the session's idle limit.
 	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, gst.IST))
-	ctx := browser(t)
-	dir := screenshotDir(t)
+	ctx := browsertest.Start(t)
+	dir := browsertest.ScreenshotDir(t)
 	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
+		browsertest.Do(t, ctx, what, steps...)
 	}
 	text := func(sel string) string {
 		t.Helper()
@@ -90,7 +87,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if !strings.HasSuffix(location(), "/console/login") {
 		t.Fatalf("signed out, /console/ shows %s", location())
 	}
-	shoot(t, ctx, dir, "console-login")
+	browsertest.Shoot(t, ctx, dir, "console-login")
 
 	// A wrong key shows the form again with an error.
 	do("wrong key", chromedp.SendKeys(chromedp.CSS("#key"), "ik_00000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
@@ -104,7 +101,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("sign in", chromedp.SetValue(chromedp.CSS("#key"), f.all), chromedp.Submit(chromedp.CSS("#key")),
 		chromedp.WaitVisible(chromedp.CSS("#series")))
 	wantText("#series", "CH1", "invoice", "2026-27: CH1/26-27/00005", "T07/26-27/00001", "Check now")
-	shoot(t, ctx, dir, "console-overview")
+	browsertest.Shoot(t, ctx, dir, "console-overview")
 
 	// The top bar finds a number in any series and year: its row.
 	do("find a number", chromedp.SendKeys(chromedp.CSS("form.search input"), "ch1/26-27/00003"),
@@ -112,7 +109,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows tbody tr").length`)); err != nil || n != 1 {
 		t.Fatalf("the search shows %d rows (%v), want its 1", n, err)
 	}
-	shoot(t, ctx, dir, "console-find")
+	browsertest.Shoot(t, ctx, dir, "console-find")
 
 	// The series-year: summary, rows and chart.
 	do("open CH1 2026-27", chromedp.Navigate(f.url+"/console/"), chromedp.WaitVisible(chromedp.CSS("#series")),
@@ -127,7 +124,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect.bar").length`)); err != nil || n != 4 {
 		t.Fatalf("chart has %d bars (%v), want 4 days", n, err)
 	}
-	shoot(t, ctx, dir, "console-series-year")
+	browsertest.Shoot(t, ctx, dir, "console-series-year")
 
 	// Downloads, fetched with the session's cookie: the CSV is the audit's
 	// rows, the workbook is one.
@@ -154,7 +151,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if h := text("h1"); h != "Cancel "+target.Number+"?" {
 		t.Fatalf("confirmation heading %q", h)
 	}
-	shoot(t, ctx, dir, "console-cancel")
+	browsertest.Shoot(t, ctx, dir, "console-cancel")
 	do("confirm", chromedp.SendKeys(chromedp.CSS("#reason"), "Wrong buyer on the bill"),
 		chromedp.Click(chromedp.CSS("#confirm-cancel")), chromedp.WaitVisible(chromedp.CSS(".notice.ok")))
 	if row := text(fmt.Sprintf(`tr[data-number=%q]`, target.Number)); !strings.Contains(row, "cancelled") || !strings.Contains(row, "Wrong buyer on the bill") {
@@ -173,7 +170,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#rows tr.cancelled").length`)); err != nil || n != 1 {
 		t.Fatalf("%d cancelled rows (%v), want 1", n, err)
 	}
-	shoot(t, ctx, dir, "console-series-year-cancelled")
+	browsertest.Shoot(t, ctx, dir, "console-series-year-cancelled")
 
 	// A row's receipt.
 	first := f.invs[0]
@@ -223,14 +220,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`a[data-fp="112026"]`)), chromedp.WaitVisible(chromedp.CSS("#confirm-lock")))
 	wantText("main", "Lock Nov 2026?", "7 documents are dated in Nov 2026, 1 of them cancelled")
 	do("tick filed", chromedp.Click(chromedp.CSS("#filed")))
-	shoot(t, ctx, dir, "console-lock")
+	browsertest.Shoot(t, ctx, dir, "console-lock")
 	do("lock", chromedp.Click(chromedp.CSS("#confirm-lock")), chromedp.WaitVisible(chromedp.CSS("#locked")))
 	wantText("#locks", "Nov 2026, locked 1 Dec 2026, 00:05 IST by API key ik_"+prefix+" in the console")
 	locks, err := invoice.PeriodLocks(bg, f.pool, f.seller.ID)
 	if err != nil || len(locks) != 1 || locks[0].Month.FP() != "112026" {
 		t.Fatalf("locks after the console's lock: %+v, %v", locks, err)
 	}
-	shoot(t, ctx, dir, "console-gstr1")
+	browsertest.Shoot(t, ctx, dir, "console-gstr1")
 
 	// Offline devices: T07 is with till-2; it is lost, so end its lease by
 	// force, see the audit's finding, and settle it from the paper roll.
@@ -240,14 +237,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#reason"), "Till stolen from platform 2"),
 		chromedp.Click(chromedp.CSS("#confirm-end")), chromedp.WaitVisible(chromedp.CSS("#lease-notice")))
 	wantText(`#holding tr[data-series="T07"]`, "ended by force, not settled", "Till stolen from platform 2", "anything after T07/26-27/00002 may have been printed")
-	shoot(t, ctx, dir, "console-leases")
+	browsertest.Shoot(t, ctx, dir, "console-leases")
 	do("the audit's finding", chromedp.Click(chromedp.CSS(`#holding a[href="/console/series/T07/2026-27/check"]`)), chromedp.WaitVisible(chromedp.CSS("#summary")))
 	wantText("#summary", "NOT intact: 1 finding", "Offline device's invoices not uploaded", "from 3 on")
 	do("settle", chromedp.Navigate(f.url+"/console/leases"), chromedp.WaitVisible(chromedp.CSS("#settle-T07")),
 		chromedp.Click(chromedp.CSS("#settle-T07")), chromedp.WaitVisible(chromedp.CSS("#confirm-settle")),
 		chromedp.SetValue(chromedp.CSS("#through-2026-27"), "4"),
 		chromedp.SendKeys(chromedp.CSS("#reason"), "Its paper roll ends at T07/26-27/00004"))
-	shoot(t, ctx, dir, "console-lease-settle")
+	browsertest.Shoot(t, ctx, dir, "console-lease-settle")
 	do("confirm the settlement", chromedp.Click(chromedp.CSS("#confirm-settle")), chromedp.WaitVisible(chromedp.CSS("#lease-notice")))
 	wantText("#past", "T07", "till-2", "Its paper roll ends at T07/26-27/00004", "2026-27 up to T07/26-27/00004 counted as printed")
 	if l, err := series.GetLease(bg, f.pool, t07, lease.ID); err != nil || l.SettledAt == nil || l.DeclaredYears[2026] != 4 {
@@ -257,11 +254,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	// Verify: CH1 is intact; T07 shows the numbers lost with the device.
 	do("verify", chromedp.Navigate(f.url+"/console/verify"), chromedp.WaitVisible(chromedp.CSS("#verdict")))
 	wantText("#chains", "CH1", "✓ intact", "T07", "Missing numbers at serial 3: serials 3-4 are missing")
-	shoot(t, ctx, dir, "console-verify")
+	browsertest.Shoot(t, ctx, dir, "console-verify")
 
 	// The overview on a phone.
 	do("phone", chromedp.EmulateViewport(390, 844), chromedp.Navigate(f.url+"/console/"), chromedp.WaitVisible(chromedp.CSS("#series")))
-	shoot(t, ctx, dir, "console-overview-phone")
+	browsertest.Shoot(t, ctx, dir, "console-overview-phone")
 	do("desktop", chromedp.EmulateViewport(1280, 900))
 
 	// A POST without the CSRF token is refused and changes nothing.

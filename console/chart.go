@@ -17,28 +17,24 @@ const (
 	padT, padR     = 10.0, 8.0
 )
 
+// minChartDays is the fewest days a chart spans: a year begun today, or
+// whose invoices fill a few days, gets bars of a readable width with the
+// days around them, not one bar across the whole chart.
+const minChartDays = 14
+
 // chartSVG returns a bar chart of the invoices per day of year fy, from the
-// month of its first invoice to its last day or today, whichever is earlier: one bar per day,
-// its cancelled part in red, month labels below and the highest count on
-// the axis. It holds only numbers and dates the code writes, so it is safe
-// to embed. Without invoices it returns a short note.
+// month of its first invoice to its last day or today, whichever is
+// earlier, and at least minChartDays days (within the year): one bar per
+// day, its cancelled part in red, the highest count on the axis, and
+// below a label per month, or per week ("1 Dec", "8 Dec") when the chart
+// spans two months or less. It holds only numbers and dates the code
+// writes, so it is safe to embed. Without invoices it returns a short
+// note.
 func chartSVG(days []reports.DayCount, fy gst.FY, today time.Time) template.HTML {
 	if len(days) == 0 {
 		return template.HTML(`<p class="muted">No invoices in this year yet.</p>`)
 	}
-	// From the month of the first invoice (a year moved here mid-way, or
-	// just begun, gets readable bars), to the year's end or today.
-	first := days[0].Date
-	start, end := time.Date(first.Year(), first.Month(), 1, 0, 0, 0, 0, time.UTC), fy.End()
-	if start.Before(fy.Start()) {
-		start = fy.Start()
-	}
-	if today.Before(end) {
-		end = today
-	}
-	if last := days[len(days)-1].Date; last.After(end) {
-		end = last
-	}
+	start, end := chartSpan(days, fy, today)
 	n := int(end.Sub(start).Hours()/24) + 1
 	var maxN int64 = 1
 	for _, d := range days {
@@ -51,10 +47,14 @@ func chartSVG(days []reports.DayCount, fy gst.FY, today time.Time) template.HTML
 	fmt.Fprintf(&b, `<line x1="%g" y1="%g" x2="%g" y2="%g" class="axis"/>`, padL, padT+plotH, padL+plotW, padT+plotH)
 	fmt.Fprintf(&b, `<text x="%g" y="%g" class="lbl" text-anchor="end">%d</text>`, padL-4, padT+8, maxN)
 	fmt.Fprintf(&b, `<text x="%g" y="%g" class="lbl" text-anchor="end">0</text>`, padL-4, padT+plotH)
-	for d := start; !d.After(end); d = d.AddDate(0, 1, 0) {
+	step, layout := func(d time.Time) time.Time { return d.AddDate(0, 1, 0) }, "Jan"
+	if n <= 62 {
+		step, layout = func(d time.Time) time.Time { return d.AddDate(0, 0, 7) }, "2 Jan"
+	}
+	for d := start; !d.After(end); d = step(d) {
 		x := padL + float64(int(d.Sub(start).Hours()/24))*bw
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%g" x2="%.1f" y2="%g" class="tick"/><text x="%.1f" y="%g" class="lbl">%s</text>`,
-			x, padT+plotH, x, padT+plotH+4, x+2, chartH-6, d.Format("Jan"))
+			x, padT+plotH, x, padT+plotH+4, x+2, chartH-6, d.Format(layout))
 	}
 	for _, d := range days {
 		i := int(d.Date.Sub(start).Hours() / 24)
@@ -73,4 +73,32 @@ func chartSVG(days []reports.DayCount, fy gst.FY, today time.Time) template.HTML
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// chartSpan returns the first and last day a chart of days (in date
+// order, at least one) of year fy shows on the day today: from the first
+// invoice's month (a year moved here mid-way, or just begun, gets readable
+// bars) to the year's end or today, whichever is earlier, and to the last
+// invoice's date when that is later; widened to minChartDays days, back
+// from the end, within the year (forward when the year begins in it).
+func chartSpan(days []reports.DayCount, fy gst.FY, today time.Time) (start, end time.Time) {
+	first := days[0].Date
+	start, end = time.Date(first.Year(), first.Month(), 1, 0, 0, 0, 0, time.UTC), fy.End()
+	if start.Before(fy.Start()) {
+		start = fy.Start()
+	}
+	if today.Before(end) {
+		end = today
+	}
+	if last := days[len(days)-1].Date; last.After(end) {
+		end = last
+	}
+	if span := int(end.Sub(start).Hours()/24) + 1; span < minChartDays {
+		start = end.AddDate(0, 0, -(minChartDays - 1))
+		if start.Before(fy.Start()) {
+			start = fy.Start()
+			end = start.AddDate(0, 0, minChartDays-1)
+		}
+	}
+	return start, end
 }

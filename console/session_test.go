@@ -301,7 +301,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := get(t, c, f.url+"/console/series/MV/2026-27/check"); p.status != http.StatusOK || !strings.Contains(p.body, "serials 1 to 1233, last MV/26-27/01233 dated 15 Nov 2026; declared 29 Nov 2026, 10:00 IST by an administrator on the server") {
+	if p := get(t, c, f.url+"/console/series/MV/2026-27/check"); p.status != http.StatusOK || !strings.Contains(p.body, `serials 1 to 1233, last <span class="nowrap">MV/26-27/01233</span> dated 15 Nov 2026; declared 29 Nov 2026, 10:00 IST by an administrator on the server`) {
 		t.Fatalf("series page lacks the opening: %d %.2000s", p.status, p.body)
 	}
 	if p := get(t, c, f.url+"/console/gstr1?fp=112026"); !strings.Contains(p.body, "series MV 2026-27: serials 1 to 1233") {

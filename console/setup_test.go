@@ -5,14 +5,10 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/console"
@@ -109,62 +105,4 @@ func client(t *testing.T) *http.Client {
 	}
 	return &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-// browser starts headless Chromium (Debian's chromium, which scripts/chromium
-// installs; make test runs it) with a fresh profile and returns its
-// context. It fails, never skips, when Chromium is missing.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is not installed: run scripts/chromium (as root it apt-installs Debian's chromium; make test does this): %v", err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("start chromium: %v", err)
-	}
-	return ctx
-}
-
-// screenshotDir is where the tests save a screenshot of each page:
-// $CONSOLE_SCREENSHOTS when set (make console-screenshots sets docs/img),
-// else a temporary directory.
-func screenshotDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("CONSOLE_SCREENSHOTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
-// shoot saves a full-page screenshot of the current page as name.png.
-func shoot(t *testing.T, ctx context.Context, dir, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

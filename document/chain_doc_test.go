@@ -3,7 +3,6 @@ package document_test
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/docblocks"
 )
 
 // TestChainDocWorkedExample pins docs/chain.md's worked examples to the
@@ -25,10 +25,6 @@ import (
 // 2 the same sale with the buyer's address and an address of delivery.
 func TestChainDocWorkedExample(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "chain.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	buyer := document.Buyer{GSTIN: "29AAGCB7383J1Z4", Name: "Bangalore Traders"}
 	for _, c := range []struct {
 		section string
@@ -48,11 +44,7 @@ func TestChainDocWorkedExample(t *testing.T) {
 	} {
 		t.Run(c.version, func(t *testing.T) {
 			t.Parallel()
-			_, example, ok := strings.Cut(string(doc), "\n"+c.section+"\n")
-			if !ok {
-				t.Fatalf("docs/chain.md has no %q section", c.section)
-			}
-			example, _, _ = strings.Cut(example, "\n## ")
+			example := docblocks.Section(t, filepath.Join("..", "docs", "chain.md"), c.section)
 			checkWorkedExample(t, example, c.version, func(req document.Request, seller gst.Seller, s gst.Series, now time.Time) (document.Draft, error) {
 				req.Buyer, req.ShipTo = c.buyer, c.shipTo
 				return c.prepare(req, seller, s, now)
@@ -65,14 +57,14 @@ func TestChainDocWorkedExample(t *testing.T) {
 // TestChainDocWorkedExample), whose invoice prepare prepares.
 func checkWorkedExample(t *testing.T, example, version string, prepare func(document.Request, gst.Seller, gst.Series, time.Time) (document.Draft, error)) {
 	t.Helper()
-	blocks := regexp.MustCompile("(?s)```[a-z]*\n(.*?)```").FindAllStringSubmatch(example, -1)
+	blocks := docblocks.Blocks(example, "")
 	if len(blocks) < 2 {
 		t.Fatalf("the worked example has %d code blocks, want the record and its sha256sum", len(blocks))
 	}
-	docRecord := strings.TrimSpace(blocks[0][1])
-	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  -$`).FindStringSubmatch(blocks[1][1])
+	docRecord := strings.TrimSpace(blocks[0])
+	m := regexp.MustCompile(`(?m)^([0-9a-f]{64})  -$`).FindStringSubmatch(blocks[1])
 	if m == nil {
-		t.Fatalf("no sha256sum output line in\n%s", blocks[1][1])
+		t.Fatalf("no sha256sum output line in\n%s", blocks[1])
 	}
 	docHash := m[1]
 

@@ -100,7 +100,6 @@ type Row struct {
 	SGST           string `json:"sgst"`
 	IGST           string `json:"igst"`
 	Total          string `json:"total"`
-	Hash           string `json:"hash"`
 	BuyerName      string `json:"buyer_name"`
 	PlaceOfSupply  string `json:"place_of_supply"` // state code
 	OriginalNumber string `json:"original_number"` // the invoice a note corrects; "" otherwise
@@ -108,7 +107,6 @@ type Row struct {
 	CancelledAt    string `json:"cancelled_at"`    // "" unless cancelled
 	IssuePosition  int64  `json:"issue_position"`
 	CancelPosition int64  `json:"cancel_position"`
-	CancelHash     string `json:"cancel_hash"`
 	// ID is the invoice's id in the API ("CH1-2026-7", document.Key),
 	// PublicID its receipt link's id (/r/{public_id}). Added after the
 	// columns above, so that their order stays.
@@ -119,6 +117,8 @@ type Row struct {
 	// Either makes its chain records version 2 (docs/chain.md).
 	BuyerAddress *RowAddress `json:"buyer_address"`
 	ShipTo       *RowShipTo  `json:"ship_to"`
+	Hash         string      `json:"hash"`
+	CancelHash   string      `json:"cancel_hash"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
 	// InvoiceID is the invoice row's database id (not exported: it is not

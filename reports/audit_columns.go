@@ -35,8 +35,9 @@ type cellStyles struct {
 
 // auditColumns are the columns of the rows in order, shared by CSV, XLSX
 // and JSON. Both CSV and XLSX write instants in IST with the offset (CSV
-// as text, XLSX as date-time cells shown that way). New columns go at the
-// end, so a consumer that reads columns by position keeps working.
+// as text, XLSX as date-time cells shown that way). New columns go before
+// the two hashes, which stay last (docs/changes.md says when columns
+// moved).
 var auditColumns = []column{
 	{header: "Serial", width: 9, json: "serial",
 		csv:  func(r *Row) string { return strconv.FormatInt(r.Serial, 10) },
@@ -60,7 +61,6 @@ var auditColumns = []column{
 	textColumn("SGST", 12, "sgst", amount, func(r *Row) string { return r.SGST }),
 	textColumn("IGST", 12, "igst", amount, func(r *Row) string { return r.IGST }),
 	textColumn("Total", 14, "total", amount, func(r *Row) string { return r.Total }),
-	textColumn("Hash", 66, "hash", plain, func(r *Row) string { return r.Hash }),
 	typedColumn("Buyer name", 30, "buyer_name", func(r *Row) string { return r.BuyerName }),
 	textColumn("Place of supply", 8, "place_of_supply", plain, func(r *Row) string { return r.PlaceOfSupply }),
 	textColumn("Original number", 18, "original_number", optional, func(r *Row) string { return r.OriginalNumber }),
@@ -95,11 +95,14 @@ var auditColumns = []column{
 	{header: "Cancel position", width: 9, json: "cancel_position",
 		csv:  func(r *Row) string { return position(r.CancelPosition) },
 		xlsx: func(r *Row, _ *cellStyles) (any, error) { return nilIfZero(r.CancelPosition), nil }},
-	textColumn("Cancel hash", 66, "cancel_hash", optional, func(r *Row) string { return r.CancelHash }),
 	textColumn("ID", 16, "id", plain, func(r *Row) string { return r.ID }),
 	textColumn("Public ID", 32, "public_id", plain, func(r *Row) string { return r.PublicID }),
 	typedColumn("Buyer address", 40, "buyer_address", func(r *Row) string { return r.BuyerAddress.oneLine() }),
 	typedColumn("Ship to", 40, "ship_to", func(r *Row) string { return r.ShipTo.oneLine() }),
+	// The 64-hex-digit hashes last, out of the way of the columns a
+	// person reads.
+	textColumn("Hash", 66, "hash", plain, func(r *Row) string { return r.Hash }),
+	textColumn("Cancel hash", 66, "cancel_hash", optional, func(r *Row) string { return r.CancelHash }),
 }
 
 // textColumn is a column of the text get returns: the CSV writes it as it

@@ -33,22 +33,26 @@ type summaryField struct {
 	value any // string or int64
 }
 
-// fields returns the summary as labelled lines, lists joined with "; "
-// and ranges written "7 to 9" (so spreadsheets do not read them as dates).
+// fields returns the summary as labelled lines in the console's words
+// (words.go): dates and instants in IST as a person writes them, 0 for
+// nothing, lists joined with "; " and ranges written "7 to 9" (so
+// spreadsheets do not read them as dates), and the 64-character
+// fingerprint (the chain head) last.
 func (s Summary) fields() []summaryField {
-	none := func(parts []string) string {
+	list := func(parts []string) string {
 		if len(parts) == 0 {
-			return "none"
+			return "0"
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, dupS, dupN, regr, locked []string
-	opening := "none"
+	var gaps, twice, regr, locked []string
+	opening := "0"
 	if o := s.Opening; o != nil {
-		opening = fmt.Sprintf("1 to %d (last %s dated %s; declared %s by %s)", o.LastSerial, o.LastNumber, o.LastInvoiceDate, o.DeclaredAt, o.DeclaredBy)
+		opening = fmt.Sprintf("serials 1 to %d, last %s dated %s; declared %s by %s", o.LastSerial, o.LastNumber,
+			PlainDay(o.LastInvoiceDate), PlainInstant(o.DeclaredAt), Who(o.DeclaredBy))
 	}
 	for _, l := range s.LockedPeriods {
-		locked = append(locked, fmt.Sprintf("%s (locked %s by %s)", l.FP, l.LockedAt, l.LockedBy))
+		locked = append(locked, fmt.Sprintf("%s (locked %s by %s)", PlainMonth(l.FP), PlainInstant(l.LockedAt), Who(l.LockedBy)))
 	}
 	for _, g := range s.Gaps {
 		if g.From == g.To {
@@ -58,24 +62,31 @@ func (s Summary) fields() []summaryField {
 		}
 	}
 	for _, d := range s.DuplicateSerials {
-		dupS = append(dupS, fmt.Sprint(d))
+		twice = append(twice, fmt.Sprintf("serial %d", d))
 	}
 	for _, d := range s.DuplicateNumbers {
-		dupN = append(dupN, fmt.Sprintf("%s (serials %s)", d.Number, joinInts(d.Serials)))
+		twice = append(twice, fmt.Sprintf("%s (serials %s)", d.Number, joinInts(d.Serials)))
 	}
 	for _, d := range s.DateRegressions {
-		regr = append(regr, fmt.Sprintf("%s dated %s after %s", d.Number, d.InvoiceDate, d.PreviousDate))
+		regr = append(regr, fmt.Sprintf("%s dated %s, after %s", d.Number, PlainDay(d.InvoiceDate), PlainDay(d.PreviousDate)))
 	}
-	drift := "none"
+	notStored := "0"
 	switch {
 	case s.CounterDrift > 0:
-		drift = fmt.Sprintf("counter ahead by %d (last_serial %d, highest stored %d)", s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
+		notStored = fmt.Sprintf("%d (numbers up to serial %d were given out; the last invoice stored is serial %d)", s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
 	case s.CounterDrift < 0:
-		drift = fmt.Sprintf("counter behind by %d (last_serial %d, highest stored %d)", -s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
+		notStored = fmt.Sprintf("0; the counter is %d behind the stored invoices (at serial %d, invoices up to serial %d): the next invoice would repeat a number", -s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
 	}
-	intact := "yes"
+	verdict := "Intact: no number missing or used twice, no date out of order, nothing altered"
 	if !s.Intact {
-		intact = "no"
+		verdict = "NOT intact: " + Plural(len(s.Findings), "finding", "findings")
+		if s.FindingsOmitted > 0 {
+			verdict += fmt.Sprintf(" and %d more", s.FindingsOmitted)
+		}
+	}
+	tamper := "nothing altered"
+	if s.Chain != "ok" {
+		tamper = PlainText(s.Chain)
 	}
 	out := []summaryField{
 		{"Seller GSTIN", s.SellerGSTIN},
@@ -87,24 +98,19 @@ func (s Summary) fields() []summaryField {
 		{"Total", s.Total},
 		{"Cancelled", s.Cancelled},
 		{"Net issued", s.NetIssued},
-		{"Gaps", none(gaps)},
-		{"Duplicate serials", none(dupS)},
-		{"Duplicate numbers", none(dupN)},
-		{"Dated before predecessor", none(regr)},
-		{"Counter drift", drift},
-		{"Chain records", s.ChainRecords},
-		{"Chain", s.Chain},
-		{"Chain length", s.ChainLength},
-		{"Chain head", s.ChainHead},
-		{"Intact", intact},
-		{"Issued before invoiced", opening},
-		{"Locked periods", none(locked)},
+		{"Verdict", verdict},
+		{"Missing numbers", list(gaps)},
+		{"Numbers used twice", list(twice)},
+		{"Dated earlier than the invoice before", list(regr)},
+		{"Numbers given out but not stored", notStored},
+		{"Tamper check", tamper + " (" + Plural(s.ChainRecords, "record", "records") + ")"},
+		{"Issued before invoiced (declared)", opening},
+		{"Locked months (GSTR-1 filed)", list(locked)},
 	}
 	for _, f := range s.Findings {
-		out = append(out, summaryField{"Finding", f.String()})
+		out = append(out, summaryField{"Finding", PlainFinding(f)})
 	}
-	if s.FindingsOmitted > 0 {
-		out = append(out, summaryField{"Findings omitted", int64(s.FindingsOmitted)})
-	}
-	return out
+	return append(out,
+		summaryField{"Tamper-check records", s.ChainLength},
+		summaryField{"Fingerprint of the year so far", s.ChainHead})
 }

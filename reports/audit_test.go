@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/xuri/excelize/v2"
 )
@@ -41,7 +40,7 @@ func TestAuditCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Ship to" {
+	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Cancel hash" {
 		t.Fatalf("%d records, header %q; want the header and 6 rows", len(recs), recs[0])
 	}
 	for i, rec := range recs[1:] {
@@ -83,15 +82,13 @@ func TestAuditSummaryCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "audit_ch1_2026-27_summary.csv", buf.Bytes())
-	recs, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(buf.Bytes(), []byte("\xEF\xBB\xBF")))).ReadAll()
-	if err != nil {
-		t.Fatalf("summary CSV does not parse as one table: %v", err)
-	}
+	recs := csvRecords(t, buf.Bytes())
 	fields := map[string]string{}
 	for _, r := range recs {
 		fields[r[0]] = r[1]
 	}
-	if recs[0][0] != "Field" || fields["Seller GSTIN"] != "27AAPFU0939F1ZV" || fields["Chain length"] != "7" || len(fields["Chain head"]) != 64 || fields["Intact"] != "yes" {
+	if recs[0][0] != "Field" || fields["Seller GSTIN"] != "27AAPFU0939F1ZV" || fields["Tamper-check records"] != "7" ||
+		!strings.HasPrefix(fields["Verdict"], "Intact: ") || recs[len(recs)-1][0] != "Fingerprint of the year so far" || len(recs[len(recs)-1][1]) != 64 {
 		t.Errorf("summary = %q", recs)
 	}
 	// JSON: the summary object alone.
@@ -100,7 +97,7 @@ func TestAuditSummaryCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc map[string]reports.Summary
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc) != 1 || doc["summary"].ChainHead != fields["Chain head"] {
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc) != 1 || doc["summary"].ChainHead != fields["Fingerprint of the year so far"] {
 		t.Errorf("JSON summary: %v, %s", err, buf.Bytes())
 	}
 	// XLSX: the Summary sheet alone.
@@ -167,7 +164,8 @@ func TestAuditShowsTampering(t *testing.T) {
 		t.Fatal(err)
 	}
 	csvOut := sumCSV.String()
-	for _, w := range []string{"Gaps,3; 7\r\n", "Chain,broken at position 3: ", "counter ahead by 1"} {
+	for _, w := range []string{"Missing numbers,3; 7\r\n", "Tamper check,broken at position 3: ",
+		"Numbers given out but not stored,1 (numbers up to serial 7 were given out; the last invoice stored is serial 6)"} {
 		if !strings.Contains(csvOut, w) {
 			t.Errorf("CSV lacks %q", w)
 		}
@@ -239,10 +237,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
-	oct, _ := document.ParseMonth("102026")
-	if _, _, err := invoice.LockPeriod(ctx, f.pool, f.seller, oct, "key ik_0a1b2c3d", clock); err != nil {
-		t.Fatal(err)
-	}
+	lockOctober(t, f, "key ik_0a1b2c3d")
 	sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2026)
 	if err != nil {
 		t.Fatal(err)
@@ -257,7 +252,66 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	if err := reports.WriteAuditSummary(ctx, f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), "Locked periods,102026 (locked 2026-12-01T04:00:00.000000Z by key ik_0a1b2c3d)\r\n") {
+	if !strings.Contains(buf.String(), "Locked months (GSTR-1 filed),"+`"Oct 2026 (locked 1 Dec 2026, 09:30 IST by API key ik_0a1b2c3d)"`+"\r\n") {
 		t.Fatalf("summary CSV:\n%s", buf.String())
+	}
+}
+
+// The summary a person downloads (CSV, XLSX) speaks like the console: its
+// words, not the audit's terms ("Counter drift", "Chain head", "Dated
+// before predecessor"), dates and instants in IST as people write them
+// (a month locked, a finding's dates), 0 for nothing, and the
+// 64-character fingerprint last.
+func TestAuditSummarySpeaksLikeTheConsole(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	lockOctober(t, f, "console key ik_0a1b2c3d")
+	f.exec(t, `UPDATE invoices SET invoice_date = '2026-10-01' WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2026 AND serial = 4`)
+	summary := func(format string) [][2]string {
+		var buf bytes.Buffer
+		if err := reports.WriteAuditSummary(ctx, f.pool, f.seller, f.ch1, 2026, format, &buf); err != nil {
+			t.Fatal(err)
+		}
+		var out [][2]string
+		var rows [][]string
+		if format == reports.FormatXLSX {
+			rows = xlsxRows(t, buf.Bytes(), "Summary")
+		} else {
+			rows = csvRecords(t, buf.Bytes())
+		}
+		for _, r := range rows[1:] {
+			out = append(out, [2]string{r[0], r[1]})
+		}
+		return out
+	}
+	jargon := regexp.MustCompile(`(?i)counter drift|predecessor|chain head|last_serial|\bgaps?\b|\bnone\b|\d{4}-\d{2}-\d{2}|\b1 findings\b`)
+	for _, format := range []string{reports.FormatCSV, reports.FormatXLSX} {
+		lines := summary(format)
+		got := map[string]string{}
+		var text strings.Builder
+		for _, l := range lines {
+			got[l[0]] += l[1]
+			fmt.Fprintf(&text, "%s: %s\n", l[0], l[1])
+		}
+		last := lines[len(lines)-1]
+		for field, want := range map[string]string{
+			"Verdict":                               "NOT intact: 2 findings",
+			"Missing numbers":                       "0",
+			"Dated earlier than the invoice before": "CH1/26-27/00004 dated 1 Oct 2026, after 2 Nov 2026",
+			"Locked months (GSTR-1 filed)":          "Oct 2026 (locked 1 Dec 2026, 09:30 IST by API key ik_0a1b2c3d in the console)",
+			"Tamper check":                          "broken at position 5",
+			"Finding":                               "Dated earlier than the invoice before it at serial 4: ",
+		} {
+			if !strings.Contains(got[field], want) {
+				t.Errorf("%s summary: %s = %q, want it to say %q\n%s", format, field, got[field], want, text.String())
+			}
+		}
+		if m := jargon.FindString(text.String()); m != "" {
+			t.Errorf("%s summary says %q:\n%s", format, m, text.String())
+		}
+		if last[0] != "Fingerprint of the year so far" || len(last[1]) != 64 {
+			t.Errorf("%s summary ends with %q, not the fingerprint", format, last)
+		}
 	}
 }

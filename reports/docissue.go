@@ -189,8 +189,8 @@ func DocIssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, period Period
 		}
 		tot := r.Hi - r.Lo + 1
 		if tot != r.Count {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("series %s %s: %d invoices dated in %s but serials %d to %d span %d numbers; run invoiced verify",
-				r.Code, r.FY, r.Count, period, r.Lo, r.Hi, tot))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("series %s %s: %s dated in %s but serials %d to %d span %s; run invoiced verify",
+				r.Code, r.FY, Plural(r.Count, "invoice", "invoices"), period, r.Lo, r.Hi, Plural(tot, "number", "numbers")))
 		}
 		g.Docs = append(g.Docs, DocRange{Num: len(g.Docs) + 1, From: r.From, To: r.To, TotNum: tot, Cancel: r.Cancel, NetIssue: tot - r.Cancel})
 	}

@@ -3,6 +3,7 @@ package reports_test
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"flag"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/xuri/excelize/v2"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -181,5 +183,41 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (go test ./reports -update rewrites it)\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+// csvRecords returns the records of the CSV export b (its BOM dropped),
+// failing t when it does not parse as one table.
+func csvRecords(t *testing.T, b []byte) [][]string {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(b, []byte("\xEF\xBB\xBF")))).ReadAll()
+	if err != nil {
+		t.Fatalf("CSV does not parse as one table: %v", err)
+	}
+	return recs
+}
+
+// xlsxRows returns the rows of sheet of the XLSX export b, failing t when
+// it does not open or has no such sheet.
+func xlsxRows(t *testing.T, b []byte, sheet string) [][]string {
+	t.Helper()
+	x, err := excelize.OpenReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	rows, err := x.GetRows(sheet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// lockOctober locks October 2026 for f's seller at clock, as by.
+func lockOctober(t *testing.T, f fixture, by string) {
+	t.Helper()
+	oct, _ := document.ParseMonth("102026")
+	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, by, clock); err != nil {
+		t.Fatal(err)
 	}
 }

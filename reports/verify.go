@@ -215,7 +215,7 @@ func (c ChainResult) Verdict() string {
 		return "broken: " + first.Message
 	}
 	if c.Omitted > 0 {
-		return fmt.Sprintf("unknown: %d findings omitted", c.Omitted)
+		return "unknown: " + Plural(c.Omitted, "finding", "findings") + " omitted"
 	}
 	return "ok"
 }

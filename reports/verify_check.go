@@ -311,7 +311,7 @@ func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
 		if c.res.Invoices == 0 && c.res.Records == 0 {
 			return
 		}
-		c.add(Finding{Kind: CounterMissing, Message: fmt.Sprintf("no counter row, but %d invoices and %d chain records exist", c.res.Invoices, c.res.Records)})
+		c.add(Finding{Kind: CounterMissing, Message: fmt.Sprintf("no counter row, but %s and %s exist", Plural(c.res.Invoices, "invoice", "invoices"), Plural(c.res.Records, "chain record", "chain records"))})
 		return
 	}
 	c.res.HasCounter, c.res.CounterLastSerial = true, ctr.LastSerial

@@ -584,3 +584,43 @@ func TestMutantsApply(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMENamesEveryMakeTarget: README's table of make targets names
+// every target `make help` lists, and no other, so the two never disagree.
+func TestREADMENamesEveryMakeTarget(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command("make", "-s", "-C", "..", "help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make help: %v\n%s", err, out)
+	}
+	help := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  ([a-z0-9-]+) `).FindAllStringSubmatch(string(out), -1) {
+		help[m[1]] = true
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(readme), "\n## Make targets\n")
+	if !ok {
+		t.Fatal(`README has no "## Make targets" section`)
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`make ([a-z0-9-]+)`").FindAllStringSubmatch(table, -1) {
+		listed[m[1]] = true
+	}
+	if len(help) < 10 {
+		t.Fatalf("make help lists %d targets:\n%s", len(help), out)
+	}
+	for target := range help {
+		if !listed[target] {
+			t.Errorf("make help lists %s; README's table does not", target)
+		}
+	}
+	for target := range listed {
+		if !help[target] {
+			t.Errorf("README's table lists make %s; make help does not", target)
+		}
+	}
+}

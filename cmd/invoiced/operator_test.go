@@ -247,12 +247,12 @@ func TestKeyRetentionUnderAWeekIsRefused(t *testing.T) {
 	}
 }
 
-// TestREADMEListsEveryServeVariable: the README's table names the
-// environment variable of every serve flag, and its flag paragraphs name
-// every flag.
+// TestREADMEListsEveryServeVariable: the configuration page README links
+// (docs/configuration.md) names in its table the environment variable of
+// every serve flag, and in its flag paragraphs every flag.
 func TestREADMEListsEveryServeVariable(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +264,13 @@ func TestREADMEListsEveryServeVariable(t *testing.T) {
 	}
 	for _, n := range names {
 		if !strings.Contains(string(readme), "`"+n[1]+"`") {
-			t.Errorf("README does not list %s", n[1])
+			t.Errorf("docs/configuration.md does not list %s", n[1])
 		}
 	}
 	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(stderr.String(), -1)
 	for _, f := range flags {
 		if !strings.Contains(string(readme), "`--"+f[1]) {
-			t.Errorf("README's serve flags do not name --%s", f[1])
+			t.Errorf("docs/configuration.md's serve flags do not name --%s", f[1])
 		}
 	}
 }

@@ -209,15 +209,16 @@ func runVerify(ctx context.Context, e env, args []string) error {
 			fmt.Fprintln(e.stdout, f.String())
 		}
 		if c.Omitted > 0 {
-			fmt.Fprintf(e.stdout, "%s %s: %d further findings omitted\n", c.Series, c.FY, c.Omitted)
+			fmt.Fprintf(e.stdout, "%s %s: %s omitted\n", c.Series, c.FY, reports.Plural(c.Omitted, "further finding", "further findings"))
 		}
 		findings += len(c.Findings) + c.Omitted
 		status := "intact"
 		if !c.OK() {
-			status = fmt.Sprintf("%d findings; chain %s", len(c.Findings)+c.Omitted, c.Verdict())
+			status = fmt.Sprintf("%s; chain %s", reports.Plural(len(c.Findings)+c.Omitted, "finding", "findings"), c.Verdict())
 		}
-		fmt.Fprintf(e.stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
-			c.Series, c.FY, c.Invoices, c.Cancelled, c.Records, c.FirstSerial, c.LastSerial, status)
+		fmt.Fprintf(e.stdout, "%s %s: %s (%d cancelled), %s, serials %d..%d: %s\n",
+			c.Series, c.FY, reports.Plural(c.Invoices, "invoice", "invoices"), c.Cancelled, reports.Plural(c.Records, "chain record", "chain records"),
+			c.FirstSerial, c.LastSerial, status)
 		head := "(none)"
 		if len(c.ChainHead) > 0 {
 			head = hex.EncodeToString(c.ChainHead)
@@ -225,9 +226,9 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s %s: chain head %s length %d\n", c.Series, c.FY, head, c.ChainLength)
 	}
 	if rep.OK() {
-		fmt.Fprintf(e.stdout, "verdict: intact (%d series-years of %s checked)\n", len(rep.Chains), rep.GSTIN)
+		fmt.Fprintf(e.stdout, "verdict: intact (%s of %s checked)\n", reports.Plural(len(rep.Chains), "series-year", "series-years"), rep.GSTIN)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "verdict: NOT intact: %d findings in %s\n", findings, rep.GSTIN)
+	fmt.Fprintf(e.stdout, "verdict: NOT intact: %s in %s\n", reports.Plural(findings, "finding", "findings"), rep.GSTIN)
 	return errNotIntact
 }

@@ -128,7 +128,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 	if err := runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN}); err != nil {
 		t.Fatalf("verify intact: %v\n%s", err, vout.String())
 	}
-	if !strings.Contains(vout.String(), "verdict: intact") || !chainHeadLine.MatchString(vout.String()) {
+	if !strings.Contains(vout.String(), "verdict: intact (1 series-year of "+demoGSTIN+" checked)") || !chainHeadLine.MatchString(vout.String()) {
 		t.Errorf("verify printed %q", vout.String())
 	}
 	// The head printed is the audit summary's.
@@ -137,7 +137,7 @@ func TestReportAndVerifyCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	head := chainHeadLine.FindStringSubmatch(vout.String())[1]
-	if !strings.Contains(sumOut, "Chain head,"+head+"\r\n") || !strings.Contains(sumOut, "Chain length,4\r\n") {
+	if !strings.Contains(sumOut, "Fingerprint of the year so far,"+head+"\r\n") || !strings.Contains(sumOut, "Tamper-check records,4\r\n") {
 		t.Errorf("summary %q lacks head %s", sumOut, head)
 	}
 	// Filters that match no series-year fail, never "intact".
@@ -157,7 +157,8 @@ func TestReportAndVerifyCommands(t *testing.T) {
 	if !errors.Is(err, errNotIntact) {
 		t.Errorf("verify tampered: err = %v, want errNotIntact", err)
 	}
-	for _, w := range []string{"CH1 2026-27 position 3 serial 3: hash_mismatch", "verdict: NOT intact"} {
+	for _, w := range []string{"CH1 2026-27 position 3 serial 3: hash_mismatch", "verdict: NOT intact: 1 finding in " + demoGSTIN + "\n",
+		"CH1 2026-27: 3 invoices (1 cancelled), 4 chain records, serials 1..3: 1 finding; chain broken"} {
 		if !strings.Contains(vout.String(), w) {
 			t.Errorf("verify output lacks %q:\n%s", w, vout.String())
 		}
