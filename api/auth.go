@@ -43,6 +43,7 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 		return apikey.Principal{}, err
 	}
 	c.Set(ctxSeller, string(p.Seller.GSTIN))
+	ledgerOf(c.Request().Context()).setSeller(p.Seller.ID)
 	if err := s.TakeKeyRate(c.Response(), p.Prefix); err != nil {
 		return apikey.Principal{}, err
 	}

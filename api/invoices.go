@@ -12,14 +12,19 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
 // listInvoices serves GET /v1/series/{code}/invoices?fy=&cursor=&limit=
 // (scope read): the series' invoices of one financial year (default: the
-// current one in IST) in serial order, a page at a time.
+// current one in IST) in serial order, a page at a time: at most limit
+// invoices and at most listPageBytes of them (pages.go), with next_cursor
+// set when the list goes on. The page is read in one snapshot
+// (db.ReadTx).
 func (s *Server) listInvoices(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.authorize(c, apikey.CanRead)
@@ -64,20 +69,29 @@ func (s *Server) listInvoices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	invs, err := invoice.ListDated(ctx, s.pool, sr, fy, dates, after, limit+1)
+	page := newJSONPage(ctx, `{"invoices":[`, limit)
+	next := after
+	err = db.ReadTx(ctx, s.pool, func(tx pgx.Tx) error {
+		return readPage(page, func(n int) (got int, err error) {
+			err = invoice.EachDated(ctx, tx, sr, fy, dates, next, n, func(inv document.Invoice) error {
+				got++
+				if err := page.add(renderInvoice(inv, s.publicURL)); err != nil {
+					return err
+				}
+				next = inv.Serial
+				return nil
+			})
+			return got, err
+		})
+	})
 	if err != nil {
 		return err
 	}
-	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, min(len(invs), limit))}
-	for i, inv := range invs {
-		if i == limit {
-			next := encodeCursor(invs[i-1].Serial)
-			out.NextCursor = &next
-			break
-		}
-		out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
+	cursor := "null"
+	if page.more {
+		cursor = `"` + encodeCursor(next) + `"`
 	}
-	return writeJSON(c, http.StatusOK, out)
+	return s.sendPage(c, page.finish(`],"next_cursor":`+cursor+`}`))
 }
 
 // findInvoices serves GET /v1/invoices?number= (scope read): the seller's

@@ -28,9 +28,12 @@ type Server struct {
 	timeout time.Duration
 	e       *echo.Echo
 
-	exports     *exportSlots
+	exports     *readSlots // the expensive-read budget's kinds (slots.go)
+	lists       *readSlots
 	exportStall time.Duration
 	spoolDir    string
+
+	bytes *byteBudget // in-flight request and answer bytes (budget.go)
 
 	committer   *invoice.Committer
 	exposeStats bool
@@ -99,6 +102,8 @@ func New(cfg Config) *Server {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}
 	}
 	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
+	s.lists = newListSlots(cfg.MaxListReads, cfg.MaxListReadsPerSeller)
+	s.bytes = newByteBudget(cfg.MaxInflightBytes)
 	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
 	if s.exportStall <= 0 {
 		s.exportStall = DefaultExportStallTimeout
@@ -130,7 +135,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.route(e, http.MethodGet, "/v1/series", ClassAPIRead, apikey.CanRead, s.listSeries)
 	s.route(e, http.MethodPost, "/v1/series/:code/invoices", ClassAPIWrite, apikey.CanIssue, s.issueInvoice)
 	s.route(e, http.MethodPost, "/v1/series/:code/invoices/batch", ClassAPIWrite, apikey.CanIssue, s.issueBatch)
-	s.route(e, http.MethodGet, "/v1/series/:code/invoices", ClassAPIRead, apikey.CanRead, s.listInvoices)
+	s.route(e, http.MethodGet, "/v1/series/:code/invoices", ClassAPIList, apikey.CanRead, s.listInvoices)
 	s.route(e, http.MethodGet, "/v1/invoices", ClassAPIRead, apikey.CanRead, s.findInvoices)
 	s.route(e, http.MethodGet, "/v1/invoices/:id", ClassAPIRead, apikey.CanRead, s.getInvoice)
 	s.route(e, http.MethodPost, "/v1/invoices/:id/cancel", ClassAPIWrite, apikey.CanIssue, s.cancelInvoice)
@@ -140,7 +145,7 @@ func (s *Server) routes(e *echo.Echo) {
 	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage, s.createWebhook)
 	s.route(e, http.MethodGet, "/v1/webhooks", ClassAPIRead, apikey.CanManage, s.listWebhooks)
 	s.route(e, http.MethodDelete, "/v1/webhooks/:id", ClassAPIWrite, apikey.CanManage, s.deleteWebhook)
-	s.route(e, http.MethodGet, "/v1/events", ClassAPIRead, apikey.CanRead, s.listEvents)
+	s.route(e, http.MethodGet, "/v1/events", ClassAPIList, apikey.CanRead, s.listEvents)
 	s.route(e, http.MethodGet, "/v1/series/:code/audit", ClassExport, apikey.CanRead, s.audit)
 	s.route(e, http.MethodPost, "/v1/periods/:fp/lock", ClassAPIWrite, apikey.CanManage, s.lockPeriod)
 	s.route(e, http.MethodGet, "/v1/periods", ClassAPIRead, apikey.CanRead, s.listPeriods)

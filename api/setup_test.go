@@ -41,6 +41,7 @@ type env struct {
 	read   string // read only
 	issue  string // issue only
 	cfg    Config
+	srv    *Server
 }
 
 // setup starts a server on a fresh database. opts adjust its Config.
@@ -59,7 +60,8 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 	for _, o := range opts {
 		o(&e.cfg)
 	}
-	ts := httptest.NewServer(New(e.cfg).Handler())
+	e.srv = New(e.cfg)
+	ts := httptest.NewServer(e.srv.Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	e.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
