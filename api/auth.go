@@ -34,7 +34,7 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 		// The route's guard chain has authenticated the key and spent
 		// its rate (guards.go); the handler's own scope is checked here.
 		if !p.Scopes.Has(need) {
-			return apikey.Principal{}, apikey.ErrForbidden
+			return apikey.Principal{}, missingScopes(need, p.Scopes)
 		}
 		return p, nil
 	}
@@ -48,7 +48,7 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 		return apikey.Principal{}, err
 	}
 	if !p.Scopes.Has(need) {
-		return apikey.Principal{}, apikey.ErrForbidden
+		return apikey.Principal{}, missingScopes(need, p.Scopes)
 	}
 	return p, nil
 }

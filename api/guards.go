@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -226,7 +227,7 @@ func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.Mi
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				if p, _ := c.Get(ctxPrincipal).(apikey.Principal); !p.Scopes.Has(need) {
-					return apikey.ErrForbidden
+					return missingScopes(need, p.Scopes)
 				}
 				return next(c)
 			}
@@ -246,6 +247,12 @@ func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.Mi
 		}
 	}
 	panic(fmt.Sprintf("api: no middleware for guard %q", g))
+}
+
+// missingScopes returns apikey.ErrForbidden naming the scopes of need
+// that have lacks.
+func missingScopes(need, have apikey.Scopes) error {
+	return apperr.Errorf(apikey.ErrForbidden, "the API key lacks the %s scope this operation needs", strings.Join((need&^have).Names(), " and "))
 }
 
 // TakeKeyRate spends one request of the key with prefix under serve

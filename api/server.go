@@ -142,7 +142,9 @@ func (s *Server) routes(e *echo.Echo) {
 
 	s.route(e, http.MethodGet, "/r/:public_id", ClassReceipt, 0, s.receipt)
 
-	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage, s.createWebhook)
+	// A webhook receives every new invoice in full: registering one reads
+	// them, so it needs read as well as manage.
+	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage|apikey.CanRead, s.createWebhook)
 	s.route(e, http.MethodGet, "/v1/webhooks", ClassAPIRead, apikey.CanManage, s.listWebhooks)
 	s.route(e, http.MethodDelete, "/v1/webhooks/:id", ClassAPIWrite, apikey.CanManage, s.deleteWebhook)
 	s.route(e, http.MethodGet, "/v1/events", ClassAPIList, apikey.CanRead, s.listEvents)

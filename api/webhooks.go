@@ -24,7 +24,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Webhooks: registration (scope manage), the event log (scope read), and
+// Webhooks: registration (scopes manage and read), listing and deletion
+// (scope manage), the event log (scope read), and
 // the JSON of an event. The events are written by the invoice
 // transactions themselves (see invoice/events_store.go); the webhooks and
 // events are stored, and the events delivered, by package
@@ -72,10 +73,12 @@ type eventDataJSON struct {
 	Invoice invoiceJSON `json:"invoice"`
 }
 
-// createWebhook serves POST /v1/webhooks (scope manage).
+// createWebhook serves POST /v1/webhooks (scopes manage and read: the
+// webhook receives every new invoice of the seller in full, buyer and
+// amounts, so a key that may not read invoices may not register one).
 func (s *Server) createWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, apikey.CanManage)
+	p, err := s.authorize(c, apikey.CanManage|apikey.CanRead)
 	if err != nil {
 		return err
 	}

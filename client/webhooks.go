@@ -11,7 +11,8 @@ import (
 	"github.com/invoiced/invoiced/webhook"
 )
 
-// CreateWebhook registers a webhook (POST /v1/webhooks, scope manage). The
+// CreateWebhook registers a webhook (POST /v1/webhooks, scopes manage and
+// read: its deliveries carry whole invoices). The
 // answer is the only one with the signing Secret. It fails with an
 // *Error: 422 for an invalid URL or event type, 422
 // webhook_url_forbidden for a URL that resolves to a private address
