@@ -55,11 +55,16 @@ type Config struct {
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
 	// Metrics receives the server's metrics; nil gives the server a set of
-	// its own. Its Handler is served at GET /metrics when ExposeMetrics
-	// is set (otherwise that route answers 404 and the caller serves it
-	// elsewhere).
+	// its own. Its Handler is served at GET /metrics to anyone when
+	// ExposeMetrics is set (tests, a server on a private network), to a
+	// request with "Authorization: Bearer <MetricsToken>" when that is
+	// set (a wrong or missing token is 401 and spends the address's
+	// failure budget), and otherwise not at all (404: serve gives it a
+	// listener of its own, --metrics-addr, loopback by default). Volume
+	// and chain alerts are no tenant's business.
 	Metrics       *metrics.Metrics
 	ExposeMetrics bool
+	MetricsToken  string
 	// LogRequests writes one Info line per request to Logger (request
 	// id, route, status, duration, seller GSTIN, series code; never a
 	// body, a query or buyer data).

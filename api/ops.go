@@ -6,10 +6,13 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/labstack/echo/v4"
 )
@@ -57,11 +60,26 @@ type statsBody struct {
 	Mispredicted int64 `json:"mispredicted"`
 }
 
-// serveMetrics serves GET /metrics in Prometheus' text format when
-// Config.ExposeMetrics is set (404 otherwise).
+// serveMetrics serves GET /metrics in Prometheus' text format: to anyone
+// with Config.ExposeMetrics, to a request bearing Config.MetricsToken with
+// that, and 404 otherwise. A missing or wrong token is apikey's 401 and
+// spends the client address's failure budget (429 rate_limited once it is
+// spent, before the token is compared).
 func (s *Server) serveMetrics(c echo.Context) error {
 	if s.metricsHTTP == nil {
 		return echo.ErrNotFound
+	}
+	if s.metricsToken != nil {
+		r := c.Request()
+		peer, now := peerAddr(r), s.now()
+		if !s.failures.allow(peer, now) {
+			return errRateLimited
+		}
+		got := sha256.Sum256([]byte(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")))
+		if subtle.ConstantTimeCompare(got[:], s.metricsToken) != 1 {
+			s.failures.charge(peer, now)
+			return apperr.Errorf(apikey.ErrUnauthorized, "GET /metrics needs the metrics token (serve --metrics-token) as a bearer token")
+		}
 	}
 	s.metricsHTTP.ServeHTTP(c.Response(), c.Request())
 	return nil

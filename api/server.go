@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	_ "embed"
 	"fmt"
 	"log/slog"
@@ -35,16 +36,17 @@ type Server struct {
 
 	bytes *byteBudget // in-flight request and answer bytes (budget.go)
 
-	committer   *invoice.Committer
-	exposeStats bool
-	metrics     *metrics.Metrics
-	metricsHTTP http.Handler // nil: GET /metrics answers 404
-	logRequests bool
-	keyTTL      time.Duration
-	keys        keyCache
-	failures    *failureLimiter
-	keyRate     *failureLimiter // nil: no per-key limit
-	series      seriesCache
+	committer    *invoice.Committer
+	exposeStats  bool
+	metrics      *metrics.Metrics
+	metricsHTTP  http.Handler // nil: GET /metrics answers 404
+	metricsToken []byte       // SHA-256 of Config.MetricsToken; nil: no token asked
+	logRequests  bool
+	keyTTL       time.Duration
+	keys         keyCache
+	failures     *failureLimiter
+	keyRate      *failureLimiter // nil: no per-key limit
+	series       seriesCache
 
 	webhookAllowPrivate bool
 	publicURL           string // Config.PublicURL
@@ -81,8 +83,12 @@ func New(cfg Config) *Server {
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
 	}
-	if cfg.ExposeMetrics {
+	if cfg.ExposeMetrics || cfg.MetricsToken != "" {
 		s.metricsHTTP = s.metrics.Handler()
+	}
+	if !cfg.ExposeMetrics && cfg.MetricsToken != "" {
+		h := sha256.Sum256([]byte(cfg.MetricsToken))
+		s.metricsToken = h[:]
 	}
 	s.logRequests = cfg.LogRequests
 	s.committer = cfg.Committer
