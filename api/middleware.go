@@ -46,12 +46,12 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// requestIDs returns the log attributes that identify c's request: the
-// server's id, and the client's X-Request-Id when it sent a short,
-// printable one.
-func requestIDs(c echo.Context) []any {
-	ids := []any{"request_id", c.Response().Header().Get(headerRequestID)}
-	if v := c.Request().Header.Get(headerRequestID); printableASCII(v, 64) {
+// requestIDs returns the log attributes that identify request r, whose
+// answer's header is h: the server's id, and the client's X-Request-Id
+// when it sent a short, printable one.
+func requestIDs(h http.Header, r *http.Request) []any {
+	ids := []any{"request_id", h.Get(headerRequestID)}
+	if v := r.Header.Get(headerRequestID); printableASCII(v, 64) {
 		ids = append(ids, "client_request_id", v)
 	}
 	return ids

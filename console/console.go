@@ -32,6 +32,11 @@ type Keys interface {
 	KeyPrincipal(ctx context.Context, prefix string) (apikey.Principal, error)
 	// Options returns the options invoices are cancelled with.
 	Options() series.Options
+	// FailureAllowed refuses (429) a request whose client address has
+	// spent its failures; ChargeFailure spends one, for a session cookie
+	// that names no live session.
+	FailureAllowed(r *http.Request) error
+	ChargeFailure(r *http.Request)
 
 	// The guard chain the console shares with the API (api/guards.go).
 

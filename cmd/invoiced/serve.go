@@ -246,7 +246,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	apiSrv := api.New(apiConfig)
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
 	mux := http.NewServeMux()
-	mux.Handle("/console/", con) // "/console" redirects here
+	// The console's requests go in the API's request log and metrics.
+	mux.Handle("/console/", apiSrv.Observe(con)) // "/console" redirects here
 	mux.Handle("/", apiSrv.Handler())
 	srv := &http.Server{
 		Handler: mux,
