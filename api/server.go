@@ -50,6 +50,7 @@ type Server struct {
 
 	webhookAllowPrivate bool
 	publicURL           string // Config.PublicURL
+	spec                []byte // the OpenAPI document served (specFor)
 
 	inventory []RouteInfo // every route with its guards (guards.go)
 }
@@ -103,6 +104,7 @@ func New(cfg Config) *Server {
 	s.exposeStats = cfg.ExposeStats
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.publicURL = strings.TrimRight(cfg.PublicURL, "/")
+	s.spec = specFor(s.publicURL)
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	if cfg.KeyRate > 0 {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}

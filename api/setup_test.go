@@ -96,6 +96,29 @@ func (e *env) do(method, path, key, body string, extra ...string) resp {
 	return r
 }
 
+// doHost sends a request without key or body, naming host in its Host
+// line ("" for the server's own).
+func (e *env) doHost(method, path, host string) resp {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp{res.StatusCode, res.Header, b}
+}
+
 func (e *env) try(method, path, key, body string, extra ...string) (resp, error) {
 	var rd io.Reader
 	if body != "" {
