@@ -169,3 +169,25 @@ func TestListSlotsWaitThenRefuse(t *testing.T) {
 		t.Fatal("refused with every slot free")
 	}
 }
+
+// The lists take a list slot of the expensive-read budget: with the
+// seller's slots held, a list waits, then gets 429 too_many_reads; another
+// seller's list is not affected, and once a slot is free the list answers.
+func TestListsTakeAListSlot(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(c *Config) { c.MaxListReadsPerSeller = 1 })
+	e.mustIssue("CH1", "")
+	release, err := e.srv.ExpensiveRead(context.Background(), ClassAPIList, e.seller.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/v1/series/CH1/invoices", "/v1/events"} {
+		began := time.Now()
+		e.wantError(e.do("GET", path, e.read, ""), http.StatusTooManyRequests, "too_many_reads")
+		if took := time.Since(began); took < listSlotWait {
+			t.Errorf("GET %s refused after %v, before waiting %v", path, took, listSlotWait)
+		}
+	}
+	release()
+	e.wantStatus(e.do("GET", "/v1/series/CH1/invoices", e.read, ""), http.StatusOK)
+}
