@@ -197,7 +197,7 @@ func (s *server) issueBurst(t *testing.T, tn *tenant, code string, n int) string
 
 // noAutovacuum keeps autovacuum (and so autoanalyze) off every table that
 // invoices fill, so that they stay as a burst leaves them: never analysed.
-func noAutovacuum(t *testing.T, pool *pgxpool.Pool) {
+func noAutovacuum(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	for _, tbl := range []string{"invoices", "chain_records", "series_counters", "events", "webhook_deliveries", "idempotency_keys", "series", "sellers", "api_keys", "webhooks", "console_sessions", "period_locks", "series_openings", "series_leases"} {
 		if _, err := pool.Exec(context.Background(), `ALTER TABLE `+tbl+` SET (autovacuum_enabled = off)`); err != nil {
