@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/http"
 	"runtime"
@@ -59,6 +60,7 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	r := e.do("POST", "/v1/series/B1/invoices", otherKey, issueJSON(""))
 	took := time.Since(began)
 	e.wantStatus(r, http.StatusCreated)
+	held := e.srv.bytes.Held()
 	close(stop)
 	peak := <-peakc
 	grew := int64(peak) - int64(base.HeapAlloc)
@@ -70,6 +72,12 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	}
 	if took > time.Second {
 		t.Fatalf("another seller's issue took %v", took)
+	}
+	// Each body holds its first buffer, whatever it claims: the budget
+	// (which would refuse the claims past a quarter of it) is never what
+	// keeps the heap down.
+	if held > 2*clients*bodyChunk {
+		t.Fatalf("%d bodies of one byte hold %d KiB of the budget, more than %d KiB each", clients, held>>10, 2*bodyChunk>>10)
 	}
 	// A body that ends early is refused, and what it held is given back.
 	for _, c := range conns {
@@ -102,6 +110,37 @@ func TestByteBudgetRefusesPastIt(t *testing.T) {
 	}
 	if e.srv.bytes.Held() != 0 {
 		t.Fatal("bytes are still held after the requests ended")
+	}
+}
+
+// TestByteBudgetShares: the budget refuses what would take the server
+// past its total, and a seller past its quarter while others still fit;
+// what is given back can be taken again, and hold counts what it may not
+// refuse.
+func TestByteBudgetShares(t *testing.T) {
+	t.Parallel()
+	b := newByteBudget(64 << 20) // a seller: 16 MiB
+	if err := b.take(1, 16<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.take(1, 1); !errors.Is(err, errServerBusy) {
+		t.Fatalf("a seller past its quarter: %v, want server_busy", err)
+	}
+	for seller := int64(2); seller <= 4; seller++ {
+		if err := b.take(seller, 16<<20); err != nil {
+			t.Fatalf("seller %d within its quarter: %v", seller, err)
+		}
+	}
+	if err := b.take(5, 1); !errors.Is(err, errServerBusy) {
+		t.Fatalf("a seller within its quarter past the total: %v, want server_busy", err)
+	}
+	b.give(2, 16<<20)
+	if err := b.take(5, 1<<20); err != nil {
+		t.Fatalf("after bytes were given back: %v", err)
+	}
+	b.hold(1, 1<<20) // past the seller's quarter, never refused
+	if b.Held() != 50<<20 { // 16 × 3 + 1 + 1
+		t.Fatalf("held %d", b.Held())
 	}
 }
 
