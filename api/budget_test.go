@@ -138,7 +138,7 @@ func TestByteBudgetShares(t *testing.T) {
 	if err := b.take(5, 1<<20); err != nil {
 		t.Fatalf("after bytes were given back: %v", err)
 	}
-	b.hold(1, 1<<20) // past the seller's quarter, never refused
+	b.hold(1, 1<<20)        // past the seller's quarter, never refused
 	if b.Held() != 50<<20 { // 16 × 3 + 1 + 1
 		t.Fatalf("held %d", b.Held())
 	}
