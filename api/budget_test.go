@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +26,7 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	testfactory.Series(t, e.pool, other, &testfactory.SeriesOpts{Code: "B1"})
 	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue)
 
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	stop := make(chan struct{})
-	peakc := make(chan uint64)
-	go func() { peakc <- heapPeak(stop) }()
-
+	before, stopWatch := watchHeap()
 	host := strings.TrimPrefix(e.url, "http://")
 	const clients = 200
 	var conns []net.Conn
@@ -61,11 +54,10 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	took := time.Since(began)
 	e.wantStatus(r, http.StatusCreated)
 	held := e.srv.bytes.Held()
-	close(stop)
-	peak := <-peakc
-	grew := int64(peak) - int64(base.HeapAlloc)
+	peak := stopWatch()
+	grew := int64(peak) - int64(before)
 	t.Logf("heap %d MiB before, peak %d MiB with %d bodies claiming 8 MiB each; another seller's issue took %v",
-		base.HeapAlloc>>20, peak>>20, clients, took.Round(time.Millisecond))
+		before>>20, peak>>20, clients, took.Round(time.Millisecond))
 	const bound = 64 << 20
 	if grew > bound {
 		t.Fatalf("the heap grew by %d MiB for %d bodies of one byte each, more than %d MiB", grew>>20, clients, bound>>20)

@@ -85,6 +85,20 @@ func rss(b *testing.B, pid int) int64 {
 	return 0
 }
 
+// watchRSS samples pid's RSS (peakRSS) until the function it returns is
+// called; it returns the RSS before and that function, which returns the
+// peak.
+func watchRSS(b *testing.B, pid int) (before int64, stop func() (peak int64)) {
+	before = rss(b, pid)
+	done := make(chan struct{})
+	peakc := make(chan int64)
+	go func() { peakc <- peakRSS(b, pid, done) }()
+	return before, func() int64 {
+		close(done)
+		return <-peakc
+	}
+}
+
 // peakRSS samples pid's RSS every 5 ms until stop is closed and returns
 // the largest sample.
 func peakRSS(b *testing.B, pid int, stop <-chan struct{}) int64 {
@@ -154,10 +168,7 @@ func BenchmarkClaimedBodies(b *testing.B) {
 	}
 	pid := srv.Cmd.Process.Pid
 	for b.Loop() {
-		before := rss(b, pid)
-		stop := make(chan struct{})
-		peakc := make(chan int64)
-		go func() { peakc <- peakRSS(b, pid, stop) }()
+		before, stopWatch := watchRSS(b, pid)
 		var conns []net.Conn
 		for range 200 {
 			conn, err := net.Dial("tcp", srv.Addr)
@@ -176,8 +187,7 @@ func BenchmarkClaimedBodies(b *testing.B) {
 			}
 			slowest = max(slowest, took)
 		}
-		close(stop)
-		peak := <-peakc
+		peak := stopWatch()
 		for _, conn := range conns {
 			conn.Close()
 		}
@@ -221,10 +231,7 @@ func BenchmarkSlowListReaders(b *testing.B) {
 	_, page, _ := send(b, c, base, k, "GET", "/v1/series/C1/invoices?limit=1000", "")
 	pid := srv.Cmd.Process.Pid
 	for b.Loop() {
-		before := rss(b, pid)
-		stop := make(chan struct{})
-		peakc := make(chan int64)
-		go func() { peakc <- peakRSS(b, pid, stop) }()
+		before, stopWatch := watchRSS(b, pid)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		statuses := map[string]int{}
@@ -255,8 +262,7 @@ func BenchmarkSlowListReaders(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		close(stop)
-		peak := <-peakc
+		peak := stopWatch()
 		b.Logf("answers: %v", statuses)
 		b.ReportMetric(float64(peak-before)/(1<<20), "MiB-grown")
 		b.ReportMetric(float64(len(page))/(1<<20), "MiB-page")
