@@ -34,7 +34,7 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 		// The route's guard chain has authenticated the key and spent
 		// its rate (guards.go); the handler's own scope is checked here.
 		if !p.Scopes.Has(need) {
-			return apikey.Principal{}, apikey.ErrForbidden
+			return apikey.Principal{}, missingScopes(need, p.Scopes)
 		}
 		return p, nil
 	}
@@ -43,11 +43,12 @@ func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal
 		return apikey.Principal{}, err
 	}
 	c.Set(ctxSeller, string(p.Seller.GSTIN))
+	ledgerOf(c.Request().Context()).setSeller(p.Seller.ID)
 	if err := s.TakeKeyRate(c.Response(), p.Prefix); err != nil {
 		return apikey.Principal{}, err
 	}
 	if !p.Scopes.Has(need) {
-		return apikey.Principal{}, apikey.ErrForbidden
+		return apikey.Principal{}, missingScopes(need, p.Scopes)
 	}
 	return p, nil
 }

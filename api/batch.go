@@ -263,7 +263,7 @@ func (s *Server) batchReplay(inv document.Invoice) batchResultJSON {
 func (s *Server) batchError(c echo.Context, err error) batchResultJSON {
 	p, internal := classify(err)
 	if internal {
-		s.log.ErrorContext(c.Request().Context(), "internal error in a batch item", append(requestIDs(c),
+		s.log.ErrorContext(c.Request().Context(), "internal error in a batch item", append(requestIDs(c.Response().Header(), c.Request()),
 			"path", c.Request().URL.Path, "err", err)...)
 	}
 	return batchResultJSON{Status: p.status, Error: &errorDetail{Code: p.code, Message: p.message}}

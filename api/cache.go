@@ -40,14 +40,24 @@ func fill[T any](ctx context.Context, g *singleflight.Group, key string, query f
 	}
 }
 
-// maxCacheEntries bounds each cache; past it the cache starts afresh.
+// maxCacheEntries bounds each cache; past it an entry makes room by
+// evicting another.
 const maxCacheEntries = 10000
 
-// store puts v under k in *m, starting the map afresh when it is full.
-// The caller holds the cache's lock.
+// store puts v under k in *m. When the map is full, a new key evicts one
+// entry, whichever a map iteration yields first (Go starts each at a
+// random place): the cache used to start afresh, so that one seller's
+// series past the bound emptied it for every seller (series.MaxPerSeller
+// now bounds a seller's share too). The caller holds the cache's lock.
 func store[K comparable, V any](m *map[K]V, k K, v V) {
-	if *m == nil || len(*m) >= maxCacheEntries {
+	if *m == nil {
 		*m = map[K]V{}
+	}
+	if _, ok := (*m)[k]; !ok && len(*m) >= maxCacheEntries {
+		for old := range *m {
+			delete(*m, old)
+			break
+		}
 	}
 	(*m)[k] = v
 }

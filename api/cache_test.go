@@ -129,3 +129,23 @@ func TestSeriesCacheKeysOnTheCode(t *testing.T) {
 		t.Errorf("invalid codes made %d queries, want none", q-1)
 	}
 }
+
+// A full cache makes room for a new entry by evicting one, never by
+// starting afresh: the other entries stay.
+func TestCacheEvictsOneWhenFull(t *testing.T) {
+	t.Parallel()
+	var m map[int]int
+	for i := range maxCacheEntries {
+		store(&m, i, i)
+	}
+	store(&m, -1, -1)
+	for k := range m {
+		if k != -1 {
+			store(&m, k, 0) // a key already held evicts nothing
+			break
+		}
+	}
+	if len(m) != maxCacheEntries || m[-1] != -1 {
+		t.Fatalf("a full cache holds %d entries after one more, want %d with the new one", len(m), maxCacheEntries)
+	}
+}

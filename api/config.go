@@ -56,21 +56,40 @@ type Config struct {
 	// tenant data); otherwise that route answers 404.
 	ExposeStats bool
 	// Metrics receives the server's metrics; nil gives the server a set of
-	// its own. Its Handler is served at GET /metrics when ExposeMetrics
-	// is set (otherwise that route answers 404 and the caller serves it
-	// elsewhere).
+	// its own. Its Handler is served at GET /metrics to anyone when
+	// ExposeMetrics is set (tests, a server on a private network), to a
+	// request with "Authorization: Bearer <MetricsToken>" when that is
+	// set (a wrong or missing token is 401 and spends the address's
+	// failure budget), and otherwise not at all (404: serve gives it a
+	// listener of its own, --metrics-addr, loopback by default). Volume
+	// and chain alerts are no tenant's business.
 	Metrics       *metrics.Metrics
 	ExposeMetrics bool
+	MetricsToken  string
 	// LogRequests writes one Info line per request to Logger (request
 	// id, route, status, duration, seller GSTIN, series code; never a
 	// body, a query or buyer data).
 	LogRequests bool
+
+	// MaxInflightBytes bounds the bytes that requests in progress hold in
+	// buffers: bodies as they arrive, answers while they are built and
+	// sent (budget.go). Past it, or past a quarter of it for one seller, a
+	// request gets 503 server_busy with Retry-After before its buffer
+	// grows. 0 means DefaultMaxInflightBytes.
+	MaxInflightBytes int64
 
 	// MaxExports bounds the audit exports in progress at once over all
 	// sellers, MaxExportsPerSeller those of one seller; past either the
 	// request gets 429 too_many_exports. 0 means the default.
 	MaxExports          int
 	MaxExportsPerSeller int
+	// MaxListReads bounds the list pages (invoices of a series, events)
+	// being read at once over all sellers, MaxListReadsPerSeller those of
+	// one seller; a list waits up to 2 s for a slot, then gets 429
+	// too_many_reads. A page gives its slot back before it is sent. 0
+	// means the default.
+	MaxListReads          int
+	MaxListReadsPerSeller int
 	// ExportStallTimeout is how long a client may stop reading an export
 	// before its connection is cut; 0 means 30s.
 	ExportStallTimeout time.Duration

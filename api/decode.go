@@ -41,27 +41,17 @@ const (
 	smallBodyMax = 8 << 10
 )
 
+// bodyChunk is the most of a body read at once, and the size its buffer
+// starts at (smaller when the body says it is smaller).
+const bodyChunk = 32 << 10
+
 // readJSON checks the Content-Type (415 unless application/json) and reads
-// the body, at most max bytes (413 beyond).
+// the body, at most max bytes (413 beyond), as readBody does.
 func readJSON(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
 	if err := checkJSONHeaders(r, max); err != nil {
 		return nil, err
 	}
-	// Sized from Content-Length when there is one, so that reading does
-	// not grow (and copy) the buffer several times.
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
-	}
-	if err != nil {
-		return nil, apperr.WithCause(errMalformed, err)
-	}
-	return buf.Bytes(), nil
+	return readBody(w, r, max, nil)
 }
 
 // readScanned is readJSON for a body that may be large: it scans each
@@ -74,31 +64,54 @@ func readScanned(w http.ResponseWriter, r *http.Request, max int64, limits jsonf
 	if err := checkJSONHeaders(r, max); err != nil {
 		return nil, err
 	}
-	const chunk = 32 << 10
-	var buf bytes.Buffer
-	size := int64(chunk) // the body's Content-Length when it is given (at most max)
-	if r.ContentLength > size {
-		size = r.ContentLength
+	body, err := readBody(w, r, max, jsonfast.NewScanner(limits))
+	if err == nil && !utf8.Valid(body) {
+		return nil, shapeError(&jsonfast.ShapeError{Problem: jsonfast.NotUTF8})
 	}
-	buf.Grow(int(size) + chunk)
+	return body, err
+}
+
+// readBody reads r's body as it arrives, at most max bytes. Its buffer
+// starts at bodyChunk (or the Content-Length when that is smaller) and
+// doubles when full, each growth taken first from the request's share of
+// the server's byte budget (budget.go): memory follows the bytes received,
+// never a claimed Content-Length, and a client that claims 8 MiB and sends
+// one byte holds 32 KiB. sc, when not nil, scans what has arrived after
+// each read and stops at the first failure. It fails with errBodyTooLarge
+// (413) past max, errServerBusy (503) when the budget cannot hold the next
+// growth, shapeError's errors, and errMalformed when the body cannot be
+// read.
+func readBody(w http.ResponseWriter, r *http.Request, max int64, sc *jsonfast.Scanner) ([]byte, error) {
+	l := ledgerOf(r.Context())
+	size := int64(bodyChunk)
+	if r.ContentLength >= 0 && r.ContentLength < size {
+		size = r.ContentLength + 1 // room to see the end without growing
+	}
+	if err := l.take(size); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 0, size)
 	body := http.MaxBytesReader(w, r.Body, max)
-	sc := jsonfast.NewScanner(limits)
 	for {
-		if buf.Available() < chunk {
-			buf.Grow(chunk)
+		if len(buf) == cap(buf) {
+			grow := int64(cap(buf)) // doubling, up to max and a byte to see the end
+			grow = min(grow, max+1-int64(cap(buf)))
+			if err := l.take(grow); err != nil {
+				return nil, err
+			}
+			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
 		}
-		n, err := body.Read(buf.AvailableBuffer()[:chunk])
-		buf.Write(buf.AvailableBuffer()[:n])
-		if serr := sc.Scan(buf.Bytes()); serr != nil {
-			return nil, shapeError(serr)
+		n, err := body.Read(buf[len(buf):min(cap(buf), len(buf)+bodyChunk)])
+		buf = buf[:len(buf)+n]
+		if sc != nil {
+			if serr := sc.Scan(buf); serr != nil {
+				return nil, shapeError(serr)
+			}
 		}
 		var mbe *http.MaxBytesError
 		switch {
 		case err == io.EOF:
-			if !utf8.Valid(buf.Bytes()) {
-				return nil, shapeError(&jsonfast.ShapeError{Problem: jsonfast.NotUTF8})
-			}
-			return buf.Bytes(), nil
+			return buf, nil
 		case errors.As(err, &mbe):
 			return nil, apperr.Errorf(errBodyTooLarge, "the request body is larger than %d bytes", max)
 		case err != nil:

@@ -106,7 +106,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	p, internal := classify(err)
 	if internal {
-		s.log.ErrorContext(c.Request().Context(), "internal error", append(requestIDs(c),
+		s.log.ErrorContext(c.Request().Context(), "internal error", append(requestIDs(c.Response().Header(), c.Request()),
 			"method", c.Request().Method, "path", c.Request().URL.Path, "err", err)...)
 	}
 	writeProblem(c, p)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
@@ -32,55 +31,6 @@ const (
 const exportChunk = 32 << 10
 
 var errTooManyExports = apperr.New(apperr.TooMany, "too_many_exports", "too many audit exports are in progress; retry in a few seconds")
-
-// exportSlots counts the exports in progress, in total and per seller.
-type exportSlots struct {
-	mu        sync.Mutex
-	total     int
-	perSeller map[int64]int
-	max       int
-	maxSeller int
-}
-
-func newExportSlots(max, maxPerSeller int) *exportSlots {
-	if max <= 0 {
-		max = DefaultMaxExports
-	}
-	if maxPerSeller <= 0 {
-		maxPerSeller = DefaultMaxExportsPerSeller
-	}
-	return &exportSlots{perSeller: map[int64]int{}, max: max, maxSeller: min(maxPerSeller, max)}
-}
-
-// acquire takes a slot for seller and returns the function that gives it
-// back. It fails with errTooManyExports when the global or the seller's
-// limit is reached.
-func (e *exportSlots) acquire(seller int64) (release func(), err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.total >= e.max {
-		return nil, apperr.Errorf(errTooManyExports, "%d audit exports are in progress, the most this server runs at once; retry in a few seconds", e.total)
-	}
-	if e.perSeller[seller] >= e.maxSeller {
-		return nil, apperr.Errorf(errTooManyExports, "this seller already has %d audit exports in progress, the most allowed; retry when one has finished", e.perSeller[seller])
-	}
-	e.total++
-	e.perSeller[seller]++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.total <= 0 || e.perSeller[seller] <= 0 {
-				panic("api: export slot released twice")
-			}
-			e.total--
-			if e.perSeller[seller]--; e.perSeller[seller] == 0 {
-				delete(e.perSeller, seller)
-			}
-		})
-	}, nil
-}
 
 // spool is an export being written to a temporary file that is removed
 // from the directory at once, so nothing is left behind by a crash.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -32,6 +33,7 @@ const (
 	ClassMetrics         RouteClass = "metrics"          // /metrics, /debug/stats
 	ClassReceipt         RouteClass = "receipt"          // /r/{public_id}: the id is the capability
 	ClassAPIRead         RouteClass = "api-read"         // a key's reads
+	ClassAPIList         RouteClass = "api-list"         // a key's lists of invoices or events, a page at a time
 	ClassAPIWrite        RouteClass = "api-write"        // a key's writes (issue, cancel, create)
 	ClassExport          RouteClass = "export"           // the audit export
 	ClassDevice          RouteClass = "device"           // leases and offline uploads
@@ -61,9 +63,20 @@ const (
 	// GuardScope checks the route's scope (after the rate, so that a
 	// refused request still counts).
 	GuardScope Guard = "scope"
-	// GuardBudget takes a slot of the expensive-read budget (audit exports,
-	// verifies: per seller and in all), given back when the answer is sent.
+	// GuardBudget takes a slot of the expensive-read budget of the class's
+	// kind (ClassLimits.Budget; slots.go), per seller and in all: an
+	// export slot until the answer is sent, a list slot until the page is
+	// built.
 	GuardBudget Guard = "budget"
+)
+
+// Budget is a kind of slot of the expensive-read budget (slots.go).
+type Budget string
+
+// The kinds of the expensive-read budget.
+const (
+	BudgetExport Budget = "export" // exports, console downloads and verifies: serve --max-exports
+	BudgetList   Budget = "list"   // pages of invoices and events: serve --max-list-reads
 )
 
 // Guards lists every guard in chain order.
@@ -74,6 +87,7 @@ type ClassLimits struct {
 	Guards   []Guard
 	Deadline time.Duration // 0: the server's request timeout (--request-timeout)
 	MaxBody  int64         // bytes
+	Budget   Budget        // the slots GuardBudget takes
 }
 
 // classes is the class table: the one place a class's guards are chosen.
@@ -82,13 +96,14 @@ var classes = map[RouteClass]ClassLimits{
 	ClassMetrics:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, Deadline: 10 * time.Second, MaxBody: 0},
 	ClassReceipt:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, MaxBody: 0}, // failures spend the address's budget (ratelimit.go)
 	ClassAPIRead:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: smallBodyMax},
+	ClassAPIList:         {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, MaxBody: smallBodyMax, Budget: BudgetList},
 	ClassAPIWrite:        {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: batchBodyMax},
-	ClassExport:          {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: exportTimeout, MaxBody: 0},
+	ClassExport:          {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: exportTimeout, MaxBody: 0, Budget: BudgetExport},
 	ClassDevice:          {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: batchBodyMax},
 	ClassConsoleLogin:    {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap}, MaxBody: consoleFormMax},
 	ClassConsolePage:     {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope}, MaxBody: consoleFormMax},
-	ClassConsoleDownload: {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: exportTimeout, MaxBody: 0},
-	ClassConsoleVerify:   {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: verifyTimeout, MaxBody: 0},
+	ClassConsoleDownload: {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: exportTimeout, MaxBody: 0, Budget: BudgetExport},
+	ClassConsoleVerify:   {Guards: []Guard{GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget}, Deadline: verifyTimeout, MaxBody: 0, Budget: BudgetExport},
 }
 
 // consoleFormMax bounds a console form (a key, a token, a reason).
@@ -126,7 +141,10 @@ type RouteInfo struct {
 // Routes returns the API's routes as registered through the chain.
 func (s *Server) Routes() []RouteInfo { return append([]RouteInfo(nil), s.inventory...) }
 
-const ctxPrincipal = "invoiced.principal"
+const (
+	ctxPrincipal = "invoiced.principal"
+	ctxRelease   = "invoiced.release" // GuardBudget's slot, func()
+)
 
 // route registers h for method and path in class, wrapped in the class's
 // guards; need is the scope GuardAuth checks (the handler may check more).
@@ -191,6 +209,7 @@ func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.Mi
 				}
 				c.Set(ctxSeller, string(p.Seller.GSTIN))
 				c.Set(ctxPrincipal, p)
+				ledgerOf(c.Request().Context()).setSeller(p.Seller.ID)
 				return next(c)
 			}
 		}
@@ -208,7 +227,7 @@ func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.Mi
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				if p, _ := c.Get(ctxPrincipal).(apikey.Principal); !p.Scopes.Has(need) {
-					return apikey.ErrForbidden
+					return missingScopes(need, p.Scopes)
 				}
 				return next(c)
 			}
@@ -217,16 +236,23 @@ func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.Mi
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error {
 				p, _ := c.Get(ctxPrincipal).(apikey.Principal)
-				release, err := s.ExpensiveRead(p.Seller.ID)
+				release, err := s.ExpensiveRead(c.Request().Context(), class, p.Seller.ID)
 				if err != nil {
 					return err
 				}
 				defer release()
+				c.Set(ctxRelease, release) // a page gives it back before it is sent
 				return next(c)
 			}
 		}
 	}
 	panic(fmt.Sprintf("api: no middleware for guard %q", g))
+}
+
+// missingScopes returns apikey.ErrForbidden naming the scopes of need
+// that have lacks.
+func missingScopes(need, have apikey.Scopes) error {
+	return apperr.Errorf(apikey.ErrForbidden, "the API key lacks the %s scope this operation needs", strings.Join((need&^have).Names(), " and "))
 }
 
 // TakeKeyRate spends one request of the key with prefix under serve
@@ -245,13 +271,20 @@ func (s *Server) TakeKeyRate(w http.ResponseWriter, prefix string) error {
 	return apperr.Errorf(errKeyRateLimited, "this API key may make %s requests a second (serve --rate-limit); retry in %d s", strconv.FormatFloat(s.keyRate.rate, 'f', -1, 64), secs)
 }
 
-// ExpensiveRead takes a slot of the expensive-read budget for seller (the
-// slots audit exports, console downloads and verifies share, per seller
-// and in all) and returns the function that gives it back. It fails with
-// a too_many_exports error (429) when the seller's or the server's slots
-// are all taken; nothing is then held.
-func (s *Server) ExpensiveRead(seller int64) (release func(), err error) {
-	return s.exports.acquire(seller)
+// ExpensiveRead takes a slot of the expensive-read budget for seller, of
+// the kind class takes (ClassLimits.Budget; slots.go), and returns the
+// function that gives it back (once; later calls do nothing). An export
+// slot is refused at once, a list slot after waiting up to 2 s (or until
+// ctx ends) for one: with a too_many_exports or too_many_reads error
+// (429), holding nothing. It panics for a class without a budget.
+func (s *Server) ExpensiveRead(ctx context.Context, class RouteClass, seller int64) (release func(), err error) {
+	switch Limits(class).Budget {
+	case BudgetExport:
+		return s.exports.acquire(ctx, seller)
+	case BudgetList:
+		return s.lists.acquire(ctx, seller)
+	}
+	panic(fmt.Sprintf("api: route class %q takes no slot of the expensive-read budget", class))
 }
 
 // SendExport writes an export through the API's export path: write fills
@@ -295,6 +328,7 @@ var RequiredGuards = map[RouteClass][]Guard{
 	ClassMetrics:         {GuardText, GuardDeadline, GuardBodyCap},
 	ClassReceipt:         {GuardText, GuardDeadline, GuardBodyCap},
 	ClassAPIRead:         {GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope},
+	ClassAPIList:         {GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget},
 	ClassAPIWrite:        {GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope},
 	ClassDevice:          {GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope},
 	ClassExport:          {GuardText, GuardDeadline, GuardBodyCap, GuardAuth, GuardKeyRate, GuardScope, GuardBudget},

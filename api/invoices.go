@@ -12,14 +12,19 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
 // listInvoices serves GET /v1/series/{code}/invoices?fy=&cursor=&limit=
 // (scope read): the series' invoices of one financial year (default: the
-// current one in IST) in serial order, a page at a time.
+// current one in IST) in serial order, a page at a time: at most limit
+// invoices and at most listPageBytes of them (pages.go), with next_cursor
+// set when the list goes on. The page is read in one snapshot
+// (db.ReadTx).
 func (s *Server) listInvoices(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.authorize(c, apikey.CanRead)
@@ -64,27 +69,36 @@ func (s *Server) listInvoices(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	invs, err := invoice.ListDated(ctx, s.pool, sr, fy, dates, after, limit+1)
+	page := newJSONPage(ctx, `{"invoices":[`, limit)
+	next := after
+	err = db.ReadTx(ctx, s.pool, func(tx pgx.Tx) error {
+		return readPage(page, func(n int) (got int, err error) {
+			err = invoice.EachDated(ctx, tx, sr, fy, dates, next, n, func(inv document.Invoice) error {
+				got++
+				if err := page.add(renderInvoice(inv, s.publicURL)); err != nil {
+					return err
+				}
+				next = inv.Serial
+				return nil
+			})
+			return got, err
+		})
+	})
 	if err != nil {
 		return err
 	}
-	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, min(len(invs), limit))}
-	for i, inv := range invs {
-		if i == limit {
-			next := encodeCursor(invs[i-1].Serial)
-			out.NextCursor = &next
-			break
-		}
-		out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
+	cursor := "null"
+	if page.more {
+		cursor = `"` + encodeCursor(next) + `"`
 	}
-	return writeJSON(c, http.StatusOK, out)
+	return s.sendPage(c, page.finish(`],"next_cursor":`+cursor+`}`))
 }
 
 // findInvoices serves GET /v1/invoices?number= (scope read): the seller's
 // invoices with that number, compared case-insensitively (one, or one per
 // financial year for a format without {FY}; none is an empty list). A key
-// restricted to some series gets 403 series_forbidden for an invoice of
-// another series.
+// restricted to some series is answered as if the invoices of other
+// series did not exist: a 403 for them told it which numbers were used.
 func (s *Server) findInvoices(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.authorize(c, apikey.CanRead)
@@ -101,10 +115,9 @@ func (s *Server) findInvoices(c echo.Context) error {
 	}
 	out := invoiceListJSON{Invoices: make([]invoiceJSON, 0, len(invs))}
 	for _, inv := range invs {
-		if err := p.CheckSeries(inv.SeriesCode); err != nil {
-			return err
+		if p.MaySeries(inv.SeriesCode) {
+			out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
 		}
-		out.Invoices = append(out.Invoices, renderInvoice(inv, s.publicURL))
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -113,8 +126,10 @@ func (s *Server) findInvoices(c echo.Context) error {
 // database's id: "CH1-2026-7" (series code, financial year, serial; see
 // invoiceKey), or the all-digit database id the API answered before.
 // Anything else, and an id of no invoice of the seller, is
-// invoice.ErrNotFound; an invoice of a series p is restricted from is
-// apikey.ErrSeriesForbidden; it fails otherwise only on a database error.
+// invoice.ErrNotFound; so is a database id of an invoice of a series p is
+// restricted from (that answer must not say it exists), while a key id
+// naming such a series is apikey.ErrSeriesForbidden whether or not the
+// invoice exists. It fails otherwise only on a database error.
 func (s *Server) invoiceID(ctx context.Context, p apikey.Principal, v string) (int64, error) {
 	sellerID := p.Seller.ID
 	if id, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -126,8 +141,8 @@ func (s *Server) invoiceID(ctx context.Context, p apikey.Principal, v string) (i
 			if err != nil {
 				return 0, err
 			}
-			if err := p.CheckSeries(inv.SeriesCode); err != nil {
-				return 0, err
+			if !p.MaySeries(inv.SeriesCode) {
+				return 0, invoice.ErrNotFound
 			}
 		}
 		return id, nil

@@ -117,7 +117,7 @@ func (s *Server) warnIncomplete(c echo.Context, seller gst.Seller, inv document.
 	}
 	msg := apperr.MessageOf(incomplete)
 	s.log.WarnContext(c.Request().Context(), "invoice issued without the particulars CGST Rule 46 asks for (serve --buyer-details warn)",
-		append(requestIDs(c), "gstin", string(seller.GSTIN), "series", inv.SeriesCode, "number", inv.Number, "missing", msg)...)
+		append(requestIDs(c.Response().Header(), c.Request()), "gstin", string(seller.GSTIN), "series", inv.SeriesCode, "number", inv.Number, "missing", msg)...)
 	c.Response().Header().Add("Warning", `299 invoiced "`+strings.ReplaceAll(inv.Number+": "+msg, `"`, "'")+`"`)
 }
 

@@ -29,17 +29,28 @@ func heapPeak(stop <-chan struct{}) uint64 {
 	}
 }
 
+// watchHeap collects garbage, then samples the heap (heapPeak) until the
+// function it returns is called; it returns the heap in use before and
+// that function, which returns the peak.
+func watchHeap() (before uint64, stop func() (peak uint64)) {
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	done := make(chan struct{})
+	peakc := make(chan uint64)
+	go func() { peakc <- heapPeak(done) }()
+	return base.HeapAlloc, func() uint64 {
+		close(done)
+		return <-peakc
+	}
+}
+
 // postAtOnce sends body to path (under e.url) from clients goroutines at
 // once, with the issue key and hdr, and returns each answer's status, the
 // heap before (after a GC) and its peak while they ran (heapPeak).
 func postAtOnce(t *testing.T, e *env, path string, body []byte, clients int, hdr map[string]string) (statuses []int, before, peak uint64) {
 	t.Helper()
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	stop := make(chan struct{})
-	peakc := make(chan uint64)
-	go func() { peakc <- heapPeak(stop) }()
+	before, stop := watchHeap()
 	var wg sync.WaitGroup
 	statuses = make([]int, clients)
 	for i := range clients {
@@ -61,8 +72,7 @@ func postAtOnce(t *testing.T, e *env, path string, body []byte, clients int, hdr
 		})
 	}
 	wg.Wait()
-	close(stop)
-	return statuses, base.HeapAlloc, <-peakc
+	return statuses, before, stop()
 }
 
 // TestIssueBodyMemoryBounded sends 64 issue requests at once, each a body

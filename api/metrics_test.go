@@ -191,12 +191,32 @@ func TestMetricsMisprediction(t *testing.T) {
 	}
 }
 
-// TestMetricsOffTheMainAddress: without ExposeMetrics /metrics answers 404
-// (the caller serves metrics elsewhere).
+// TestMetricsOffTheMainAddress: without ExposeMetrics or a token
+// /metrics answers 404 (serve gives it a listener of its own), even to a
+// key of every scope: volume and chain alerts are no tenant's business.
 func TestMetricsOffTheMainAddress(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	e.wantError(e.do("GET", "/metrics", "", ""), http.StatusNotFound, "not_found")
+	e.wantError(e.do("GET", "/metrics", e.all, ""), http.StatusNotFound, "not_found")
+}
+
+// TestMetricsBehindAToken: with MetricsToken, /metrics answers a request
+// bearing the token, 401 to one without it or with another (an API key
+// too), and each refusal spends the address's failure budget.
+func TestMetricsBehindAToken(t *testing.T) {
+	t.Parallel()
+	const token = "mt_0123456789abcdef0123"
+	e := setup(t, func(c *Config) { c.MetricsToken = token; c.FailureRate = 1; c.FailureBurst = 3 })
+	r := e.do("GET", "/metrics", token, "")
+	e.wantStatus(r, http.StatusOK)
+	if !strings.Contains(string(r.body), "invoiced_chain_verify_runs_total") {
+		t.Fatalf("/metrics with the token: %.300s", r.body)
+	}
+	for _, key := range []string{"", e.all, token + "x"} {
+		e.wantError(e.do("GET", "/metrics", key, ""), http.StatusUnauthorized, "unauthorized")
+	}
+	e.wantError(e.do("GET", "/metrics", "wrong", ""), http.StatusTooManyRequests, "rate_limited")
 }
 
 // TestRequestLog: one JSON line per request with the server's request id

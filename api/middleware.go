@@ -15,13 +15,17 @@ const headerRequestID = "X-Request-Id"
 
 // base runs around every request: it gives the request a fresh random id
 // (X-Request-Id; a client's own is only logged beside it), says nosniff,
-// and turns a panic into a logged 500. The request's deadline is its
-// route class's (guards.go).
+// opens the request's ledger of the byte budget (budget.go) and gives back
+// what it took when the request ends, and turns a panic into a logged
+// 500. The request's deadline is its route class's (guards.go).
 func (s *Server) base(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		h := c.Response().Header()
 		h.Set(headerRequestID, newRequestID())
 		h.Set("X-Content-Type-Options", "nosniff")
+		ctx, giveBack := withLedger(c.Request().Context(), s.bytes)
+		defer giveBack()
+		c.SetRequest(c.Request().WithContext(ctx))
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -42,12 +46,12 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// requestIDs returns the log attributes that identify c's request: the
-// server's id, and the client's X-Request-Id when it sent a short,
-// printable one.
-func requestIDs(c echo.Context) []any {
-	ids := []any{"request_id", c.Response().Header().Get(headerRequestID)}
-	if v := c.Request().Header.Get(headerRequestID); printableASCII(v, 64) {
+// requestIDs returns the log attributes that identify request r, whose
+// answer's header is h: the server's id, and the client's X-Request-Id
+// when it sent a short, printable one.
+func requestIDs(h http.Header, r *http.Request) []any {
+	ids := []any{"request_id", h.Get(headerRequestID)}
+	if v := r.Header.Get(headerRequestID); printableASCII(v, 64) {
 		ids = append(ids, "client_request_id", v)
 	}
 	return ids

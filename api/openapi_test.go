@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"regexp"
 	"slices"
@@ -54,33 +55,36 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 }
 
 // TestOpenAPIServed checks that the served document is the embedded one
-// with its server URL naming the address the request reached, and that a
-// Host that is not a plain host[:port] cannot change the document.
+// with its server URL the server's public URL, or "/" (relative) without
+// one, whatever Host the request names: a Host written into the document
+// would send its readers to an address of the client's choosing.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	r := e.do("GET", "/openapi.yaml", "", "")
-	e.wantStatus(r, 200)
-	if r.header.Get("Content-Type") != "application/yaml" {
-		t.Fatalf("Content-Type %q", r.header.Get("Content-Type"))
-	}
-	doc, err := openapi3.NewLoader().LoadFromData(r.body)
-	if err != nil {
-		t.Fatalf("served document does not load: %v", err)
-	}
-	if len(doc.Servers) != 1 || doc.Servers[0].URL != e.url {
-		t.Fatalf("served document names servers %v, want exactly %s", doc.Servers, e.url)
-	}
-	if want := bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+e.url+"\n"), 1); !bytes.Equal(r.body, want) {
-		t.Fatal("served document differs from the embedded one beyond its server URL")
-	}
-	for _, host := range []string{"", "evil\n  - url: http://x", "a b", "x\"y", strings.Repeat("a", 256)} {
-		if got := specFor("http", host); !bytes.Equal(got, openAPISpec) {
-			t.Errorf("specFor(http, %q) changed the document", host)
+	for _, publicURL := range []string{"", "https://bills.example.in/api"} {
+		e := setup(t, func(c *Config) { c.PublicURL = publicURL })
+		for _, host := range []string{"", "evil.example.com", "attacker.example:8080"} {
+			r := e.doHost("GET", "/openapi.yaml", host)
+			e.wantStatus(r, 200)
+			if r.header.Get("Content-Type") != "application/yaml" {
+				t.Fatalf("Content-Type %q", r.header.Get("Content-Type"))
+			}
+			doc, err := openapi3.NewLoader().LoadFromData(r.body)
+			if err != nil {
+				t.Fatalf("served document does not load: %v", err)
+			}
+			want := cmp.Or(publicURL, "/")
+			if len(doc.Servers) != 1 || doc.Servers[0].URL != want {
+				t.Fatalf("public URL %q, Host %q: the document names servers %v, want exactly %s", publicURL, host, doc.Servers, want)
+			}
+			if b := bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+want+"\n"), 1); !bytes.Equal(r.body, b) {
+				t.Fatal("served document differs from the embedded one beyond its server URL")
+			}
 		}
 	}
-	if got := specFor("gopher", "example.com"); !bytes.Equal(got, openAPISpec) {
-		t.Errorf("specFor(gopher, …) changed the document")
+	for _, u := range []string{"evil\n  - url: http://x", "https://a b", "https://x\"y", "ftp://x", "https://" + strings.Repeat("a", 2048)} {
+		if got, want := specFor(u), specFor(""); !bytes.Equal(got, want) {
+			t.Errorf("specFor(%q) names a server of its own", u)
+		}
 	}
 	if !bytes.Contains(openAPISpec, []byte(specServerLine)) {
 		t.Fatalf("api/openapi.yaml lost the server line specFor replaces (%q)", specServerLine)

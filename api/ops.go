@@ -6,10 +6,13 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/labstack/echo/v4"
 )
@@ -57,45 +60,64 @@ type statsBody struct {
 	Mispredicted int64 `json:"mispredicted"`
 }
 
-// serveMetrics serves GET /metrics in Prometheus' text format when
-// Config.ExposeMetrics is set (404 otherwise).
+// serveMetrics serves GET /metrics in Prometheus' text format: to anyone
+// with Config.ExposeMetrics, to a request bearing Config.MetricsToken with
+// that, and 404 otherwise. A missing or wrong token is apikey's 401 and
+// spends the client address's failure budget (429 rate_limited once it is
+// spent, before the token is compared).
 func (s *Server) serveMetrics(c echo.Context) error {
 	if s.metricsHTTP == nil {
 		return echo.ErrNotFound
+	}
+	if s.metricsToken != nil {
+		r := c.Request()
+		peer, now := peerAddr(r), s.now()
+		if !s.failures.allow(peer, now) {
+			return errRateLimited
+		}
+		got := sha256.Sum256([]byte(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")))
+		if subtle.ConstantTimeCompare(got[:], s.metricsToken) != 1 {
+			s.failures.charge(peer, now)
+			return apperr.Errorf(apikey.ErrUnauthorized, "GET /metrics needs the metrics token (serve --metrics-token) as a bearer token")
+		}
 	}
 	s.metricsHTTP.ServeHTTP(c.Response(), c.Request())
 	return nil
 }
 
-// openAPI serves the OpenAPI document with its server URL set to the
-// address the request reached (scheme and Host), so that a client
-// generated from it, or "try it out", talks to this server. A Host that is
-// not a plain host[:port] leaves the document's default.
+// openAPI serves the OpenAPI document with its server URL set to
+// Config.PublicURL, or to "/" (relative: the document's own address, which
+// a client generated from it or "try it out" resolves) without one. The
+// request's Host is never written into it: it is whatever the client sent
+// (behind a proxy, an internal name), so the document would point clients
+// at an address of the client's choosing.
 func (s *Server) openAPI(c echo.Context) error {
-	return c.Blob(http.StatusOK, "application/yaml", specFor(c.Scheme(), c.Request().Host))
+	return c.Blob(http.StatusOK, "application/yaml", s.spec)
 }
 
 // specServerLine is the server URL line of api/openapi.yaml that specFor
 // replaces.
 const specServerLine = "\n  - url: http://127.0.0.1:8080\n"
 
-// specFor returns the OpenAPI document naming scheme://host as its server.
-func specFor(scheme, host string) []byte {
-	if (scheme != "http" && scheme != "https") || !plainHost(host) {
-		return openAPISpec
+// specFor returns the OpenAPI document naming publicURL as its server, or
+// "/" when publicURL is "" or not a plain URL (specURL).
+func specFor(publicURL string) []byte {
+	u := "/"
+	if publicURL != "" && specURL(publicURL) {
+		u = publicURL
 	}
-	return bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+scheme+"://"+host+"\n"), 1)
+	return bytes.Replace(openAPISpec, []byte(specServerLine), []byte("\n  - url: "+u+"\n"), 1)
 }
 
-// plainHost reports whether h is 1 to 255 bytes of letters, digits and
-// ".-:[]" (a host name or IP address with an optional port): nothing that
-// could break out of a YAML scalar.
-func plainHost(h string) bool {
-	if h == "" || len(h) > 255 {
+// specURL reports whether u is an http(s) URL of 1 to 2048 bytes of
+// letters, digits and "-._~:/[]%" alone: nothing that could break out of a
+// YAML scalar.
+func specURL(u string) bool {
+	if len(u) > 2048 || !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return false
 	}
-	for _, r := range h {
-		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:[]", r)
+	for _, r := range u {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~:/[]%", r)
 		if !ok {
 			return false
 		}

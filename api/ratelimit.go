@@ -141,3 +141,18 @@ func peerAddr(r *http.Request) string {
 	}
 	return host
 }
+
+// FailureAllowed returns nil when r's client address may cause another
+// failed lookup (a session cookie that names no session, say), and a
+// rate_limited error (429) once it has spent its failures: the caller
+// then looks nothing up. ChargeFailure spends one.
+func (s *Server) FailureAllowed(r *http.Request) error {
+	if !s.failures.allow(peerAddr(r), s.now()) {
+		return errRateLimited
+	}
+	return nil
+}
+
+// ChargeFailure spends one of r's client address's failures, for a lookup
+// that found nothing.
+func (s *Server) ChargeFailure(r *http.Request) { s.failures.charge(peerAddr(r), s.now()) }

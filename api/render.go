@@ -98,9 +98,17 @@ type itemJSON struct {
 	Total       string `json:"total"`
 }
 
+// invoiceListJSON is a list of invoices: GET /v1/invoices, and the pages
+// of GET /v1/series/{code}/invoices (which pages.go writes item by item).
 type invoiceListJSON struct {
 	Invoices   []invoiceJSON `json:"invoices"`
 	NextCursor *string       `json:"next_cursor"`
+}
+
+// eventListJSON is a page of GET /v1/events, as pages.go writes it.
+type eventListJSON struct {
+	Events    []eventJSON `json:"events"`
+	NextAfter *string     `json:"next_after"`
 }
 
 type seriesJSON struct {
@@ -224,8 +232,11 @@ func writeJSON(c echo.Context, status int, v any) error {
 	return writeJSONBytes(c, status, b)
 }
 
-// writeJSONBytes writes b, a JSON document, as the body with status.
+// writeJSONBytes writes b, a JSON document, as the body with status. Its
+// bytes count against the byte budget until the request ends; the work it
+// answers is done, so it is never refused (budget.go).
 func writeJSONBytes(c echo.Context, status int, b []byte) error {
+	ledgerOf(c.Request().Context()).hold(int64(cap(b)))
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return c.Blob(status, echo.MIMEApplicationJSON, b)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,7 +19,9 @@ import (
 
 // TestSeriesScopedKey: a key restricted to CH2 issues, reads, lists and
 // cancels in CH2 only; every route on CH1 (or on all series) is 403
-// series_forbidden and takes no number, and GET /v1/series shows CH2 alone.
+// series_forbidden and takes no number, an invoice of CH1 reached by
+// number or database id is answered as a missing one, and GET /v1/series
+// shows CH2 alone.
 func TestSeriesScopedKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -59,9 +62,8 @@ func TestSeriesScopedKey(t *testing.T) {
 		{"GET", "/v1/series/CH1/invoices", ""},
 		{"GET", "/v1/series/CH1/audit", ""},
 		{"GET", "/v1/invoices/" + ch1Inv.ID, ""},
-		{"GET", "/v1/invoices/" + strconv.FormatInt(legacyID, 10), ""},
+		{"GET", "/v1/invoices/CH1-2026-999", ""},
 		{"POST", "/v1/invoices/" + ch1Inv.ID + "/cancel", `{"reason":"x"}`},
-		{"POST", "/v1/invoices/" + strconv.FormatInt(legacyID, 10) + "/cancel", `{"reason":"x"}`},
 		{"GET", "/v1/reports/gstr1/doc-issue?fp=112026", ""},
 		{"GET", "/v1/events", ""},
 	} {
@@ -70,6 +72,25 @@ func TestSeriesScopedKey(t *testing.T) {
 		if !strings.Contains(string(r.body), "CH2") {
 			t.Errorf("%s %s: message does not name the key's series: %s", req.method, req.path, r.body)
 		}
+	}
+	// An invoice of another series is answered as one that does not
+	// exist, so the key cannot tell which numbers CH1 has used: by number
+	// (an empty list) and by database id (404), as for a number or an id
+	// no invoice has.
+	for _, number := range []string{ch1Inv.Number, "CH1/26-27/00999"} {
+		r := e.do("GET", "/v1/invoices?number="+url.QueryEscape(number), term, "")
+		e.wantStatus(r, 200)
+		if string(r.body) != `{"invoices":[],"next_cursor":null}` {
+			t.Errorf("find %s with the CH2 key: %s, want an empty list", number, r.body)
+		}
+	}
+	for _, req := range []struct{ method, path, body string }{
+		{"GET", "/v1/invoices/" + strconv.FormatInt(legacyID, 10), ""},
+		{"GET", "/v1/invoices/" + strconv.FormatInt(legacyID+1000, 10), ""},
+		{"POST", "/v1/invoices/" + strconv.FormatInt(legacyID, 10) + "/cancel", `{"reason":"x"}`},
+		{"POST", "/v1/invoices/" + strconv.FormatInt(legacyID+1000, 10) + "/cancel", `{"reason":"x"}`},
+	} {
+		e.wantError(e.do(req.method, req.path, term, req.body), 404, "invoice_not_found")
 	}
 	e.wantStatus(e.do("POST", "/v1/invoices/"+ch2Inv.ID+"/cancel", term, `{"reason":"void"}`), 200)
 	// CH1 still has exactly its one invoice, never cancelled.

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	_ "embed"
 	"fmt"
 	"log/slog"
@@ -28,24 +29,29 @@ type Server struct {
 	timeout time.Duration
 	e       *echo.Echo
 
-	exports     *exportSlots
+	exports     *readSlots // the expensive-read budget's kinds (slots.go)
+	lists       *readSlots
 	exportStall time.Duration
 	spoolDir    string
 
-	committer   *invoice.Committer
-	exposeStats bool
-	metrics     *metrics.Metrics
-	metricsHTTP http.Handler // nil: GET /metrics answers 404
-	logRequests bool
-	keyTTL      time.Duration
-	keys        keyCache
-	failures    *failureLimiter
-	keyRate     *failureLimiter // nil: no per-key limit
-	series      seriesCache
+	bytes *byteBudget // in-flight request and answer bytes (budget.go)
+
+	committer    *invoice.Committer
+	exposeStats  bool
+	metrics      *metrics.Metrics
+	metricsHTTP  http.Handler // nil: GET /metrics answers 404
+	metricsToken []byte       // SHA-256 of Config.MetricsToken; nil: no token asked
+	logRequests  bool
+	keyTTL       time.Duration
+	keys         keyCache
+	failures     *failureLimiter
+	keyRate      *failureLimiter // nil: no per-key limit
+	series       seriesCache
 
 	webhookAllowPrivate bool
 	publicURL           string       // Config.PublicURL
 	buyerDetails        BuyerDetails // Config.BuyerDetails
+	spec                []byte       // the OpenAPI document served (specFor)
 
 	inventory []RouteInfo // every route with its guards (guards.go)
 }
@@ -79,8 +85,12 @@ func New(cfg Config) *Server {
 	if s.timeout <= 0 {
 		s.timeout = DefaultRequestTimeout
 	}
-	if cfg.ExposeMetrics {
+	if cfg.ExposeMetrics || cfg.MetricsToken != "" {
 		s.metricsHTTP = s.metrics.Handler()
+	}
+	if !cfg.ExposeMetrics && cfg.MetricsToken != "" {
+		h := sha256.Sum256([]byte(cfg.MetricsToken))
+		s.metricsToken = h[:]
 	}
 	s.logRequests = cfg.LogRequests
 	s.committer = cfg.Committer
@@ -96,11 +106,14 @@ func New(cfg Config) *Server {
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.publicURL = strings.TrimRight(cfg.PublicURL, "/")
 	s.buyerDetails = cfg.BuyerDetails
+	s.spec = specFor(s.publicURL)
 	s.failures = newFailureLimiter(cfg.FailureRate, cfg.FailureBurst)
 	if cfg.KeyRate > 0 {
 		s.keyRate = &failureLimiter{rate: cfg.KeyRate, burst: max(1, cfg.KeyRate), peers: map[string]bucket{}}
 	}
 	s.exports = newExportSlots(cfg.MaxExports, cfg.MaxExportsPerSeller)
+	s.lists = newListSlots(cfg.MaxListReads, cfg.MaxListReadsPerSeller)
+	s.bytes = newByteBudget(cfg.MaxInflightBytes)
 	s.exportStall, s.spoolDir = cfg.ExportStallTimeout, cfg.SpoolDir
 	if s.exportStall <= 0 {
 		s.exportStall = DefaultExportStallTimeout
@@ -132,17 +145,19 @@ func (s *Server) routes(e *echo.Echo) {
 	s.route(e, http.MethodGet, "/v1/series", ClassAPIRead, apikey.CanRead, s.listSeries)
 	s.route(e, http.MethodPost, "/v1/series/:code/invoices", ClassAPIWrite, apikey.CanIssue, s.issueInvoice)
 	s.route(e, http.MethodPost, "/v1/series/:code/invoices/batch", ClassAPIWrite, apikey.CanIssue, s.issueBatch)
-	s.route(e, http.MethodGet, "/v1/series/:code/invoices", ClassAPIRead, apikey.CanRead, s.listInvoices)
+	s.route(e, http.MethodGet, "/v1/series/:code/invoices", ClassAPIList, apikey.CanRead, s.listInvoices)
 	s.route(e, http.MethodGet, "/v1/invoices", ClassAPIRead, apikey.CanRead, s.findInvoices)
 	s.route(e, http.MethodGet, "/v1/invoices/:id", ClassAPIRead, apikey.CanRead, s.getInvoice)
 	s.route(e, http.MethodPost, "/v1/invoices/:id/cancel", ClassAPIWrite, apikey.CanIssue, s.cancelInvoice)
 
 	s.route(e, http.MethodGet, "/r/:public_id", ClassReceipt, 0, s.receipt)
 
-	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage, s.createWebhook)
+	// A webhook receives every new invoice in full: registering one reads
+	// them, so it needs read as well as manage.
+	s.route(e, http.MethodPost, "/v1/webhooks", ClassAPIWrite, apikey.CanManage|apikey.CanRead, s.createWebhook)
 	s.route(e, http.MethodGet, "/v1/webhooks", ClassAPIRead, apikey.CanManage, s.listWebhooks)
 	s.route(e, http.MethodDelete, "/v1/webhooks/:id", ClassAPIWrite, apikey.CanManage, s.deleteWebhook)
-	s.route(e, http.MethodGet, "/v1/events", ClassAPIRead, apikey.CanRead, s.listEvents)
+	s.route(e, http.MethodGet, "/v1/events", ClassAPIList, apikey.CanRead, s.listEvents)
 	s.route(e, http.MethodGet, "/v1/series/:code/audit", ClassExport, apikey.CanRead, s.audit)
 	s.route(e, http.MethodPost, "/v1/periods/:fp/lock", ClassAPIWrite, apikey.CanManage, s.lockPeriod)
 	s.route(e, http.MethodGet, "/v1/periods", ClassAPIRead, apikey.CanRead, s.listPeriods)

@@ -45,6 +45,7 @@ type env struct {
 	read   string // read only
 	issue  string // issue only
 	cfg    Config
+	srv    *Server
 }
 
 // setup starts a server on a fresh database. opts adjust its Config.
@@ -63,7 +64,8 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 	for _, o := range opts {
 		o(&e.cfg)
 	}
-	ts := httptest.NewServer(New(e.cfg).Handler())
+	e.srv = New(e.cfg)
+	ts := httptest.NewServer(e.srv.Handler())
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	e.client = &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
@@ -96,6 +98,29 @@ func (e *env) do(method, path, key, body string, extra ...string) resp {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
 	return r
+}
+
+// doHost sends a request without key or body, naming host in its Host
+// line ("" for the server's own).
+func (e *env) doHost(method, path, host string) resp {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := e.client.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp{res.StatusCode, res.Header, b}
 }
 
 func (e *env) try(method, path, key, body string, extra ...string) (resp, error) {

@@ -17,12 +17,15 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/webhook/outbox"
+	"github.com/jackc/pgx/v5"
 	"github.com/labstack/echo/v4"
 )
 
-// Webhooks: registration (scope manage), the event log (scope read), and
+// Webhooks: registration (scopes manage and read), listing and deletion
+// (scope manage), the event log (scope read), and
 // the JSON of an event. The events are written by the invoice
 // transactions themselves (see invoice/events_store.go); the webhooks and
 // events are stored, and the events delivered, by package
@@ -70,14 +73,12 @@ type eventDataJSON struct {
 	Invoice invoiceJSON `json:"invoice"`
 }
 
-type eventListJSON struct {
-	Events []eventJSON `json:"events"`
-}
-
-// createWebhook serves POST /v1/webhooks (scope manage).
+// createWebhook serves POST /v1/webhooks (scopes manage and read: the
+// webhook receives every new invoice of the seller in full, buyer and
+// amounts, so a key that may not read invoices may not register one).
 func (s *Server) createWebhook(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := s.authorize(c, apikey.CanManage)
+	p, err := s.authorize(c, apikey.CanManage|apikey.CanRead)
 	if err != nil {
 		return err
 	}
@@ -143,9 +144,12 @@ func (s *Server) deleteWebhook(c echo.Context) error {
 }
 
 // listEvents serves GET /v1/events?after=&limit= (scope read): the
-// seller's events kept (30 days), oldest first, after the event named.
-// Events cover every series of the seller, so a key restricted to some
-// series gets 403 series_forbidden.
+// seller's events kept (30 days), oldest first, after the event named, a
+// page at a time: at most limit events and at most listPageBytes of them
+// (pages.go), with next_after naming the page's last event when more
+// follow now (null when the page ends the log for now). Events cover every
+// series of the seller, so a key restricted to some series gets 403
+// series_forbidden.
 func (s *Server) listEvents(c echo.Context) error {
 	ctx := c.Request().Context()
 	p, err := s.authorize(c, apikey.CanRead)
@@ -185,15 +189,30 @@ func (s *Server) listEvents(c echo.Context) error {
 			return err
 		}
 	}
-	evs, err := outbox.ListEvents(ctx, s.pool, p.Seller.ID, after, limit)
+	page := newJSONPage(ctx, `{"events":[`, limit)
+	var last string // the id of the page's last event
+	err = db.ReadTx(ctx, s.pool, func(tx pgx.Tx) error {
+		return readPage(page, func(n int) (got int, err error) {
+			err = outbox.EachEvent(ctx, tx, p.Seller.ID, after, n, func(ev outbox.Event) error {
+				got++
+				item := renderEvent(ev, s.publicURL)
+				if err := page.add(item); err != nil {
+					return err
+				}
+				after, last = ev.ID, item.ID
+				return nil
+			})
+			return got, err
+		})
+	})
 	if err != nil {
 		return err
 	}
-	out := eventListJSON{Events: make([]eventJSON, len(evs))}
-	for i, ev := range evs {
-		out.Events[i] = renderEvent(ev, s.publicURL)
+	next := "null"
+	if page.more {
+		next = `"` + last + `"`
 	}
-	return writeJSON(c, http.StatusOK, out)
+	return s.sendPage(c, page.finish(`],"next_after":`+next+`}`))
 }
 
 // eventSuffix is the end of an event id per type: "CH1-2026-7.issued".

@@ -408,6 +408,19 @@ func TestWebhookRegistration(t *testing.T) {
 		}
 	}
 	e.wantError(e.do("POST", "/v1/webhooks", e.issue, `{"url":"http://127.0.0.1/h","events":["invoice.issued"]}`), http.StatusForbidden, "forbidden")
+	// A webhook receives every invoice in full: a key that may manage but
+	// not read may not register one (it could then read every invoice).
+	manage := mustKey(t, e.pool, e.seller.ID, apikey.ScopeManage)
+	r = e.do("POST", "/v1/webhooks", manage, `{"url":"https://hooks.example.com/h","events":["invoice.issued"]}`)
+	e.wantError(r, http.StatusForbidden, "forbidden")
+	if !strings.Contains(string(r.body), "lacks the read scope") {
+		t.Errorf("the refusal of a manage-only key does not name read: %s", r.body)
+	}
+	var n int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d webhooks registered (%v)", n, err)
+	}
+	e.wantStatus(e.do("GET", "/v1/webhooks", manage, ""), http.StatusOK)
 
 	p := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
 	w := p.registerWebhook("http://127.0.0.1:9/h", "invoice.cancelled", "invoice.issued", "invoice.issued")

@@ -42,6 +42,13 @@ const (
 	// invoices than the key's rate limit allows at once: it can never
 	// pass, so it is not retried; send smaller batches.
 	CodeOverRateLimit = "over_rate_limit"
+	// CodeServerBusy (503) refuses a request whose body or answer the
+	// server's byte budget cannot hold now (serve --max-inflight-bytes);
+	// nothing was done, and the client retries after Retry-After.
+	CodeServerBusy = "server_busy"
+	// CodeTooManyReads (429) refuses a list page when the seller's or
+	// the server's list slots stay taken; the client retries.
+	CodeTooManyReads = "too_many_reads"
 )
 
 // outcomeError is what a mutating call returns when it stopped (its

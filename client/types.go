@@ -178,10 +178,12 @@ type Invoice struct {
 	Replayed bool `json:"-"`
 }
 
-// InvoiceList is one page of ListInvoices.
+// InvoiceList is one page of ListInvoices: at most the limit asked for and
+// at most 4 MiB of invoices, so a page may be short with more to come.
 type InvoiceList struct {
-	Invoices   []Invoice `json:"invoices"`
-	NextCursor *string   `json:"next_cursor"`
+	Invoices []Invoice `json:"invoices"`
+	// NextCursor is the cursor of the next page; nil on the last.
+	NextCursor *string `json:"next_cursor"`
 }
 
 // CancelRequest is the body of CancelInvoice.
@@ -399,4 +401,8 @@ type EventData struct {
 // EventList is one page of ListEvents.
 type EventList struct {
 	Events []Event `json:"events"`
+	// NextAfter is the page's last event id when more events follow now
+	// (a page holds at most the limit and at most 4 MiB); nil when the
+	// page ends the log for now.
+	NextAfter *string `json:"next_after"`
 }

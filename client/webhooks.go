@@ -11,7 +11,8 @@ import (
 	"github.com/invoiced/invoiced/webhook"
 )
 
-// CreateWebhook registers a webhook (POST /v1/webhooks, scope manage). The
+// CreateWebhook registers a webhook (POST /v1/webhooks, scopes manage and
+// read: its deliveries carry whole invoices). The
 // answer is the only one with the signing Secret. It fails with an
 // *Error: 422 for an invalid URL or event type, 422
 // webhook_url_forbidden for a URL that resolves to a private address
@@ -73,9 +74,11 @@ func (cl *Client) ListEventsPage(ctx context.Context, opt EventOptions) (EventLi
 
 // ListEvents iterates over the pages of the seller's events after
 // opt.After, oldest first, fetching each page when the loop reaches it
-// with After set to the last event of the page before. It ends after a
-// short or empty page; a page that fails (after retries) is yielded as its
-// error and ends the iteration.
+// with After set to the last event of the page before. It ends after an
+// empty page, or a page whose NextAfter is nil that holds fewer events
+// than the page size (a page stops at 4 MiB, so a short one may have more
+// after it: the server says so with NextAfter); a page that fails (after
+// retries) is yielded as its error and ends the iteration.
 func (cl *Client) ListEvents(ctx context.Context, opt EventOptions) iter.Seq2[EventList, error] {
 	return func(yield func(EventList, error) bool) {
 		size := opt.Limit
@@ -91,7 +94,7 @@ func (cl *Client) ListEvents(ctx context.Context, opt EventOptions) iter.Seq2[Ev
 			if len(page.Events) == 0 {
 				return
 			}
-			if !yield(page, nil) || len(page.Events) < size {
+			if !yield(page, nil) || page.NextAfter == nil && len(page.Events) < size {
 				return
 			}
 			opt.After = page.Events[len(page.Events)-1].ID

@@ -32,6 +32,11 @@ type Keys interface {
 	KeyPrincipal(ctx context.Context, prefix string) (apikey.Principal, error)
 	// Options returns the options invoices are cancelled with.
 	Options() series.Options
+	// FailureAllowed refuses (429) a request whose client address has
+	// spent its failures; ChargeFailure spends one, for a session cookie
+	// that names no live session.
+	FailureAllowed(r *http.Request) error
+	ChargeFailure(r *http.Request)
 
 	// The guard chain the console shares with the API (api/guards.go).
 
@@ -40,9 +45,10 @@ type Keys interface {
 	// TakeKeyRate spends one request of the key with prefix (serve
 	// --rate-limit); a rate_limited error (429) when none is left.
 	TakeKeyRate(w http.ResponseWriter, prefix string) error
-	// ExpensiveRead takes one of the seller's expensive-read slots (the
-	// API's export slots); a too_many_exports error (429) when none is free.
-	ExpensiveRead(seller int64) (release func(), err error)
+	// ExpensiveRead takes one of the seller's expensive-read slots of
+	// the kind the route class takes (api.ClassLimits.Budget); a 429 when
+	// none is free.
+	ExpensiveRead(ctx context.Context, class api.RouteClass, seller int64) (release func(), err error)
 	// SendExport spools what write writes (its transaction ends before the
 	// first byte is sent) and sends it as attachment name, within the
 	// stall timeout.
@@ -253,7 +259,7 @@ func (c *Console) guard(g api.Guard, class api.RouteClass, scope string, params 
 		return func(next http.HandlerFunc) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				s := sessionOf(r)
-				release, err := c.keys.ExpensiveRead(s.principal.Seller.ID)
+				release, err := c.keys.ExpensiveRead(r.Context(), class, s.principal.Seller.ID)
 				if err != nil {
 					c.fail(w, r, s, err)
 					return

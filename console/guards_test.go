@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestConsoleDownloadsShareTheExportSlots(t *testing.T) {
 	signIn(t, f, c, f.read)
 	var releases []func()
 	for range 2 {
-		release, err := f.api.ExpensiveRead(f.seller.ID)
+		release, err := f.api.ExpensiveRead(context.Background(), api.ClassConsoleDownload, f.seller.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +50,7 @@ func TestConsoleDownloadsShareTheExportSlots(t *testing.T) {
 	// just after the client has read the last byte).
 	var held []func()
 	testwait.Until(t, 10*time.Second, func() bool {
-		release, err := f.api.ExpensiveRead(f.seller.ID)
+		release, err := f.api.ExpensiveRead(context.Background(), api.ClassConsoleDownload, f.seller.ID)
 		if err != nil {
 			return false
 		}

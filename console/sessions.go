@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
 )
 
@@ -80,7 +81,12 @@ func (c *Console) signedIn(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // lookup returns the request's live session, or nil when there is none
-// (no cookie, unknown, expired, or its key revoked).
+// (no cookie, unknown, expired, or its key revoked). A cookie costs a
+// database lookup, so it is looked up within the client address's
+// failure budget, as an API key is (api.Server.FailureAllowed): one that
+// names no live session spends a failure, and an address that has spent
+// them gets a rate_limited error (429) before any lookup. Made-up cookies
+// used to cost a lookup each, without limit.
 func (c *Console) lookup(r *http.Request) (*session, error) {
 	ck, err := r.Cookie(CookieName)
 	if err != nil || ck.Value == "" {
@@ -90,12 +96,19 @@ func (c *Console) lookup(r *http.Request) (*session, error) {
 	if err != nil || len(id) != 32 {
 		return nil, nil
 	}
+	if err := c.keys.FailureAllowed(r); err != nil {
+		return nil, err
+	}
 	hash := sha256.Sum256(id)
 	now := c.now()
 	ctx := r.Context()
 	row, found, err := liveSession(ctx, c.pool, hash[:], now.Add(-IdleTimeout), now.Add(-AbsoluteTimeout))
-	if err != nil || !found {
+	if err != nil {
 		return nil, err
+	}
+	if !found {
+		c.keys.ChargeFailure(r)
+		return nil, nil
 	}
 	p, err := c.keys.KeyPrincipal(ctx, row.KeyPrefix)
 	if errors.Is(err, apikey.ErrUnauthorized) || err == nil && p.Seller.ID != row.SellerID {
@@ -109,6 +122,7 @@ func (c *Console) lookup(r *http.Request) (*session, error) {
 			return nil, err
 		}
 	}
+	api.NoteSeller(ctx, string(p.Seller.GSTIN))
 	return &session{idHash: hash[:], csrf: row.CSRF, principal: p}, nil
 }
 
@@ -172,6 +186,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, nil, err)
 		return
 	}
+	api.NoteSeller(r.Context(), string(p.Seller.GSTIN))
 	id, csrf := random(32), random(32)
 	hash := sha256.Sum256(id)
 	now := c.now()

@@ -87,7 +87,7 @@ func setup(t *testing.T, opts ...func(*api.Config)) *fixture {
 	f.api = apiSrv
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Now: f.clock.now})
 	mux := http.NewServeMux()
-	mux.Handle("/console/", con)
+	mux.Handle("/console/", apiSrv.Observe(con)) // as serve wires it
 	mux.Handle("/", apiSrv.Handler())
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)

@@ -1,5 +1,14 @@
 package invoice
 
+import (
+	"context"
+	"time"
+
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/internal/db"
+)
+
 // The transactional outbox: the statements that issue or cancel invoices
 // also record their events, in the same transaction, so an event exists
 // if and only if its change committed. An event is recorded only for a
@@ -38,3 +47,52 @@ const issuedEventsSQL = `
 			SELECT ev.id, w.id, ev.seller_id FROM issued_events ev
 			JOIN webhooks w ON w.seller_id = ev.seller_id AND w.deleted_at IS NULL AND 'invoice.issued' = ANY (w.events)
 		)`
+
+// EachEvent calls fn with each of the seller's events whose id is above
+// after, oldest first, at most limit of them, with its invoice as it is
+// now, as they arrive from the database (webhook/outbox lists them). It
+// returns fn's first error (reading no further), ErrNotFound naming an
+// event whose invoice is gone, or a database error.
+//
+// One statement: the events in id order on (seller, id), each joined to
+// its invoice by a lookup of the primary key that cannot be flattened
+// into a join (OFFSET 0), so the page reads its events and their invoices
+// and nothing else. The invoices of a page used to be read with id =
+// ANY(the page's ids); a generic plan for the average seller took the
+// (series, year, serial) key instead and filtered a large seller's
+// year by id (199,950 rows thrown away for a page of 50).
+func EachEvent(ctx context.Context, q db.Querier, sellerID, after int64, limit int,
+	fn func(id int64, typ string, at time.Time, inv document.Invoice) error) error {
+	rows, err := q.Query(ctx, `
+		SELECT e.id, e.type, e.created_at, e.invoice_id, `+invoiceCols+`
+		FROM events e
+		LEFT JOIN LATERAL (SELECT * FROM invoices i WHERE i.id = e.invoice_id AND i.seller_id = $1 OFFSET 0) i ON true
+		LEFT JOIN series s ON s.id = i.series_id AND s.seller_id = $1
+		WHERE e.seller_id = $1 AND e.id > $2
+		ORDER BY e.id LIMIT $3`, sellerID, after, limit)
+	if err != nil {
+		return translate(err, "list events")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, invoiceID int64
+		var typ string
+		var at time.Time
+		if rows.RawValues()[4] == nil { // no invoice joined: i.id is NULL
+			dst := make([]any, len(rows.FieldDescriptions())) // nil skips a column
+			dst[0], dst[1], dst[2], dst[3] = &id, &typ, &at, &invoiceID
+			if err := rows.Scan(dst...); err != nil {
+				return translate(err, "list events")
+			}
+			return apperr.Errorf(ErrNotFound, "invoice %d of event %d is not found", invoiceID, id)
+		}
+		inv, err := scanInvoiceAfter(rows, &id, &typ, &at, &invoiceID)
+		if err != nil {
+			return translate(err, "list events")
+		}
+		if err := fn(id, typ, at, inv); err != nil {
+			return err
+		}
+	}
+	return translate(rows.Err(), "list events")
+}

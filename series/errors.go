@@ -8,8 +8,10 @@ import (
 // Errors returned by this package. Match them with errors.Is; the returned
 // errors carry a specific message and the sentinel's code.
 var (
-	ErrOverlap        = apperr.New(apperr.Conflict, "overlapping_format", "the format can render a number another series of this seller renders")
-	ErrDuplicateCode  = apperr.New(apperr.Conflict, "duplicate_series", "a series with this code already exists")
+	ErrOverlap       = apperr.New(apperr.Conflict, "overlapping_format", "the format can render a number another series of this seller renders")
+	ErrDuplicateCode = apperr.New(apperr.Conflict, "duplicate_series", "a series with this code already exists")
+	// ErrTooManySeries: the seller has MaxPerSeller series already.
+	ErrTooManySeries  = apperr.New(apperr.Conflict, "too_many_series", "the seller has as many series as one seller may")
 	ErrSellerNotFound = apperr.New(apperr.NotFound, "seller_not_found", "seller not found")
 	ErrSellerExists   = apperr.New(apperr.Conflict, "duplicate_seller", "a seller with this GSTIN already exists")
 	ErrNotFound       = apperr.New(apperr.NotFound, "series_not_found", "series not found")

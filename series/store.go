@@ -28,12 +28,20 @@ func CreateSeries(ctx context.Context, b db.Beginner, n NewSeries) (gst.Series, 
 	return s, nil
 }
 
+// MaxPerSeller is the most series one seller may have. A series is a
+// numbering sequence (a shop's, a till's, a document type's): a large
+// retailer's 300 stores with three document types each fit. Past it the
+// series list, its cache and every creation's overlap check (which reads
+// all of them) would grow with whatever a manage key chose to create.
+const MaxPerSeller = 1000
+
 // CreateSeriesTx validates n and inserts the series inside tx. It locks the
 // seller row so that concurrent creations for one seller are checked against
 // each other. It returns ErrInvalidSeries, ErrInvalidDocType or
 // ErrInvalidFormat for bad values, ErrSellerNotFound, ErrDuplicateCode when
-// the seller has a series with that code, and ErrOverlap when the format can
-// render a number that another series of the seller renders in the same year.
+// the seller has a series with that code, ErrTooManySeries when it has
+// MaxPerSeller, and ErrOverlap when the format can render a number that
+// another series of the seller renders in the same year.
 func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (gst.Series, error) {
 	code, dt, f, err := n.validate()
 	if err != nil {
@@ -52,6 +60,9 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (gst.Series, er
 	existing, err := listSeries(ctx, tx, n.SellerID)
 	if err != nil {
 		return gst.Series{}, err
+	}
+	if len(existing) >= MaxPerSeller {
+		return gst.Series{}, apperr.Errorf(ErrTooManySeries, "the seller has %d series, the most one seller may have", len(existing))
 	}
 	for _, e := range existing {
 		if e.Code == code {

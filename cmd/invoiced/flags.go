@@ -120,3 +120,43 @@ func unwrapDurations(fs *flag.FlagSet) (rewrap func()) {
 		}
 	}
 }
+
+// byteSize is a flag holding a number of bytes, written with a binary unit
+// (512MiB, 1GiB, 64KiB) or as a plain number of bytes.
+type byteSize int64
+
+// String returns n in the largest binary unit that divides it.
+func (n *byteSize) String() string {
+	v := int64(*n)
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v != 0 && v%u.size == 0 {
+			return strconv.FormatInt(v/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// Set parses s: digits, then KiB, MiB, GiB or nothing (bytes). It fails
+// for anything else, naming the units.
+func (n *byteSize) Set(s string) error {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		name string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if strings.HasSuffix(t, u.name) {
+			t, mult = strings.TrimSuffix(t, u.name), u.size
+			break
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || v < 0 || v > (1<<62)/mult {
+		return errors.New("want a size such as 512MiB, 1GiB or a number of bytes")
+	}
+	*n = byteSize(v * mult)
+	return nil
+}

@@ -234,6 +234,55 @@ func TestServeMetricsAddrAndEnv(t *testing.T) {
 	}
 }
 
+// TestServeMetricsToken: with --metrics-addr off and --metrics-token, the
+// API's address serves /metrics to the token alone (401 without it, or
+// with an API key); a token under 16 characters is a usage error.
+func TestServeMetricsToken(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const token = "0123456789abcdef-metrics"
+	var out, errOut testwait.Buffer
+	done := make(chan struct{})
+	var runErr error
+	go func() {
+		defer close(done)
+		runErr = run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--max-conns", "4", "--metrics-addr", "off", "--metrics-token", token}, f.getenv, &out, &errOut)
+	}()
+	base := waitListening(t, &out, &errOut, done, 15*time.Second)
+	c := &http.Client{Timeout: 10 * time.Second}
+	for _, bearer := range []string{"", f.key, token} {
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		want := http.StatusUnauthorized
+		if bearer == token {
+			want = http.StatusOK
+		}
+		if res.StatusCode != want || want == http.StatusOK && !strings.Contains(string(body), "invoiced_db_pool_max_conns 4") {
+			t.Errorf("GET /metrics with %q: %d, want %d: %.200s", bearer, res.StatusCode, want, body)
+		}
+	}
+	cancel()
+	<-done
+	if runErr != nil {
+		t.Fatalf("serve: %v\n%s", runErr, errOut.String())
+	}
+	err := run(t.Context(), []string{"serve", "--metrics-token", "short"}, f.getenv, io.Discard, io.Discard)
+	var ue *usageError
+	if !errors.As(err, &ue) {
+		t.Fatalf("--metrics-token short: %v, want a usage error", err)
+	}
+}
+
 // TestKeyRetentionUnderAWeekIsRefused: a retention of idempotency keys
 // under 7 days is refused (the purge itself: internal/maintenance,
 // TestKeyPurgeKeepsTheRetention).

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"math"
@@ -49,11 +49,15 @@ type serveConfig struct {
 	keyCacheTTL  time.Duration
 	inFlight     int
 	metricsAddr  string
-	logRequests  bool
-	keyRetention time.Duration
-	verifyEvery  time.Duration
-	limits       limits
-	cookieSecure bool
+	metricsToken string
+	// metricsAddrGiven: --metrics-addr was set (flag or environment), so
+	// an address that cannot be bound is an error, not a warning.
+	metricsAddrGiven bool
+	logRequests      bool
+	keyRetention     time.Duration
+	verifyEvery      time.Duration
+	limits           limits
+	cookieSecure     bool
 	// Webhooks: registration of private addresses, delivery workers.
 	webhookAllowPrivate bool
 	webhookWorkers      int
@@ -87,7 +91,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.BoolVar(&c.cookieSecure, "cookie-secure", false, "mark the console's session cookie Secure even on plain HTTP (behind a TLS-terminating proxy); it is Secure anyway over TLS")
 	fs.StringVar(&c.debugAddr, "debug-addr", "", "also serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off when empty")
 	addLimitFlags(fs, &c.limits)
-	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "serve GET /metrics on this address instead of the API's (e.g. 127.0.0.1:9464); empty: on the API's address")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", defaultMetricsAddr, "serve GET /metrics on a listener of its own at this address, never on the API's unless --metrics-token asks; off: no listener (when the default address is taken, serve warns and goes on without it)")
+	fs.StringVar(&c.metricsToken, "metrics-token", "", "also serve GET /metrics on the API's address to requests with \"Authorization: Bearer TOKEN\" (at least 16 characters; a wrong one is 401 and spends the address's failure budget); empty: the API's address answers 404")
 	fs.BoolVar(&c.logRequests, "log-requests", true, "log one line per request (request id, route, status, duration, seller GSTIN, series code; never buyer data)")
 	fs.DurationVar(&c.verifyEvery, "verify-interval", maintenance.ChainCheckInterval, "verify every seller's hash chains, serials and counters in the background this often (first "+maintenance.ChainCheckFirstDelay.String()+" after start), with the result in the invoiced_chain_* metrics; 0 turns it off (run it on one replica: each reads the whole database)")
 	fs.DurationVar(&c.keyRetention, "idempotency-retention", minKeyRetention, "how long an Idempotency-Key is remembered (a retry within it replays the invoice); at least 168h; older keys are purged hourly in small batches")
@@ -102,6 +107,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	if err := applyEnv(fs, e.getenv); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { c.metricsAddrGiven = c.metricsAddrGiven || f.Name == "metrics-addr" })
+	c.metricsAddrGiven = c.metricsAddrGiven || e.getenv(envName("metrics-addr")) != ""
 	switch {
 	case c.backdateDays < 0:
 		return usageErrorf("serve: --backdate-days must be 0 or more")
@@ -129,6 +136,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 		return usageErrorf("serve: --key-cache-ttl must be 0 or more")
 	case c.verifyEvery < 0:
 		return usageErrorf("serve: --verify-interval must be 0 (off) or more")
+	case c.metricsToken != "" && len(c.metricsToken) < 16:
+		return usageErrorf("serve: --metrics-token must be at least 16 characters")
 	case c.keyRetention < minKeyRetention:
 		return usageErrorf("serve: --idempotency-retention must be at least %s (7 days): a client retrying a lost answer must find its invoice", minKeyRetention)
 	}
@@ -216,17 +225,17 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	m := metrics.New()
 	m.WatchPool(pool)
 	apiConfig := api.Config{
-		Pool:          pool,
-		PublicURL:     c.publicURL,
-		Logger:        logger,
-		LockTimeout:   c.lockTimeout,
-		BackdateDays:  c.backdateDays,
-		ExposeStats:   c.stats,
-		KeyCacheTTL:   keyCacheTTL(c.keyCacheTTL),
-		Citus:         citus,
-		Metrics:       m,
-		ExposeMetrics: c.metricsAddr == "",
-		LogRequests:   c.logRequests,
+		Pool:         pool,
+		PublicURL:    c.publicURL,
+		Logger:       logger,
+		LockTimeout:  c.lockTimeout,
+		BackdateDays: c.backdateDays,
+		ExposeStats:  c.stats,
+		KeyCacheTTL:  keyCacheTTL(c.keyCacheTTL),
+		Citus:        citus,
+		Metrics:      m,
+		MetricsToken: c.metricsToken,
+		LogRequests:  c.logRequests,
 
 		WebhookAllowPrivate: c.webhookAllowPrivate,
 	}
@@ -248,7 +257,8 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	apiSrv := api.New(apiConfig)
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
 	mux := http.NewServeMux()
-	mux.Handle("/console/", con) // "/console" redirects here
+	// The console's requests go in the API's request log and metrics.
+	mux.Handle("/console/", apiSrv.Observe(con)) // "/console" redirects here
 	mux.Handle("/", apiSrv.Handler())
 	srv := &http.Server{
 		Handler: mux,
@@ -293,14 +303,18 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		}
 		defer stop()
 	}
-	metricsAt := "" // the address serving /metrics; the API's when empty
-	if c.metricsAddr != "" {
+	metricsAt := "" // the address serving /metrics; none when empty
+	if c.metricsAddr != metricsOff {
 		at, stop, err := serveMetrics(c.metricsAddr, m, logger)
-		if err != nil {
+		switch {
+		case err != nil && !c.metricsAddrGiven:
+			logger.Warn("metrics: the default address is not free; serving no /metrics listener (set --metrics-addr)", "addr", c.metricsAddr, "err", err)
+		case err != nil:
 			return err
+		default:
+			defer stop()
+			metricsAt = "http://" + at + "/metrics"
 		}
-		defer stop()
-		metricsAt = at
 	}
 
 	serveErr := make(chan error, 1)
@@ -309,7 +323,7 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	addr := ln.Addr().String()
 	// The addresses go in the log line (JSON by default), not as plain
 	// lines among the logs; stdout keeps the one line scripts wait for.
-	logger.Info("listening", "addr", addr, "metrics", "http://"+cmp.Or(metricsAt, addr)+"/metrics",
+	logger.Info("listening", "addr", addr, "metrics", metricsAt, "metrics_token", c.metricsToken != "",
 		"console", "http://"+addr+"/console/", "backdate_days", c.backdateDays,
 		"lock_timeout", c.lockTimeout.String(), "max_conns", c.maxConns, "max_connections", maxConnections)
 	fmt.Fprintf(e.stdout, "listening on http://%s\n", addr)
@@ -335,6 +349,14 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	logger.Info("stopped", "drained_in", time.Since(start).Round(time.Millisecond).String())
 	return nil
 }
+
+// The metrics listener (--metrics-addr): loopback by default, so that only
+// the host's own scraper (or an exporter's sidecar) reads the service's
+// volume and chain alerts; "off" serves none.
+const (
+	defaultMetricsAddr = "127.0.0.1:9464"
+	metricsOff         = "off"
+)
 
 // serveMetrics serves m's metrics at GET /metrics on addr, on a listener
 // of its own (--metrics-addr). It returns the address bound and a function

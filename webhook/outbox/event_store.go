@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document"
-	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the SQL that reads the event log.
+// This file reads the event log: an event by its invoice here, pages of
+// events with their invoices through invoice.EachEvent (one statement,
+// which the invoice package writes: it knows the invoice's columns).
 
 // EventRetention is how long events are kept (for GET /v1/events and
 // for their deliveries); PurgeEvents deletes older ones.
@@ -43,43 +44,25 @@ func LookupEvent(ctx context.Context, q db.Querier, sellerID, invoiceID int64, t
 }
 
 // ListEvents returns up to limit of the seller's events with ids above
-// after, oldest first, with their invoices (read in one more query). It
-// fails with the database's error, wrapped, or invoice.GetMany's, and
-// with invoice.ErrNotFound for an event whose invoice is gone.
+// after, oldest first, with their invoices, read whole into a slice;
+// EachEvent reads them one at a time. It fails as EachEvent does.
 func ListEvents(ctx context.Context, q db.Querier, sellerID, after int64, limit int) ([]Event, error) {
-	rows, err := q.Query(ctx, `
-		SELECT id, type, created_at, invoice_id FROM events
-		WHERE seller_id = $1 AND id > $2 ORDER BY id LIMIT $3`, sellerID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: list events: %w", err)
-	}
-	type ref struct {
-		ev        Event
-		invoiceID int64
-	}
-	refs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ref, error) {
-		var x ref
-		return x, r.Scan(&x.ev.ID, &x.ev.Type, &x.ev.CreatedAt, &x.invoiceID)
+	var out []Event
+	err := EachEvent(ctx, q, sellerID, after, limit, func(ev Event) error {
+		out = append(out, ev)
+		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("outbox: list events: %w", err)
-	}
-	ids := make([]int64, len(refs))
-	for i, x := range refs {
-		ids[i] = x.invoiceID
-	}
-	invs, err := invoice.GetMany(ctx, q, sellerID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Event, len(refs))
-	for i, x := range refs {
-		inv, ok := invs[x.invoiceID]
-		if !ok {
-			return nil, apperr.Errorf(invoice.ErrNotFound, "invoice %d of event %d is not found", x.invoiceID, x.ev.ID)
-		}
-		x.ev.Invoice = inv
-		out[i] = x.ev
-	}
-	return out, nil
+	return out, err
+}
+
+// EachEvent calls fn with each of the seller's events with an id above
+// after, oldest first, at most limit of them, with its invoice as it is
+// now, as they arrive from the database (invoice.EachEvent reads them in
+// one statement). It returns fn's first error (reading no further),
+// invoice.ErrNotFound for an event whose invoice is gone, and database
+// errors wrapped.
+func EachEvent(ctx context.Context, q db.Querier, sellerID, after int64, limit int, fn func(Event) error) error {
+	return invoice.EachEvent(ctx, q, sellerID, after, limit, func(id int64, typ string, at time.Time, inv document.Invoice) error {
+		return fn(Event{ID: id, Type: typ, CreatedAt: at, Invoice: inv})
+	})
 }
