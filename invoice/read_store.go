@@ -24,7 +24,54 @@ const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_
 
 const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id `
 
-func scanInvoice(row pgx.Row) (document.Invoice, error) {
+// readCols and readFrom are invoiceCols and invoiceFrom with the invoice's
+// registration at the IRP (e_invoices, docs/e-invoice.md), for the reads
+// that answer with invoices (scanRead). Without a row, the last column
+// says whether the invoice waits for the IRP workers: its invoice.issued
+// event has a pending delivery to its seller's subscriber of kind irp
+// (the workers turn it into a row within a second or so; until then the
+// invoice is pending, not "not applicable"). Only a B2B invoice or note
+// can wait, so a B2C invoice costs no probe.
+const (
+	readCols = invoiceCols + `, e.status, e.irn, e.ack_no, e.ack_date, e.signed_qr_code, e.error,
+	CASE WHEN e.invoice_id IS NULL AND i.buyer_gstin IS NOT NULL AND s.doc_type IN ('invoice', 'credit_note', 'debit_note')
+	THEN EXISTS (SELECT FROM events ev
+		JOIN webhook_deliveries d ON d.seller_id = ev.seller_id AND d.event_id = ev.id AND d.state = 'pending'
+		JOIN webhooks w ON w.seller_id = ev.seller_id AND w.id = d.webhook_id AND w.kind = 'irp'
+		WHERE ev.seller_id = i.seller_id AND ev.invoice_id = i.id AND ev.type = 'invoice.issued') END`
+	readFrom = invoiceFrom + `LEFT JOIN e_invoices e ON e.invoice_id = i.id AND e.seller_id = i.seller_id `
+)
+
+// scanRead scans a row of readCols.
+func scanRead(row pgx.Row) (document.Invoice, error) {
+	var status, irn, ackNo, qr, errText *string
+	var ackDate *time.Time
+	var queued *bool
+	inv, err := scanInvoiceWith(row, &status, &irn, &ackNo, &ackDate, &qr, &errText, &queued)
+	if err != nil {
+		return document.Invoice{}, err
+	}
+	e := &inv.EInvoice
+	switch {
+	case status != nil:
+		e.Status = document.EInvoiceStatus(*status)
+	case queued != nil && *queued:
+		e.Status = "pending"
+	default:
+		e.Status = "not_applicable"
+	}
+	e.IRN, e.AckNo, e.SignedQRCode, e.Error = deref(irn), deref(ackNo), deref(qr), deref(errText)
+	if ackDate != nil {
+		e.AckDate = *ackDate
+	}
+	return inv, nil
+}
+
+func scanInvoice(row pgx.Row) (document.Invoice, error) { return scanInvoiceWith(row) }
+
+// scanInvoiceWith scans a row of invoiceCols followed by the columns more
+// reads into.
+func scanInvoiceWith(row pgx.Row, more ...any) (document.Invoice, error) {
 	var inv document.Invoice
 	var dt string
 	var fy int
@@ -32,9 +79,9 @@ func scanInvoice(row pgx.Row) (document.Invoice, error) {
 	var od *time.Time
 	var items []byte
 	var taxable, cgst, sgst, igst, total decimal.Decimal
-	err := row.Scan(&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
+	err := row.Scan(append([]any{&inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
-		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship)
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship}, more...)...)
 	if err != nil {
 		return document.Invoice{}, err
 	}
@@ -64,7 +111,7 @@ func deref(p *string) string {
 }
 
 func one(row pgx.Row, what string) (document.Invoice, error) {
-	inv, err := scanInvoice(row)
+	inv, err := scanRead(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return document.Invoice{}, ErrNotFound
 	}
@@ -77,18 +124,18 @@ func one(row pgx.Row, what string) (document.Invoice, error) {
 // Get returns the seller's invoice with id, or ErrNotFound (also when it
 // belongs to another seller).
 func Get(ctx context.Context, q db.Querier, sellerID, id int64) (document.Invoice, error) {
-	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
+	return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
 // GetMany returns the seller's invoices with ids, by id, in one query; an
 // id of no invoice of the seller is absent from the map. It fails only on
 // a database error.
 func GetMany(ctx context.Context, q db.Querier, sellerID int64, ids []int64) (map[int64]document.Invoice, error) {
-	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = ANY ($1) AND i.seller_id = $2`, ids, sellerID)
+	rows, err := q.Query(ctx, `SELECT `+readCols+readFrom+`WHERE i.id = ANY ($1) AND i.seller_id = $2`, ids, sellerID)
 	if err != nil {
 		return nil, translate(err, "get invoices")
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanRead(r) })
 	if err != nil {
 		return nil, translate(err, "get invoices")
 	}
@@ -140,7 +187,7 @@ func ListDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r Dat
 		v := r.To.Format(time.DateOnly)
 		to = &v
 	}
-	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, `SELECT `+readCols+readFrom+`
 		WHERE i.series_id = $1 AND i.fy = $2 AND i.serial > $3 AND i.seller_id = $7
 		  AND ($5::date IS NULL OR i.invoice_date >= $5::date)
 		  AND ($6::date IS NULL OR i.invoice_date <= $6::date)
@@ -148,7 +195,7 @@ func ListDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r Dat
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanRead(r) })
 	if err != nil {
 		return nil, translate(err, "list invoices")
 	}
@@ -198,14 +245,14 @@ func CheckOriginal(ctx context.Context, q db.Querier, seller gst.Seller, d *docu
 func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number string) ([]document.Invoice, error) {
 	// Numbers are stored upper-case (formats are), and unique per seller
 	// and year: one index probe per year the seller has used.
-	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, `SELECT `+readCols+readFrom+`
 		WHERE i.seller_id = $1 AND i.number = upper($2)
 		  AND i.fy IN (SELECT DISTINCT c.fy FROM series_counters c WHERE c.seller_id = $1)
 		ORDER BY i.fy DESC`, sellerID, number)
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanRead(r) })
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}
