@@ -1,5 +1,13 @@
 package invoice
 
+import (
+	"context"
+	"time"
+
+	"github.com/invoiced/invoiced/document"
+	"github.com/jackc/pgx/v5"
+)
+
 // The transactional outbox: the statements that issue or cancel invoices
 // also record their events, in the same transaction, so an event exists
 // if and only if its change committed. An event is recorded only for a
@@ -14,11 +22,44 @@ package invoice
 // record events with statements of their own (queueEvents), only when it
 // holds.
 
-// Event types.
+// Event types. The e-invoice ones say that an invoice's registration at
+// the IRP changed (docs/e-invoice.md); each happens at most once per
+// invoice.
 const (
-	EventIssued    = "invoice.issued"
-	EventCancelled = "invoice.cancelled"
+	EventIssued             = "invoice.issued"
+	EventCancelled          = "invoice.cancelled"
+	EventEInvoiceRegistered = "invoice.e_invoice_registered"
+	EventEInvoiceFailed     = "invoice.e_invoice_failed"
+	EventEInvoiceCancelled  = "invoice.e_invoice_cancelled"
 )
+
+// EventTypes returns every event type, in the order above.
+func EventTypes() []string {
+	return []string{EventIssued, EventCancelled, EventEInvoiceRegistered, EventEInvoiceFailed, EventEInvoiceCancelled}
+}
+
+// RecordEventTx records, inside tx, the event of type typ on inv at at and
+// its deliveries, when inv's seller has a live webhook subscribed to typ
+// (one round trip to find out, one more to record): for changes made
+// outside the issuing and cancelling statements, such as an e-invoice's.
+// An invoice has at most one event of each type. It fails with the
+// database's error.
+func RecordEventTx(ctx context.Context, tx pgx.Tx, inv *document.Invoice, typ string, at time.Time) error {
+	subscribed := map[int64]bool{}
+	b := &pgx.Batch{}
+	queueSubscribed(b, []int64{inv.SellerID}, typ, subscribed)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return translate(err, "read webhooks")
+	}
+	events := &pgx.Batch{}
+	if !queueEvents(events, []*document.Invoice{inv}, typ, func(*document.Invoice) time.Time { return at }, subscribed) {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, events).Close(); err != nil {
+		return translate(err, "record event")
+	}
+	return nil
+}
 
 // issuedEventsSQL is two CTEs of the invoice insert of plain PostgreSQL
 // (writes.queue): they record invoice.issued for the rows of ins whose

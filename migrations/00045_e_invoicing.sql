@@ -19,7 +19,11 @@
 -- status, what the IRP answered, and the work left (next_at: when a worker
 -- looks at it next; NULL: nothing left). sent records, before a
 -- registration request leaves, that the IRP may hold an IRN for it: a
--- cancel concludes "no IRN" only while sent is false.
+-- cancel concludes "no IRN" only while sent is false. A worker claims a
+-- row by moving next_at past its lease and counting attempts up, and
+-- records only the attempt it claimed; wakes counts the events that made
+-- the row due again meanwhile (a cancel), so that a finishing attempt
+-- leaves it due instead of done.
 --
 -- Events of e-invoice changes (invoice.e_invoice_registered, _failed,
 -- _cancelled) for webhooks: the type checks widen, NOT VALID (every
@@ -56,6 +60,7 @@ CREATE TABLE e_invoices (
     sent             boolean NOT NULL DEFAULT false,
     attempts         integer NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     next_at          timestamptz,
+    wakes            integer NOT NULL DEFAULT 0,
     -- A cancel asked through the API whose answer from the IRP was lost:
     -- the worker asks again and then cancels the invoice (reason 1-4, the
     -- remark sent, the invoice's own reason).
