@@ -76,6 +76,9 @@ func (c *Canceller) Cancel(ctx context.Context, seller gst.Seller, req CancelReq
 	if !code.Valid() {
 		return document.Invoice{}, false, apperr.Errorf(document.ErrInvalid, "e_invoice_reason must be one of duplicate, data_entry_mistake, order_cancelled, other")
 	}
+	if err := document.CheckText("reason", req.Reason, false); err != nil {
+		return document.Invoice{}, false, err
+	}
 	inv, err := invoice.Get(ctx, c.pool, seller.ID, req.ID)
 	if err != nil {
 		return document.Invoice{}, false, err
@@ -85,9 +88,6 @@ func (c *Canceller) Cancel(ctx context.Context, seller gst.Seller, req CancelReq
 	case inv.Status == document.StatusCancelled:
 		// A replay, or already cancelled: CancelOnce answers which.
 	case inv.EInvoice.Status == einvoice.StatusRegistered:
-		if err := document.CheckText("reason", req.Reason, false); err != nil {
-			return document.Invoice{}, false, err
-		}
 		if err := c.cancelIRN(ctx, seller, inv, ask, now); err != nil {
 			return document.Invoice{}, false, err
 		}
@@ -181,6 +181,8 @@ func (c *Canceller) cancelIRN(ctx context.Context, seller gst.Seller, inv docume
 // the caller's: the row stays asked and a worker finds the IRN cancelled
 // (9999) and records the same.
 func (c *Canceller) finish(ctx context.Context, sellerID, invoiceID int64, now time.Time) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	return db.InTx(ctx, c.pool, func(tx pgx.Tx) error {
 		var attempts, wakes int
 		err := tx.QueryRow(ctx, `SELECT attempts, wakes FROM e_invoices WHERE seller_id = $1 AND invoice_id = $2 AND status = 'registered' FOR UPDATE`,
@@ -200,6 +202,8 @@ func (c *Canceller) finish(ctx context.Context, sellerID, invoiceID int64, now t
 // record records o for r's claim in a transaction of its own. It fails with
 // ErrBusy when the claim ran out and a worker took the row.
 func (c *Canceller) record(ctx context.Context, r row, o outcome, now time.Time) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	var ok bool
 	err := db.InTx(ctx, c.pool, func(tx pgx.Tx) (err error) {
 		ok, err = record(ctx, tx, r, o, now)
@@ -212,6 +216,12 @@ func (c *Canceller) record(ctx context.Context, r row, o outcome, now time.Time)
 		return apperr.Errorf(ErrBusy, "the invoice's registration was taken by a worker meanwhile; retry")
 	}
 	return nil
+}
+
+// detached returns a context for a record that must outlive the request's
+// deadline (which may have cut the IRP's answer short), bounded itself.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
 // keepAsk records ask on the pending registration of the seller's invoice

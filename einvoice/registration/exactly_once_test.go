@@ -86,7 +86,9 @@ func exactlyOnceRun(t *testing.T, seed uint64) {
 	var crew sync.WaitGroup
 	// Two worker processes, each killed and restarted at random.
 	for k := range 2 {
-		crew.Go(func() { e.killedAtRandom(ctx, t, rand.New(rand.NewPCG(seed+uint64(k)+1, 7)), fmt.Sprintf("irp-worker-%d-%d", seed%100000, k)) })
+		crew.Go(func() {
+			e.killedAtRandom(ctx, t, rand.New(rand.NewPCG(seed+uint64(k)+1, 7)), fmt.Sprintf("irp-worker-%d-%d", seed%100000, k))
+		})
 	}
 
 	canceller := NewCanceller(e.pool, client, series.Options{}, clientTimeout)

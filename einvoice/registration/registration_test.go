@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irpsandbox"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
@@ -228,4 +229,53 @@ func TestInvalidPayloadFails(t *testing.T) {
 	if got := e.get(inv.ID).EInvoice.Status; got != einvoice.StatusCancelled {
 		t.Fatalf("failed, then cancelled: %q", got)
 	}
+}
+
+// TestCancelDuringRegistration: an invoice cancelled (as a till does)
+// while its registration is in flight: the worker that registers it
+// records the IRN, and the cancel's event, taken meanwhile, leaves the row
+// due, so that the IRN registered for a cancelled invoice is cancelled.
+func TestCancelDuringRegistration(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	w := e.worker(e.pool)
+	inv := e.issue(b2b())
+	if _, err := takeQueued(ctx, e.pool, e.seller.ID, 10, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r, ok, err := claim(ctx, e.pool, e.seller.ID, w.cfg.Lease)
+	if err != nil || !ok {
+		t.Fatalf("claim: %v, %v", ok, err)
+	}
+	// The IRP registers at once and answers late, within the timeout.
+	if err := e.irp.Server.AddFault(irpsandbox.Fault{Op: einvoice.OpRegister, Mode: irpsandbox.DelayAfter, Delay: clientTimeout / 2, Times: 1}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { w.settle(ctx, r); close(done) }()
+	testwaitUntil(t, func() bool { _, ok := e.atIRP(inv); return ok }, "the IRP to register")
+	if _, err := invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "returned", time.Now(), series.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := takeQueued(ctx, e.pool, e.seller.ID, 10, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if got := e.get(inv.ID).EInvoice; got.Status != einvoice.StatusRegistered || got.IRN == "" {
+		t.Fatalf("after the registration's answer: %+v", got)
+	}
+	e.settleAll(w, 10*time.Second)
+	if r, _ := e.atIRP(inv); r.Status != "CNL" {
+		t.Fatalf("the IRN of the cancelled invoice is %s at the IRP", r.Status)
+	}
+	if got := e.get(inv.ID).EInvoice.Status; got != einvoice.StatusCancelled {
+		t.Fatalf("status %q, want cancelled", got)
+	}
+}
+
+// testwaitUntil waits up to 10s for cond.
+func testwaitUntil(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	testwait.Until(t, 10*time.Second, cond, "%s", what)
 }
