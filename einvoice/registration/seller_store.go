@@ -85,6 +85,20 @@ func SetEInvoicing(ctx context.Context, b *pgxpool.Pool, gstin string, on bool) 
 	return series.SellerByID(ctx, b, s.ID)
 }
 
+// EInvoicingSellers returns the GSTINs of the sellers that e-invoice, in
+// GSTIN order. It fails with the database's error.
+func EInvoicingSellers(ctx context.Context, q db.Querier) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT gstin FROM sellers WHERE e_invoicing ORDER BY gstin`)
+	if err != nil {
+		return nil, fmt.Errorf("registration: list e-invoicing sellers: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("registration: list e-invoicing sellers: %w", err)
+	}
+	return out, nil
+}
+
 // subscriberID returns the public id of an IRP subscriber: "irp_" and 80
 // random bits (webhooks.public_id is unique).
 func subscriberID() string {
