@@ -27,7 +27,7 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 		"Taxable", "CGST", "SGST", "IGST", "Total", "Hash",
 		"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (IST)",
 		"Issue position", "Cancel position", "Cancel hash"}
-	want := append(slices.Clone(before), "ID", "Public ID", "Buyer address", "Ship to")
+	want := append(slices.Clone(before), "ID", "Public ID", "Buyer address", "Ship to", "IRN", "Ack No.")
 	var publicID string
 	if err := f.pool.QueryRow(context.Background(), `SELECT public_id FROM invoices WHERE number = 'CH1/26-27/00002'`).Scan(&publicID); err != nil {
 		t.Fatal(err)
@@ -40,6 +40,9 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 	}
 	if !slices.Equal(recs[0], want) {
 		t.Fatalf("CSV header %q\nwant %q", recs[0], want)
+	}
+	if row1 := recs[1]; row1[25] != "4b1c8b9a7e0f3d2c1b0a99887766554433221100ffeeddccbbaa998877665544" || row1[26] != "112610000000001" || recs[2][25] != "" {
+		t.Fatalf("CSV rows 1 and 2: IRN %q, Ack No. %q, %q; want the registered invoice's, and none for an unregistered one", row1[25], row1[26], recs[2][25])
 	}
 	row2 := recs[2]
 	if row2[3] != "2026-12-01T09:33:00.000000+05:30" || row2[17] != "2026-12-01T09:35:00.000000+05:30" || row2[21] != "CH1-2026-2" || row2[22] != publicID {

@@ -41,7 +41,7 @@ func TestAuditCSV(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CSV does not parse as one table: %v", err)
 	}
-	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Ship to" {
+	if len(recs) != 7 || recs[0][0] != "Serial" || recs[0][len(recs[0])-1] != "Ack No." {
 		t.Fatalf("%d records, header %q; want the header and 6 rows", len(recs), recs[0])
 	}
 	for i, rec := range recs[1:] {
