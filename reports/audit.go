@@ -123,6 +123,11 @@ type Row struct {
 	// (docs/e-invoice.md): "" when it has none.
 	IRN   string `json:"irn"`
 	AckNo string `json:"ack_no"`
+	// EInvoice is the registration's status as recorded ("" without a
+	// record: not applicable, or queued for the IRP workers) and
+	// EInvoiceError its last error (the console shows them; not exported).
+	EInvoice      string `json:"-"`
+	EInvoiceError string `json:"-"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
 	// InvoiceID is the invoice row's database id (not exported: it is not
@@ -375,7 +380,7 @@ func rowOf(r *invoiceRow, code string, fy gst.FY) (*Row, error) {
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
 		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,
 		OriginalNumber: r.OriginalNumber, IssuePosition: r.IssuePosition, CancelPosition: r.CancelPosition,
-		CancelHash: hex.EncodeToString(r.CancelHash), IRN: r.IRN, AckNo: r.AckNo,
+		CancelHash: hex.EncodeToString(r.CancelHash), IRN: r.IRN, AckNo: r.AckNo, EInvoice: r.EInvoice, EInvoiceError: r.EInvoiceError,
 		issuedAt: r.IssuedAt, invoiceDate: r.InvoiceDate, cancelledAt: r.CancelledAt, items: r.Items,
 	}
 	if r.OriginalDate != nil {
