@@ -8,8 +8,10 @@ import (
 func TestSlotsHoldEachSellerToItsShare(t *testing.T) {
 	t.Parallel()
 	s := New(2)
-	if !s.Take(1) || !s.Take(1) || s.Take(1) {
-		t.Fatal("seller 1: want two slots, then none")
+	for i, want := range []bool{true, true, false} {
+		if got := s.Take(1); got != want {
+			t.Fatalf("seller 1, take %d: %v, want two slots, then none", i+1, got)
+		}
 	}
 	if !s.Take(2) {
 		t.Fatal("seller 2 is held by seller 1's slots")
