@@ -51,22 +51,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	f.clock.set(time.Date(2026, 11, 30, 23, 45, 0, 0, gst.IST))
 	ctx := browser(t)
 	dir := screenshotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
+	do, text := drive(t, ctx)
 	location := func() string {
 		t.Helper()
 		u, err := chromedp.Run(ctx, chromedp.Location())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -32,22 +31,7 @@ func TestEInvoicesInBrowser(t *testing.T) {
 	}
 	ctx := browser(t)
 	dir := screenshotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
-	text := func(sel string) string {
-		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
-	}
+	do, text := drive(t, ctx)
 	do("sign in", chromedp.Navigate(f.url+"/console/login"), chromedp.WaitVisible(chromedp.CSS("#key")),
 		chromedp.SetValue(chromedp.CSS("#key"), f.read), chromedp.Submit(chromedp.CSS("#key")), chromedp.WaitVisible(chromedp.CSS("#series")))
 	do("open CH1 2026-27", chromedp.Navigate(f.url+"/console/series/CH1/2026-27"), chromedp.WaitVisible(chromedp.CSS("#rows")))

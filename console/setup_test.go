@@ -143,6 +143,30 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// drive returns what a browser test drives the page of ctx with: do runs
+// steps, 30 s at most, and fails the test naming what it was doing; text
+// returns the text of the first element sel matches, failing the test when
+// there is none.
+func drive(t *testing.T, ctx context.Context) (do func(what string, steps ...chromedp.Action[chromedp.Void]), text func(sel string) string) {
+	do = func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text = func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	return do, text
+}
+
 // screenshotDir is where the tests save a screenshot of each page:
 // $CONSOLE_SCREENSHOTS when set (make console-screenshots sets docs/img),
 // else a temporary directory.

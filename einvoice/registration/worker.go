@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/einvoice"
@@ -108,29 +106,8 @@ func NewWorker(cfg Config) *Worker {
 // progress (cut short by ctx; each is recorded as due again) and returns
 // nil.
 func (w *Worker) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range w.cfg.Workers {
-		wg.Go(func() { w.work(ctx) })
-	}
-	wg.Wait()
+	fairshare.Run(ctx, w.cfg.Workers, w.cfg.Poll, w.Round, func(err error) { w.log.Warn("e-invoicing: a round failed", "err", err) })
 	return nil
-}
-
-// work takes queued events and settles rows, round after round, until ctx
-// ends.
-func (w *Worker) work(ctx context.Context) {
-	for ctx.Err() == nil {
-		n, err := w.Round(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.log.Warn("e-invoicing: a round failed", "err", err)
-		}
-		if n == 0 || err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(w.cfg.Poll):
-			}
-		}
-	}
 }
 
 // Round does one round of one worker: it takes the queued events of up to
@@ -170,10 +147,5 @@ func (w *Worker) Round(ctx context.Context) (int, error) {
 // backoff returns the wait after the attempts-th attempt that must be
 // repeated.
 func (w *Worker) backoff(attempts int) time.Duration {
-	d := w.cfg.RetryBase
-	for i := 1; i < attempts && d < w.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, w.cfg.RetryMax)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+	return fairshare.Backoff(w.cfg.RetryBase, w.cfg.RetryMax, attempts)
 }

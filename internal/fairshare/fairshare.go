@@ -1,11 +1,17 @@
-// Package fairshare holds one process's workers to a share per seller: the
-// webhook deliverer (webhook/outbox) and the IRP workers
-// (einvoice/registration) serve every seller with due work once a round,
-// and a seller with slow receivers or a backlog holds at most its share of
-// the workers.
+// Package fairshare is the shape of the background work that serves
+// sellers (the webhook deliverer in webhook/outbox, the IRP workers in
+// einvoice/registration): workers that run rounds until stopped (Run),
+// each round serving every seller with due work once and holding a seller
+// with slow receivers or a backlog to its share of the workers (Slots), and
+// the backoff of work that must be tried again (Backoff).
 package fairshare
 
-import "sync"
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
 
 // Slots counts the work of each seller in flight in one process and holds
 // each seller to a maximum. The zero Slots is not usable; make one with
@@ -77,4 +83,40 @@ func (s *Slots) Round(sellers []int64, stop func() bool, serve func(seller int64
 		}
 	}
 	return done, nil
+}
+
+// Run runs workers goroutines until ctx ends, each calling round again and
+// again: at once after a round that did something, after poll when it did
+// nothing or failed (its error is given to failed, unless ctx ended). It
+// returns once every worker has stopped.
+func Run(ctx context.Context, workers int, poll time.Duration, round func(context.Context) (int, error), failed func(error)) {
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n, err := round(ctx)
+				if err != nil && ctx.Err() == nil {
+					failed(err)
+				}
+				if n == 0 || err != nil {
+					select {
+					case <-ctx.Done():
+					case <-time.After(poll):
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// Backoff returns the wait after the attempts-th failed attempt: base,
+// doubling with each attempt up to most, with ±20% jitter.
+func Backoff(base, most time.Duration, attempts int) time.Duration {
+	d := base
+	for i := 1; i < attempts && d < most; i++ {
+		d *= 2
+	}
+	d = min(d, most)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }

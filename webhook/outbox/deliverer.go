@@ -5,11 +5,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/invoiced/invoiced/internal/fairshare"
@@ -148,28 +146,8 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 // progress (cut short by ctx; each is recorded as due again) and returns
 // nil.
 func (d *Deliverer) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range d.cfg.Workers {
-		wg.Go(func() { d.work(ctx) })
-	}
-	wg.Wait()
+	fairshare.Run(ctx, d.cfg.Workers, d.cfg.Poll, d.round, func(err error) { d.log.Warn("webhooks: claiming deliveries failed", "err", err) })
 	return nil
-}
-
-// work claims and delivers, round after round, until ctx ends.
-func (d *Deliverer) work(ctx context.Context) {
-	for ctx.Err() == nil {
-		sent, err := d.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("webhooks: claiming deliveries failed", "err", err)
-		}
-		if sent == 0 || err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(d.cfg.Poll):
-			}
-		}
-	}
 }
 
 // round reads the sellers with due deliveries, longest due first, and
@@ -231,12 +209,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 
 // backoff returns the wait after the attempts-th failed attempt.
 func (d *Deliverer) backoff(attempts int) time.Duration {
-	w := d.cfg.RetryBase
-	for i := 1; i < attempts && w < d.cfg.RetryMax; i++ {
-		w *= 2
-	}
-	w = min(w, d.cfg.RetryMax)
-	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+	return fairshare.Backoff(d.cfg.RetryBase, d.cfg.RetryMax, attempts)
 }
 
 // send POSTs dl's event to its webhook and returns the answer's status.
