@@ -15,7 +15,6 @@ import (
 	"github.com/invoiced/invoiced/einvoice/irpsandbox"
 	"github.com/invoiced/invoiced/einvoice/irpsandbox/sandboxtest"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -91,7 +90,7 @@ func exactlyOnceRun(t *testing.T, seed uint64) {
 		})
 	}
 
-	canceller := NewCanceller(e.pool, client, series.Options{}, clientTimeout)
+	canceller := NewCanceller(e.pool, client, e.opt, clientTimeout)
 	var issued []document.Invoice
 	for range 14 + rng.IntN(6) {
 		buyer := b2b()
@@ -200,7 +199,7 @@ func (e *env) cancelAtRandom(rng *rand.Rand, c *Canceller, inv document.Invoice)
 	ctx := context.Background()
 	var err error
 	if rng.IntN(3) == 0 {
-		_, err = invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "cancelled at the till", time.Now(), series.Options{})
+		_, err = invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "cancelled at the till", time.Now(), e.opt)
 	} else {
 		code := einvoice.CancelReason(1 + rng.IntN(4))
 		_, _, err = c.Cancel(ctx, e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "cancelled by the API"}, Code: code}, time.Now())

@@ -108,7 +108,7 @@ func TestCancelBeforeSendNeedsNoIRP(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	inv := e.issue(b2b())
-	c := NewCanceller(e.pool, e.client, series.Options{}, clientTimeout)
+	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
 	out, _, err := c.Cancel(context.Background(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "wrong buyer"}}, time.Now())
 	if err != nil || out.Status != document.StatusCancelled || out.EInvoice.Status != einvoice.StatusPending {
 		t.Fatalf("cancel: %v, %s/%s", err, out.Status, out.EInvoice.Status)
@@ -131,7 +131,7 @@ func TestCancelRegistered(t *testing.T) {
 	w := e.worker(e.pool)
 	first, second, third := e.issue(b2b()), e.issue(b2b()), e.issue(b2b())
 	e.settleAll(w, 10*time.Second)
-	c := NewCanceller(e.pool, e.client, series.Options{}, clientTimeout)
+	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
 	ctx := context.Background()
 	cancel := func(inv document.Invoice, now time.Time) (document.Invoice, error) {
 		out, _, err := c.Cancel(ctx, e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "order cancelled"},
@@ -186,7 +186,7 @@ func TestLostCancelAnswerIsFinished(t *testing.T) {
 	if err := e.irp.Server.AddFault(irpsandbox.Fault{Op: einvoice.OpCancel, Mode: irpsandbox.DropAfter, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCanceller(e.pool, e.client, series.Options{}, clientTimeout)
+	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
 	_, _, err := c.Cancel(context.Background(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "duplicate"}, Code: einvoice.CancelDuplicate}, time.Now())
 	if !errors.Is(err, ErrIRPUnavailable) {
 		t.Fatalf("cancel with its answer lost: %v, want ErrIRPUnavailable", err)
@@ -213,7 +213,7 @@ func TestInvalidPayloadFails(t *testing.T) {
 	now := time.Now()
 	req := &document.Request{Buyer: b2b(), Items: []document.ItemInput{{Description: "Te", HSN: "0902", Quantity: "1", UnitPrice: "10", GSTRate: "5"}}}
 	d := e.draft(req, now)
-	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, series.Options{})
+	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, e.opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestInvalidPayloadFails(t *testing.T) {
 	if got.Status != einvoice.StatusFailed || got.Error == "" || got.IRN != "" {
 		t.Fatalf("refused payload: %+v", got)
 	}
-	if _, err := invoice.Cancel(context.Background(), e.pool, e.seller, inv.ID, "typo", now, series.Options{}); err != nil {
+	if _, err := invoice.Cancel(context.Background(), e.pool, e.seller, inv.ID, "typo", now, e.opt); err != nil {
 		t.Fatal(err)
 	}
 	e.settleAll(e.worker(e.pool), 10*time.Second)
@@ -255,7 +255,7 @@ func TestCancelDuringRegistration(t *testing.T) {
 	done := make(chan struct{})
 	go func() { w.settle(ctx, r); close(done) }()
 	testwaitUntil(t, func() bool { _, ok := e.atIRP(inv); return ok }, "the IRP to register")
-	if _, err := invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "returned", time.Now(), series.Options{}); err != nil {
+	if _, err := invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "returned", time.Now(), e.opt); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := takeQueued(ctx, e.pool, e.seller.ID, 10, time.Now()); err != nil {

@@ -28,6 +28,9 @@ type env struct {
 	series gst.Series
 	irp    *sandboxtest.Env
 	client *irp.Client
+	// opt are the series options of issues and cancels: the routed form
+	// on Citus (make test-citus), as serve's there.
+	opt series.Options
 }
 
 // clientTimeout is the tests' longest wait for one IRP answer.
@@ -49,12 +52,12 @@ func setup(t *testing.T) *env {
 	}
 	sb := sandboxtest.Start(t, irpsandbox.Config{})
 	return &env{t: t, pool: pool, seller: seller, series: testfactory.Series(t, pool, seller, nil), irp: sb,
-		client: sandboxtest.Client(t, sb.ClientConfig(t, clientTimeout))}
+		client: sandboxtest.Client(t, sb.ClientConfig(t, clientTimeout)), opt: series.Options{Routed: dbtest.Citus(t)}}
 }
 
 // worker returns a Worker of e over pool with the tests' short waits.
 func (e *env) worker(pool *pgxpool.Pool) *Worker {
-	return NewWorker(Config{Pool: pool, Registrar: e.client, Workers: 2, Poll: 10 * time.Millisecond,
+	return NewWorker(Config{Pool: pool, Registrar: e.client, Options: e.opt, Workers: 2, Poll: 10 * time.Millisecond,
 		RetryBase: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: clientTimeout, Lease: 2 * time.Second})
 }
 
@@ -68,7 +71,7 @@ func (e *env) issue(buyer *document.Buyer) document.Invoice {
 		req.PlaceOfSupply = "27"
 	}
 	d := testfactory.Draft(e.t, e.seller, e.series, now, &testfactory.DraftOpts{Request: req})
-	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, series.Options{})
+	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, e.opt)
 	if err != nil {
 		e.t.Fatalf("issue: %v", err)
 	}
