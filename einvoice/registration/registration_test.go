@@ -3,6 +3,8 @@ package registration
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/webhook/outbox"
 )
 
 // TestRegistersB2BInvoicesOnly: a B2B invoice of an e-invoicing seller is
@@ -278,4 +281,45 @@ func TestCancelDuringRegistration(t *testing.T) {
 func testwaitUntil(t *testing.T, cond func() bool, what string) {
 	t.Helper()
 	testwait.Until(t, 10*time.Second, cond, "%s", what)
+}
+
+// TestEInvoiceEventsOnce: a seller's webhook subscribed to the e-invoice
+// events gets one invoice.e_invoice_registered and, after the cancel, one
+// invoice.e_invoice_cancelled, with a delivery each; the IRP subscriber
+// gets none of them.
+func TestEInvoiceEventsOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	if _, err := outbox.CreateWebhook(ctx, e.pool, e.seller.ID, "https://pos.example.com/hooks",
+		[]string{invoice.EventEInvoiceRegistered, invoice.EventEInvoiceCancelled}, "whsec_test"); err != nil {
+		t.Fatal(err)
+	}
+	w := e.worker(e.pool)
+	inv := e.issue(b2b())
+	e.settleAll(w, 10*time.Second)
+	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
+	if _, _, err := c.Cancel(ctx, e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "returned"}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	e.settleAll(w, 10*time.Second)
+	rows, err := e.pool.Query(ctx, `
+		SELECT ev.type, count(d.*) FROM events ev
+		LEFT JOIN webhook_deliveries d ON d.event_id = ev.id AND d.seller_id = ev.seller_id
+		WHERE ev.invoice_id = $1 AND ev.type LIKE 'invoice.e_invoice%' GROUP BY ev.type ORDER BY ev.type`, inv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var typ string
+		var n int
+		if err := rows.Scan(&typ, &n); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s:%d", typ, n))
+	}
+	if want := []string{"invoice.e_invoice_cancelled:1", "invoice.e_invoice_registered:1"}; !slices.Equal(got, want) {
+		t.Fatalf("e-invoice events with their deliveries: %v, want %v", got, want)
+	}
 }

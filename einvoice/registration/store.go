@@ -265,7 +265,7 @@ type outcome struct {
 }
 
 // record records o for r's claimed attempt, inside tx, and when the status
-// changed the e-invoice event of inv (for webhooks). It reports false,
+// changed the e-invoice event of r's invoice (for webhooks). It reports false,
 // changing nothing, when r's claim is stale: its lease ran out and
 // another attempt claimed the row. A row woken meanwhile stays due
 // (at now) whatever o.next says. It fails with the database's error.
@@ -298,26 +298,36 @@ func record(ctx context.Context, tx pgx.Tx, r row, o outcome, now time.Time) (bo
 		c := int16(o.ask.code)
 		code, remark, reason = &c, &o.ask.remark, &o.ask.reason
 	}
-	tag, err := tx.Exec(ctx, `
-		UPDATE e_invoices SET status = $4, irn = coalesce($5, irn), ack_no = coalesce($6, ack_no),
-			ack_date = coalesce($7, ack_date), signed_invoice = coalesce($8, signed_invoice),
-			signed_qr_code = coalesce($9, signed_qr_code), irn_cancelled_at = coalesce($10, irn_cancelled_at),
+	var was string
+	err := tx.QueryRow(ctx, `
+		WITH old AS (
+			SELECT invoice_id, status FROM e_invoices
+			WHERE seller_id = $1 AND invoice_id = $2 AND attempts = $3 FOR UPDATE
+		)
+		UPDATE e_invoices e SET status = $4, irn = coalesce($5, e.irn), ack_no = coalesce($6, e.ack_no),
+			ack_date = coalesce($7, e.ack_date), signed_invoice = coalesce($8, e.signed_invoice),
+			signed_qr_code = coalesce($9, e.signed_qr_code), irn_cancelled_at = coalesce($10, e.irn_cancelled_at),
 			error = $11,
-			next_at = CASE WHEN wakes <> $12 THEN $13::timestamptz ELSE $14::timestamptz END,
-			cancel_code = CASE WHEN $15 THEN NULL WHEN $16 THEN $17 ELSE cancel_code END,
-			cancel_remark = CASE WHEN $15 THEN NULL WHEN $16 THEN $18 ELSE cancel_remark END,
-			cancel_reason = CASE WHEN $15 THEN NULL WHEN $16 THEN $19 ELSE cancel_reason END,
+			next_at = CASE WHEN e.wakes <> $12 THEN $13::timestamptz ELSE $14::timestamptz END,
+			cancel_code = CASE WHEN $15 THEN NULL WHEN $16 THEN $17 ELSE e.cancel_code END,
+			cancel_remark = CASE WHEN $15 THEN NULL WHEN $16 THEN $18 ELSE e.cancel_remark END,
+			cancel_reason = CASE WHEN $15 THEN NULL WHEN $16 THEN $19 ELSE e.cancel_reason END,
 			updated_at = $13::timestamptz
-		WHERE seller_id = $1 AND invoice_id = $2 AND attempts = $3`,
+		FROM old WHERE e.seller_id = $1 AND e.invoice_id = old.invoice_id
+		RETURNING old.status`,
 		r.sellerID, r.invoiceID, r.attempts, string(o.status), irn, ackNo, ackDate, signedInv, signedQR, cancelledAt,
-		errText, r.wakes, now, next, o.clearAsk, askSet, code, remark, reason)
+		errText, r.wakes, now, next, o.clearAsk, askSet, code, remark, reason).Scan(&was)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("registration: record: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return false, nil
-	}
-	if typ := eventOf(o.status); typ != "" && o.status != r.status {
+	// The event of a change, judged against the status the row had under
+	// this statement's lock (not the claim's): a change another writer
+	// made first (the Canceller's finish, the take's unsent cancels) is
+	// told once.
+	if typ := eventOf(o.status); typ != "" && einvoice.Status(was) != o.status {
 		inv := document.Invoice{ID: r.invoiceID, SellerID: r.sellerID}
 		if err := invoice.RecordEventTx(ctx, tx, &inv, typ, now); err != nil {
 			return false, err
