@@ -178,7 +178,8 @@ func TestIssueResponse(t *testing.T) {
 	want := fmt.Sprintf(`{"id":"%s","number":"CH1/26-27/00001","serial":1,"fy":"2026-27","series":"CH1","doc_type":"invoice",`+
 		`"invoice_date":"2026-11-29","issued_at":"2026-11-29T04:30:00.000000Z","status":"issued","public_id":"%s","receipt_url":"/r/%s",`+
 		`"place_of_supply":"27","totals":{"taxable":"20.00","cgst":"0.50","sgst":"0.50","igst":"0.00","total":"21.00"},`+
-		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5","taxable":"20.00","cgst":"0.50","sgst":"0.50","igst":"0.00","total":"21.00"}]}`,
+		`"items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5","taxable":"20.00","cgst":"0.50","sgst":"0.50","igst":"0.00","total":"21.00"}],`+
+		`"e_invoice":{"status":"not_applicable"}}`,
 		inv.ID, inv.PublicID, inv.PublicID)
 	if string(r.body) != want {
 		t.Fatalf("body\n%s\nwant\n%s", r.body, want)

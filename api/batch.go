@@ -241,7 +241,7 @@ func (s *Server) issueBatch(c echo.Context) error {
 			default:
 				s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
 				s.warnIncomplete(c, p.Seller, r.Invoice, incompletes[j])
-				inv := renderInvoice(r.Invoice, s.publicURL)
+				inv := renderInvoice(fresh(p.Seller, r.Invoice), s.publicURL)
 				results[i] = batchResultJSON{Status: http.StatusCreated, Invoice: &inv}
 			}
 		}

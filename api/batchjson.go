@@ -146,6 +146,16 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 	if inv.CancelReason != "" {
 		b = appendField(b, `,"cancel_reason":`, inv.CancelReason)
 	}
+	if e := inv.EInvoice; e != nil {
+		b = appendField(b, `,"e_invoice":{"status":`, e.Status)
+		for _, f := range [...]struct{ prefix, v string }{{`,"irn":`, e.IRN}, {`,"ack_no":`, e.AckNo},
+			{`,"ack_date":`, e.AckDate}, {`,"signed_qr_code":`, e.SignedQRCode}, {`,"error":`, e.Error}} {
+			if f.v != "" {
+				b = appendField(b, f.prefix, f.v)
+			}
+		}
+		b = append(b, '}')
+	}
 	return append(b, '}')
 }
 

@@ -20,9 +20,10 @@ func sampleResults(f string) batchResultsJSON {
 		Totals: totalsJSON{Taxable: "20.00", CGST: "0.50", SGST: "0.50", IGST: "0.00", Total: "21.00"},
 		Items: []itemJSON{{Description: f, HSN: "0902", Quantity: "2", UnitPrice: "10.00", GSTRate: "5", Taxable: "20.00",
 			CGST: "0.50", SGST: "0.50", IGST: "0.00", Total: "21.00"}, {Description: "Samosa"}},
-		CancelledAt: "2026-11-30T01:00:00.000000Z", CancelReason: f}
+		CancelledAt: "2026-11-30T01:00:00.000000Z", CancelReason: f,
+		EInvoice: &eInvoiceJSON{Status: "registered", IRN: f, AckNo: "112610000000001", AckDate: "2026-11-29T04:30:05.000000Z", SignedQRCode: f, Error: f}}
 	plain := invoiceJSON{ID: "A-1", Items: []itemJSON{}, Buyer: &buyerJSON{Name: f, Address: &addressJSON{Line1: f, City: f, State: "27"}},
-		ShipTo: &shipToJSON{Address: addressJSON{Line1: f, City: f, State: "96"}}}
+		ShipTo: &shipToJSON{Address: addressJSON{Line1: f, City: f, State: "96"}}, EInvoice: &eInvoiceJSON{Status: f}}
 	empty := invoiceJSON{Buyer: &buyerJSON{Address: &addressJSON{}}, ShipTo: &shipToJSON{}, Original: &originalJSON{}}
 	gstinOnly := invoiceJSON{Buyer: &buyerJSON{GSTIN: f, Address: &addressJSON{}}}
 	return batchResultsJSON{Results: []batchResultJSON{

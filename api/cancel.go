@@ -7,6 +7,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/labstack/echo/v4"
@@ -14,7 +15,9 @@ import (
 
 // cancelInvoice serves POST /v1/invoices/{id}/cancel (scope issue). With
 // an Idempotency-Key, a retry of a cancel whose answer was lost is
-// answered with the first answer's bytes (Idempotent-Replayed: true).
+// answered with the first answer's bytes (Idempotent-Replayed: true). An
+// invoice registered at the IRP is cancelled only once its IRN is
+// (registration.Canceller).
 func (s *Server) cancelInvoice(c echo.Context) error {
 	p, err := s.authorize(c, apikey.CanIssue)
 	if err != nil {
@@ -36,12 +39,18 @@ func (s *Server) cancelInvoice(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req := invoice.CancelRequest{ID: id, Reason: strings.TrimSpace(b.Reason), IdempotencyKey: key}
+	code, err := b.eInvoiceReason()
+	if err != nil {
+		return err
+	}
+	req := registration.CancelRequest{CancelRequest: invoice.CancelRequest{ID: id, Reason: strings.TrimSpace(b.Reason), IdempotencyKey: key}, Code: code}
 	if key != "" {
 		// Both forms of an id name one invoice: hash its internal id.
 		req.RequestHash = requestHash(http.MethodPost, "/v1/invoices/"+strconv.FormatInt(id, 10)+"/cancel", body)
 	}
-	inv, replayed, err := invoice.CancelOnce(c.Request().Context(), s.pool, p.Seller, req, s.now(), s.opt)
+	// An invoice with a registered IRN has it cancelled at the IRP first
+	// (docs/e-invoice.md, "Cancel").
+	inv, replayed, err := s.canceller.Cancel(c.Request().Context(), p.Seller, req, s.now())
 	if err != nil {
 		return err
 	}

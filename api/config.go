@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"github.com/invoiced/invoiced/einvoice"
 	"log/slog"
 	"time"
 
@@ -112,6 +113,14 @@ type Config struct {
 	// request carrying more invoices than a second's worth (it could never
 	// pass; its message says the most allowed). 0 means no limit.
 	KeyRate float64
+	// IRP is the e-invoice registrar (an *irp.Client) through which a
+	// cancel of a registered invoice cancels its IRN first
+	// (docs/e-invoice.md); nil when the server has no IRP configured: such
+	// a cancel is then refused (503 e_invoicing_not_configured).
+	IRP einvoice.Registrar
+	// IRPTimeout is IRP's longest wait for one answer; 0 means
+	// irp.DefaultTimeout.
+	IRPTimeout time.Duration
 	// WebhookAllowPrivate lets webhooks be registered for URLs that
 	// resolve to loopback, private or link-local addresses (tests,
 	// on-premises receivers); otherwise they are refused (SSRF). The

@@ -78,7 +78,7 @@ func (s *Server) issueInvoice(c echo.Context) error {
 	}
 	s.metrics.Issued(string(r.Invoice.DocType), metrics.SourceOnline, 1)
 	s.warnIncomplete(c, p.Seller, r.Invoice, incomplete)
-	return writeJSON(c, http.StatusCreated, renderInvoice(r.Invoice, s.publicURL))
+	return writeJSON(c, http.StatusCreated, renderInvoice(fresh(p.Seller, r.Invoice), s.publicURL))
 }
 
 // prepare validates req for series sr of seller and computes it (see

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/inwords"
+	"github.com/invoiced/invoiced/internal/qrsvg"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -51,6 +53,46 @@ type receiptView struct {
 	Cancelled     bool
 	CancelledAt   string // IST, as IssuedAt; "" unless cancelled
 	Thermal       bool   // laid out for 80 mm roll paper
+	EInvoice      *receiptEInvoice
+}
+
+// receiptEInvoice is what a receipt prints of the invoice's registration
+// at the IRP (Rule 48(4)): the IRN, Ack No. and date and the signed QR
+// code drawn, or a note while there is none.
+type receiptEInvoice struct {
+	IRN, AckNo, AckDate string
+	QR                  template.HTML // the signed QR code as an inline <svg>
+	Cancelled           bool
+	Note                string
+}
+
+// receiptEInvoiceOf returns what the receipt of inv prints of its
+// registration, nil for an invoice that needs none. It fails only when the
+// IRP's signed QR code cannot be drawn.
+func receiptEInvoiceOf(e document.EInvoice) (*receiptEInvoice, error) {
+	out := &receiptEInvoice{IRN: e.IRN, AckNo: e.AckNo, Cancelled: e.Status == einvoice.StatusCancelled}
+	if !e.AckDate.IsZero() {
+		out.AckDate = istTime(e.AckDate)
+	}
+	switch {
+	case e.Status == einvoice.StatusNotApplicable || e.Status == "":
+		return nil, nil
+	case e.IRN != "" && e.SignedQRCode != "":
+		svg, err := qrsvg.SVG(e.SignedQRCode, "the IRP's signed QR code of IRN "+e.IRN)
+		if err != nil {
+			return nil, err
+		}
+		out.QR = template.HTML(svg) // drawn by qrsvg: no text of the caller's
+	case e.IRN != "":
+		// Recovered from the IRP's duplicate answer without its signed QR.
+	case e.Status == einvoice.StatusPending:
+		out.Note = "IRN pending: registration at the IRP is in progress; this is not yet a valid tax invoice (Rule 48(4))"
+	case e.Status == einvoice.StatusFailed:
+		out.Note = "not registered at the IRP: " + e.Error
+	default:
+		return nil, nil
+	}
+	return out, nil
 }
 
 // receiptLine is one item as the receipt prints it: each tax head with
@@ -142,6 +184,9 @@ func (s *Server) receipt(c echo.Context) error {
 	}
 	if inv.CancelledAt != nil {
 		v.CancelledAt = istTime(*inv.CancelledAt)
+	}
+	if v.EInvoice, err = receiptEInvoiceOf(inv.EInvoice); err != nil {
+		return err
 	}
 	if err := receiptTmpl.Execute(&buf, v); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
@@ -35,6 +36,18 @@ type invoiceJSON struct {
 	Items         []itemJSON    `json:"items"`
 	CancelledAt   string        `json:"cancelled_at,omitempty"`
 	CancelReason  string        `json:"cancel_reason,omitempty"`
+	EInvoice      *eInvoiceJSON `json:"e_invoice,omitempty"`
+}
+
+// eInvoiceJSON is an invoice's registration at the IRP
+// (docs/e-invoice.md): in every answer that carries an invoice.
+type eInvoiceJSON struct {
+	Status       string `json:"status"`
+	IRN          string `json:"irn,omitempty"`
+	AckNo        string `json:"ack_no,omitempty"`
+	AckDate      string `json:"ack_date,omitempty"`
+	SignedQRCode string `json:"signed_qr_code,omitempty"`
+	Error        string `json:"error,omitempty"`
 }
 
 // cancelledJSON is what a cancel answers a key without the read scope.
@@ -193,6 +206,12 @@ func renderInvoice(inv document.Invoice, publicURL string) invoiceJSON {
 	if inv.CancelledAt != nil {
 		out.CancelledAt = document.Timestamp(*inv.CancelledAt)
 	}
+	if e := inv.EInvoice; e.Status != "" {
+		out.EInvoice = &eInvoiceJSON{Status: string(e.Status), IRN: e.IRN, AckNo: e.AckNo, SignedQRCode: e.SignedQRCode, Error: e.Error}
+		if !e.AckDate.IsZero() {
+			out.EInvoice.AckDate = document.Timestamp(e.AckDate)
+		}
+	}
 	for i, it := range inv.Items {
 		out.Items[i] = itemJSON{
 			Description: it.Description, HSN: it.HSN,
@@ -204,9 +223,22 @@ func renderInvoice(inv document.Invoice, publicURL string) invoiceJSON {
 }
 
 // asIssued returns inv as it was when issued: status issued, no
-// cancellation. A replay of the issue request answers with it.
+// cancellation, its registration at the IRP pending (or not applicable,
+// when it needs none). A replay of the issue request answers with it.
 func asIssued(inv document.Invoice) document.Invoice {
 	inv.Status, inv.CancelledAt, inv.CancelReason = document.StatusIssued, nil, ""
+	if inv.EInvoice.Status != einvoice.StatusNotApplicable {
+		inv.EInvoice = document.EInvoice{Status: einvoice.StatusPending}
+	}
+	return inv
+}
+
+// fresh returns inv, just issued by seller, with the registration status
+// it starts with: pending when the seller e-invoices and inv needs an IRN
+// (as the seller was read with the API key, at most Config.KeyCacheTTL
+// ago; GET reads it from the database), else not_applicable.
+func fresh(seller gst.Seller, inv document.Invoice) document.Invoice {
+	inv.EInvoice = document.EInvoice{Status: einvoice.InitialStatus(seller.EInvoicing, inv)}
 	return inv
 }
 

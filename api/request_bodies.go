@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/einvoice"
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
@@ -207,6 +208,28 @@ func (b seriesBody) opening() (*invoice.Opening, error) {
 // cancelBody is the JSON body of POST /v1/invoices/{id}/cancel.
 type cancelBody struct {
 	Reason string `json:"reason"`
+	// EInvoiceReason is the IRP's reason for cancelling the invoice's
+	// IRN, when it has one (eInvoiceReasons); empty means "other".
+	EInvoiceReason string `json:"e_invoice_reason"`
+}
+
+// eInvoiceReasons are the values of cancelBody.EInvoiceReason and the
+// IRP's codes for them (CnlRsn).
+var eInvoiceReasons = map[string]einvoice.CancelReason{
+	"duplicate": einvoice.CancelDuplicate, "data_entry_mistake": einvoice.CancelDataEntry,
+	"order_cancelled": einvoice.CancelOrderCancelled, "other": einvoice.CancelOther,
+}
+
+// eInvoiceReason returns the IRP's code of b's e_invoice_reason (other
+// when none), or document.ErrInvalid naming the values.
+func (b cancelBody) eInvoiceReason() (einvoice.CancelReason, error) {
+	if b.EInvoiceReason == "" {
+		return einvoice.CancelOther, nil
+	}
+	if r, ok := eInvoiceReasons[b.EInvoiceReason]; ok {
+		return r, nil
+	}
+	return 0, apperr.Errorf(document.ErrInvalid, "e_invoice_reason %q is not one of duplicate, data_entry_mistake, order_cancelled, other", clip(b.EInvoiceReason))
 }
 
 func decodeCancelRequest(body []byte) (cancelBody, error) {

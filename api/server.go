@@ -11,6 +11,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -37,6 +38,7 @@ type Server struct {
 	bytes *byteBudget // in-flight request and answer bytes (budget.go)
 
 	committer    *invoice.Committer
+	canceller    *registration.Canceller
 	exposeStats  bool
 	metrics      *metrics.Metrics
 	metricsHTTP  http.Handler // nil: GET /metrics answers 404
@@ -102,6 +104,7 @@ func New(cfg Config) *Server {
 		}
 		s.committer = committer
 	}
+	s.canceller = registration.NewCanceller(s.pool, cfg.IRP, s.opt, cfg.IRPTimeout)
 	s.exposeStats = cfg.ExposeStats
 	s.webhookAllowPrivate = cfg.WebhookAllowPrivate
 	s.publicURL = strings.TrimRight(cfg.PublicURL, "/")

@@ -89,7 +89,7 @@ func (s *Server) createWebhook(c echo.Context) error {
 	var b webhookBody
 	if err := decodeStrict(body, &b, errInvalidWebhook, 8); err != nil {
 		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(errInvalidWebhook, "events holds at most the 2 event types")
+			err = apperr.Errorf(errInvalidWebhook, "events holds at most the %d event types", len(eventSuffix))
 		}
 		return err
 	}
@@ -216,7 +216,12 @@ func (s *Server) listEvents(c echo.Context) error {
 }
 
 // eventSuffix is the end of an event id per type: "CH1-2026-7.issued".
-var eventSuffix = map[string]string{invoice.EventIssued: "issued", invoice.EventCancelled: "cancelled"}
+var eventSuffix = map[string]string{invoice.EventIssued: "issued", invoice.EventCancelled: "cancelled",
+	invoice.EventEInvoiceRegistered: "e_invoice_registered", invoice.EventEInvoiceFailed: "e_invoice_failed",
+	invoice.EventEInvoiceCancelled: "e_invoice_cancelled"}
+
+// eventTypesText lists the event types for messages.
+var eventTypesText = strings.Join(invoice.EventTypes(), ", ")
 
 // eventID returns the public id of an event: its invoice's id and what
 // happened to it. It is unique per seller (an invoice is issued once and
@@ -242,7 +247,8 @@ func parseEventID(v string) (key, typ string, ok bool) {
 
 // renderEvent renders ev. An invoice.issued event shows the invoice as
 // issued (its answer then), even if it was cancelled since; an
-// invoice.cancelled one shows it cancelled.
+// invoice.cancelled one shows it cancelled; an e-invoice event shows it
+// as it is now.
 func renderEvent(ev outbox.Event, publicURL string) eventJSON {
 	inv := ev.Invoice
 	if ev.Type == invoice.EventIssued {
@@ -265,12 +271,12 @@ func EventBody(publicURL string) func(outbox.Event) ([]byte, error) {
 // repeats; none or an unknown one is errInvalidWebhook.
 func checkEvents(in []string) ([]string, error) {
 	if len(in) == 0 {
-		return nil, apperr.Errorf(errInvalidWebhook, "events must list one or both of invoice.issued, invoice.cancelled")
+		return nil, apperr.Errorf(errInvalidWebhook, "events must list one or more of %s", eventTypesText)
 	}
 	var out []string
 	for _, e := range in {
 		if _, ok := eventSuffix[e]; !ok {
-			return nil, apperr.Errorf(errInvalidWebhook, "unknown event type %q: use invoice.issued or invoice.cancelled", clip(e))
+			return nil, apperr.Errorf(errInvalidWebhook, "unknown event type %q: use %s", clip(e), eventTypesText)
 		}
 		if !slices.Contains(out, e) {
 			out = append(out, e)

@@ -83,13 +83,14 @@ func Lookup(ctx context.Context, q db.Querier, prefix string) (row Row, found bo
 	var sellerID *int64
 	var gstin, name, state *string
 	var created *time.Time
+	var eInvoicing *bool
 	err = q.QueryRow(ctx, `
 		SELECT k.secret_hash, coalesce(k.series_scopes, k.scopes), k.series_codes, k.revoked_at IS NOT NULL,
-		       s.id, s.gstin, s.name, s.state_code, s.created_at
+		       s.id, s.gstin, s.name, s.state_code, s.created_at, s.e_invoicing
 		FROM (VALUES ($1::text)) AS q (prefix)
 		LEFT JOIN api_keys k ON k.prefix = q.prefix
 		LEFT JOIN sellers s ON s.id = k.seller_id`, prefix).Scan(&r.secretHash, &scopes, &r.series, &revoked,
-		&sellerID, &gstin, &name, &state, &created)
+		&sellerID, &gstin, &name, &state, &created, &eInvoicing)
 	if err != nil {
 		return Row{}, false, fmt.Errorf("apikey: look up key: %w", err)
 	}
@@ -98,7 +99,8 @@ func Lookup(ctx context.Context, q db.Querier, prefix string) (row Row, found bo
 	}
 	r.scopes = scopesOf(scopes)
 	r.revoked = *revoked
-	r.seller = gst.Seller{ID: *sellerID, GSTIN: gst.GSTIN(*gstin), Name: *name, StateCode: *state, CreatedAt: *created}
+	r.seller = gst.Seller{ID: *sellerID, GSTIN: gst.GSTIN(*gstin), Name: *name, StateCode: *state, CreatedAt: *created,
+		EInvoicing: *eInvoicing}
 	return r, true, nil
 }
 

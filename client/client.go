@@ -145,7 +145,7 @@ func (cl *Client) do(ctx context.Context, c *call) (answer, error) {
 // same key (docs/api.md, "What an answer lets a client conclude").
 func retryable(e *Error) bool {
 	switch {
-	case e.Status == http.StatusConflict && e.Code == CodeIdempotencyKeyInProgress:
+	case e.Status == http.StatusConflict && (e.Code == CodeIdempotencyKeyInProgress || e.Code == CodeEInvoiceBusy):
 		return true
 	case e.Status == http.StatusTooManyRequests:
 		return e.Code != CodeOverRateLimit // never passes however long one waits

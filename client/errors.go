@@ -49,6 +49,16 @@ const (
 	// CodeTooManyReads (429) refuses a list page when the seller's or
 	// the server's list slots stay taken; the client retries.
 	CodeTooManyReads = "too_many_reads"
+	// CodeEInvoiceCancelWindowClosed (409) refuses the cancel of an
+	// invoice whose IRN was registered at the IRP more than 24 hours ago:
+	// the invoice stays issued; issue a credit note against it.
+	CodeEInvoiceCancelWindowClosed = "e_invoice_cancel_window_closed"
+	// CodeEInvoiceEWayBillActive (409) refuses the cancel of an invoice
+	// whose IRN carries an active e-way bill: cancel the e-way bill first.
+	CodeEInvoiceEWayBillActive = "e_invoice_e_way_bill_active"
+	// CodeEInvoiceBusy (409): the IRP workers are settling the invoice's
+	// registration; the cancel is retried.
+	CodeEInvoiceBusy = "e_invoice_busy"
 )
 
 // outcomeError is what a mutating call returns when it stopped (its

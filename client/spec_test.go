@@ -85,7 +85,7 @@ var (
 		"EndLeaseRequest": reflect.TypeFor[EndLeaseRequest](), "DeviceInvoices": reflect.TypeFor[DeviceInvoices](),
 		"DeviceInvoice": reflect.TypeFor[DeviceInvoice](), "UploadResult": reflect.TypeFor[UploadResult](),
 		"DeviceCancels": reflect.TypeFor[DeviceCancels](), "DeviceCancel": reflect.TypeFor[DeviceCancel](),
-		"YearSerial": reflect.TypeFor[YearSerial](),
+		"YearSerial": reflect.TypeFor[YearSerial](), "EInvoice": reflect.TypeFor[EInvoice](),
 	}
 	subsets = map[string]reflect.Type{
 		"CancelledInvoice": reflect.TypeFor[Invoice](), // what a cancel answers a key without read

@@ -172,10 +172,34 @@ type Invoice struct {
 	Items         []Item     `json:"items"`
 	CancelledAt   *time.Time `json:"cancelled_at,omitempty"`
 	CancelReason  string     `json:"cancel_reason,omitempty"`
+	// EInvoice is its registration at the IRP (docs/e-invoice.md); nil
+	// from a server before e-invoicing.
+	EInvoice *EInvoice `json:"e_invoice,omitempty"`
 
 	// Replayed is true when the answer replayed an earlier attempt's
 	// (Idempotent-Replayed: true): the same invoice, issued once.
 	Replayed bool `json:"-"`
+}
+
+// The statuses of an e-invoice registration (EInvoice.Status).
+const (
+	EInvoicePending       = "pending"        // queued or in flight; an IRN may exist already
+	EInvoiceRegistered    = "registered"     // IRN, Ack No., Ack date and signed QR code set
+	EInvoiceFailed        = "failed"         // refused by the IRP: no IRN; Error says why
+	EInvoiceCancelled     = "cancelled"      // the invoice is cancelled and no live IRN remains
+	EInvoiceNotApplicable = "not_applicable" // B2C, a document the IRP does not register, or e-invoicing off
+)
+
+// EInvoice is an invoice's registration at the IRP, the Invoice
+// Registration Portal (docs/e-invoice.md). A Rule 48(4) tax invoice prints
+// IRN and the QR code of SignedQRCode.
+type EInvoice struct {
+	Status       string     `json:"status"`
+	IRN          string     `json:"irn,omitempty"`
+	AckNo        string     `json:"ack_no,omitempty"`
+	AckDate      *time.Time `json:"ack_date,omitempty"`
+	SignedQRCode string     `json:"signed_qr_code,omitempty"` // the IRP's signed JWT
+	Error        string     `json:"error,omitempty"`          // why it failed, or what the last attempt met
 }
 
 // InvoiceList is one page of ListInvoices: at most the limit asked for and
@@ -189,7 +213,18 @@ type InvoiceList struct {
 // CancelRequest is the body of CancelInvoice.
 type CancelRequest struct {
 	Reason string `json:"reason"`
+	// EInvoiceReason is the IRP's reason when the invoice's IRN is
+	// cancelled (EInvoiceReasonDuplicate, …); empty means other.
+	EInvoiceReason string `json:"e_invoice_reason,omitempty"`
 }
+
+// The IRP's reasons for cancelling an IRN (CancelRequest.EInvoiceReason).
+const (
+	EInvoiceReasonDuplicate      = "duplicate"
+	EInvoiceReasonDataEntry      = "data_entry_mistake"
+	EInvoiceReasonOrderCancelled = "order_cancelled"
+	EInvoiceReasonOther          = "other"
+)
 
 // Audit is the JSON serial audit of one series-year (docs/reports.md).
 type Audit struct {
@@ -228,7 +263,11 @@ type AuditRow struct {
 	// when none); either makes the row's chain records version 2.
 	BuyerAddress *AuditAddress `json:"buyer_address,omitempty"`
 	ShipTo       *AuditShipTo  `json:"ship_to,omitempty"`
-	Items        []Item        `json:"items,omitempty"` // the lines as the chain seals them
+	// IRN and AckNo are the invoice's registration at the IRP ("" when it
+	// has none).
+	IRN   string `json:"irn,omitempty"`
+	AckNo string `json:"ack_no,omitempty"`
+	Items []Item `json:"items,omitempty"` // the lines as the chain seals them
 }
 
 // AuditAddress is a buyer's address in an AuditRow, every part written.
@@ -361,12 +400,16 @@ func (r BatchResult) Err() *Error {
 const (
 	EventInvoiceIssued    = "invoice.issued"
 	EventInvoiceCancelled = "invoice.cancelled"
+	// The invoice's registration at the IRP changed (Invoice.EInvoice).
+	EventEInvoiceRegistered = "invoice.e_invoice_registered"
+	EventEInvoiceFailed     = "invoice.e_invoice_failed"
+	EventEInvoiceCancelled  = "invoice.e_invoice_cancelled"
 )
 
 // WebhookRequest registers a webhook.
 type WebhookRequest struct {
 	URL    string   `json:"url"`    // absolute http(s)
-	Events []string `json:"events"` // EventInvoiceIssued, EventInvoiceCancelled
+	Events []string `json:"events"` // EventInvoiceIssued, EventInvoiceCancelled, EventEInvoice…
 }
 
 // Webhook is a registered webhook. Secret, the key of its signatures, is
@@ -393,7 +436,8 @@ type Event struct {
 }
 
 // EventData is an Event's payload: the invoice as GetInvoice returns it,
-// as issued for invoice.issued, cancelled for invoice.cancelled.
+// as issued for invoice.issued, cancelled for invoice.cancelled, as it is
+// now for the e-invoice events.
 type EventData struct {
 	Invoice Invoice `json:"invoice"`
 }

@@ -58,11 +58,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return s
+		return browsertest.Text(t, ctx, sel)
 	}
 	location := func() string {
 		t.Helper()

@@ -143,6 +143,7 @@ func (c *Console) register() {
 	c.handle("GET /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettleForm)
 	c.handle("POST /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettle)
 	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
+	c.handle("GET /console/e-invoices", api.ClassConsolePage, apikey.ScopeRead, c.eInvoices)
 	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
 	})

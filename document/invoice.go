@@ -181,6 +181,8 @@ type Invoice struct {
 	Totals        Totals
 	CancelledAt   *time.Time
 	CancelReason  string
+	// EInvoice is its registration at the IRP, as read with it.
+	EInvoice EInvoice
 }
 
 // Policy says which invoice dates are acceptable.

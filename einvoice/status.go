@@ -1,8 +1,12 @@
 package einvoice
 
+import "github.com/invoiced/invoiced/document"
+
 // Status is where an invoice stands with the IRP, as invoiced records it
-// and the API shows it (e_invoice.status).
-type Status string
+// and the API shows it (e_invoice.status). It is document's type, so that
+// an invoice carries it (document.Invoice.EInvoice) without importing this
+// package.
+type Status = document.EInvoiceStatus
 
 // The statuses. An invoice of a seller that e-invoices starts pending when
 // it needs an IRN and not_applicable when it does not (a B2C invoice, a
@@ -32,13 +36,31 @@ func Statuses() []Status {
 	return []Status{StatusPending, StatusRegistered, StatusFailed, StatusCancelled, StatusNotApplicable}
 }
 
-// Valid reports whether s is one of Statuses.
-func (s Status) Valid() bool {
+// ValidStatus reports whether s is one of Statuses.
+func ValidStatus(s Status) bool {
 	switch s {
 	case StatusPending, StatusRegistered, StatusFailed, StatusCancelled, StatusNotApplicable:
 		return true
 	}
 	return false
+}
+
+// Applicable reports whether inv, issued, needs an IRN from a seller that
+// e-invoices: an invoice, credit note or debit note to a buyer with a
+// GSTIN. Build refuses the others with ErrNotApplicable.
+func Applicable(inv document.Invoice) bool {
+	_, ok := DocTypeOf(inv.DocType)
+	return ok && inv.Buyer != nil && inv.Buyer.GSTIN != ""
+}
+
+// InitialStatus returns the status of inv just issued by a seller:
+// pending when the seller e-invoices and inv is Applicable, else
+// not_applicable.
+func InitialStatus(eInvoicing bool, inv document.Invoice) Status {
+	if eInvoicing && Applicable(inv) {
+		return StatusPending
+	}
+	return StatusNotApplicable
 }
 
 // IRNStatus is an IRN's state at the IRP: ACT (active) or CNL (cancelled).

@@ -7,6 +7,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/jackc/pgx/v5"
 )
 
 // The transactional outbox: the statements that issue or cancel invoices
@@ -23,11 +24,44 @@ import (
 // record events with statements of their own (queueEvents), only when it
 // holds.
 
-// Event types.
+// Event types. The e-invoice ones say that an invoice's registration at
+// the IRP changed (docs/e-invoice.md); each happens at most once per
+// invoice.
 const (
-	EventIssued    = "invoice.issued"
-	EventCancelled = "invoice.cancelled"
+	EventIssued             = "invoice.issued"
+	EventCancelled          = "invoice.cancelled"
+	EventEInvoiceRegistered = "invoice.e_invoice_registered"
+	EventEInvoiceFailed     = "invoice.e_invoice_failed"
+	EventEInvoiceCancelled  = "invoice.e_invoice_cancelled"
 )
+
+// EventTypes returns every event type, in the order above.
+func EventTypes() []string {
+	return []string{EventIssued, EventCancelled, EventEInvoiceRegistered, EventEInvoiceFailed, EventEInvoiceCancelled}
+}
+
+// RecordEventTx records, inside tx, the event of type typ on inv at at and
+// its deliveries, when inv's seller has a live webhook subscribed to typ
+// (one round trip to find out, one more to record): for changes made
+// outside the issuing and cancelling statements, such as an e-invoice's.
+// An invoice has at most one event of each type. It fails with the
+// database's error.
+func RecordEventTx(ctx context.Context, tx pgx.Tx, inv *document.Invoice, typ string, at time.Time) error {
+	subscribed := map[int64]bool{}
+	b := &pgx.Batch{}
+	queueSubscribed(b, []int64{inv.SellerID}, typ, subscribed)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return translate(err, "read webhooks")
+	}
+	events := &pgx.Batch{}
+	if !queueEvents(events, []*document.Invoice{inv}, typ, func(*document.Invoice) time.Time { return at }, subscribed) {
+		return nil
+	}
+	if err := tx.SendBatch(ctx, events).Close(); err != nil {
+		return translate(err, "record event")
+	}
+	return nil
+}
 
 // issuedEventsSQL is two CTEs of the invoice insert of plain PostgreSQL
 // (writes.queue): they record invoice.issued for the rows of ins whose
@@ -55,8 +89,8 @@ const issuedEventsSQL = `
 // event whose invoice is gone, or a database error.
 //
 // One statement: the events in id order on (seller, id), each joined to
-// its invoice by a lookup of the primary key that cannot be flattened
-// into a join (OFFSET 0), so the page reads its events and their invoices
+// its invoice (with its e-invoice, readCols) by a lookup of the primary
+// key that cannot be flattened into a join (OFFSET 0), so the page reads its events and their invoices
 // and nothing else. The invoices of a page used to be read with id =
 // ANY(the page's ids); a generic plan for the average seller took the
 // (series, year, serial) key instead and filtered a large seller's
@@ -64,12 +98,13 @@ const issuedEventsSQL = `
 func EachEvent(ctx context.Context, q db.Querier, sellerID, after int64, limit int,
 	fn func(id int64, typ string, at time.Time, inv document.Invoice) error) error {
 	rows, err := q.Query(ctx, `
-		SELECT e.id, e.type, e.created_at, e.invoice_id, `+invoiceCols+`
-		FROM events e
-		LEFT JOIN LATERAL (SELECT * FROM invoices i WHERE i.id = e.invoice_id AND i.seller_id = $1 OFFSET 0) i ON true
+		SELECT evt.id, evt.type, evt.created_at, evt.invoice_id, `+readCols+`
+		FROM events evt
+		LEFT JOIN LATERAL (SELECT * FROM invoices i WHERE i.id = evt.invoice_id AND i.seller_id = $1 OFFSET 0) i ON true
 		LEFT JOIN series s ON s.id = i.series_id AND s.seller_id = $1
-		WHERE e.seller_id = $1 AND e.id > $2
-		ORDER BY e.id LIMIT $3`, sellerID, after, limit)
+		LEFT JOIN e_invoices e ON e.invoice_id = i.id AND e.seller_id = $1
+		WHERE evt.seller_id = $1 AND evt.id > $2
+		ORDER BY evt.id LIMIT $3`, sellerID, after, limit)
 	if err != nil {
 		return translate(err, "list events")
 	}
@@ -86,7 +121,7 @@ func EachEvent(ctx context.Context, q db.Querier, sellerID, after int64, limit i
 			}
 			return apperr.Errorf(ErrNotFound, "invoice %d of event %d is not found", invoiceID, id)
 		}
-		inv, err := scanInvoiceAfter(rows, &id, &typ, &at, &invoiceID)
+		inv, err := scanReadAfter(rows, &id, &typ, &at, &invoiceID)
 		if err != nil {
 			return translate(err, "list events")
 		}

@@ -20,10 +20,9 @@ func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (document
 	case !ok:
 		return document.Invoice{}, ErrNotFound
 	case route.Legacy():
-		return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+
+		return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+
 			`WHERE i.public_id = $1 AND length(i.public_id) = 26`, publicID), "get invoice")
 	}
-	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+
-		` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id
-		WHERE i.seller_id = $1 AND i.public_id = $2 AND length(i.public_id) > 26`, route.SellerID, publicID), "get invoice")
+	return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+
+		`WHERE i.seller_id = $1 AND i.public_id = $2 AND length(i.public_id) > 26`, route.SellerID, publicID), "get invoice")
 }

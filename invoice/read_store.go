@@ -24,11 +24,59 @@ const invoiceCols = `i.id, i.public_id, i.seller_id, i.series_id, s.code, s.doc_
 
 const invoiceFrom = ` FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id `
 
-func scanInvoice(row pgx.Row) (document.Invoice, error) { return scanInvoiceAfter(row) }
+// readCols and readFrom are invoiceCols and invoiceFrom with the invoice's
+// registration at the IRP (e_invoices, docs/e-invoice.md), for the reads
+// that answer with invoices (scanRead). Without a row, the last column
+// says whether the invoice waits for the IRP workers: its invoice.issued
+// event has a pending delivery to its seller's subscriber of kind irp
+// (the workers turn it into a row within a second or so; until then the
+// invoice is pending, not "not applicable"). Only a B2B invoice or note
+// can wait, so a B2C invoice costs no probe.
+const (
+	readCols = invoiceCols + `, e.status, e.irn, e.ack_no, e.ack_date, e.signed_qr_code, e.error,
+	CASE WHEN e.invoice_id IS NULL AND i.buyer_gstin IS NOT NULL AND s.doc_type IN ('invoice', 'credit_note', 'debit_note')
+	THEN EXISTS (SELECT FROM events ev
+		JOIN webhook_deliveries d ON d.seller_id = ev.seller_id AND d.event_id = ev.id AND d.state = 'pending'
+		JOIN webhooks w ON w.seller_id = ev.seller_id AND w.id = d.webhook_id AND w.kind = 'irp'
+		WHERE ev.seller_id = i.seller_id AND ev.invoice_id = i.id AND ev.type = 'invoice.issued') END`
+	readFrom = invoiceFrom + `LEFT JOIN e_invoices e ON e.invoice_id = i.id AND e.seller_id = i.seller_id `
+)
 
-// scanInvoiceAfter scans a row of lead's columns followed by invoiceCols
-// into lead and the invoice it returns.
-func scanInvoiceAfter(row pgx.Row, lead ...any) (document.Invoice, error) {
+// scanRead scans a row of readCols.
+func scanRead(row pgx.Row) (document.Invoice, error) { return scanReadAfter(row) }
+
+// scanReadAfter scans a row of lead's columns followed by readCols into
+// lead and the invoice it returns.
+func scanReadAfter(row pgx.Row, lead ...any) (document.Invoice, error) {
+	var status, irn, ackNo, qr, errText *string
+	var ackDate *time.Time
+	var queued *bool
+	inv, err := scanInvoiceWith(row, lead, &status, &irn, &ackNo, &ackDate, &qr, &errText, &queued)
+	if err != nil {
+		return document.Invoice{}, err
+	}
+	e := &inv.EInvoice
+	switch {
+	case status != nil:
+		e.Status = document.EInvoiceStatus(*status)
+	case queued != nil && *queued:
+		e.Status = "pending"
+	default:
+		e.Status = "not_applicable"
+	}
+	e.IRN, e.AckNo, e.SignedQRCode, e.Error = deref(irn), deref(ackNo), deref(qr), deref(errText)
+	if ackDate != nil {
+		e.AckDate = *ackDate
+	}
+	return inv, nil
+}
+
+func scanInvoice(row pgx.Row) (document.Invoice, error) { return scanInvoiceWith(row, nil) }
+
+// scanInvoiceWith scans a row of lead's columns, invoiceCols and the
+// columns more reads into, in that order, into lead, more and the invoice
+// it returns.
+func scanInvoiceWith(row pgx.Row, lead []any, more ...any) (document.Invoice, error) {
 	var inv document.Invoice
 	var dt string
 	var fy int
@@ -36,9 +84,10 @@ func scanInvoiceAfter(row pgx.Row, lead ...any) (document.Invoice, error) {
 	var od *time.Time
 	var items []byte
 	var taxable, cgst, sgst, igst, total decimal.Decimal
-	err := row.Scan(append(lead, &inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
+	cols := append(lead, &inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
-		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship)...)
+		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship)
+	err := row.Scan(append(cols, more...)...)
 	if err != nil {
 		return document.Invoice{}, err
 	}
@@ -68,7 +117,7 @@ func deref(p *string) string {
 }
 
 func one(row pgx.Row, what string) (document.Invoice, error) {
-	inv, err := scanInvoice(row)
+	inv, err := scanRead(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return document.Invoice{}, ErrNotFound
 	}
@@ -81,7 +130,7 @@ func one(row pgx.Row, what string) (document.Invoice, error) {
 // Get returns the seller's invoice with id, or ErrNotFound (also when it
 // belongs to another seller).
 func Get(ctx context.Context, q db.Querier, sellerID, id int64) (document.Invoice, error) {
-	return one(q.QueryRow(ctx, `SELECT `+invoiceCols+invoiceFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
+	return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+`WHERE i.id = $1 AND i.seller_id = $2`, id, sellerID), "get invoice")
 }
 
 // IDBySerial returns the internal id of the seller's invoice with serial
@@ -174,7 +223,7 @@ func EachDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r Dat
 				(SELECT serial FROM invoices WHERE series_id = @series AND fy = @fy AND seller_id = @seller ORDER BY serial DESC LIMIT 1) + 1
 		)` + with
 	}
-	rows, err := q.Query(ctx, with+` SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, with+` SELECT `+readCols+readFrom+`
 		WHERE i.series_id = @series AND i.fy = @fy AND i.serial > @after AND i.seller_id = @seller`+where+`
 		ORDER BY i.serial LIMIT @limit`, args)
 	if err != nil {
@@ -182,7 +231,7 @@ func EachDated(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, r Dat
 	}
 	defer rows.Close()
 	for rows.Next() {
-		inv, err := scanInvoice(rows)
+		inv, err := scanRead(rows)
 		if err != nil {
 			return translate(err, "list invoices")
 		}
@@ -240,14 +289,14 @@ func FindByNumber(ctx context.Context, q db.Querier, sellerID int64, number stri
 	// series (its series by (seller, code), their counters by the primary
 	// key's series prefix; series_counters has no index on the seller
 	// alone, and a scan of it grows with every seller's years).
-	rows, err := q.Query(ctx, `SELECT `+invoiceCols+invoiceFrom+`
+	rows, err := q.Query(ctx, `SELECT `+readCols+readFrom+`
 		WHERE i.seller_id = $1 AND i.number = upper($2)
 		  AND i.fy IN (SELECT c.fy FROM series sr JOIN series_counters c ON c.series_id = sr.id AND c.seller_id = $1 WHERE sr.seller_id = $1)
 		ORDER BY i.fy DESC`, sellerID, number)
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanInvoice(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (document.Invoice, error) { return scanRead(r) })
 	if err != nil {
 		return nil, translate(err, "find invoice by number")
 	}

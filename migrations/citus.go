@@ -15,9 +15,10 @@ import (
 
 // On Citus (docs/scale-out.md) the seller-owned tables are distributed by
 // seller_id and co-located: a seller's series, counter rows, invoices,
-// chain records, idempotency keys, openings, leases, period locks, events
-// and webhooks live in one shard group on one worker, so every transaction
-// of one request runs there alone (router execution, no two-phase commit).
+// chain records, idempotency keys, openings, leases, period locks, events,
+// webhooks and e-invoice registrations live in one shard group on one
+// worker, so every transaction of one request runs there alone (router
+// execution, no two-phase commit).
 // A table listed here carries seller_id in every primary and unique key
 // (00020), and its foreign keys point at tables listed before it or at
 // reference tables. A migration that adds a seller-owned table adds it
@@ -30,7 +31,7 @@ import (
 var distributedTables = []string{
 	"series", "series_leases", "series_counters", "invoices", "chain_records", "idempotency_keys",
 	"series_openings", "period_locks", "period_lock_events",
-	"events", "webhooks", "webhook_deliveries",
+	"events", "webhooks", "webhook_deliveries", "e_invoices",
 }
 
 // Small global tables, copied to every node so that any shard can join

@@ -117,8 +117,17 @@ type Row struct {
 	// Either makes its chain records version 2 (docs/chain.md).
 	BuyerAddress *RowAddress `json:"buyer_address"`
 	ShipTo       *RowShipTo  `json:"ship_to"`
-	Hash         string      `json:"hash"`
-	CancelHash   string      `json:"cancel_hash"`
+	// IRN and AckNo are the invoice's registration at the IRP
+	// (docs/e-invoice.md): "" when it has none.
+	IRN   string `json:"irn"`
+	AckNo string `json:"ack_no"`
+	// EInvoice is the registration's status as recorded ("" without a
+	// record: not applicable, or queued for the IRP workers) and
+	// EInvoiceError its last error (the console shows them; not exported).
+	EInvoice      string `json:"-"`
+	EInvoiceError string `json:"-"`
+	Hash          string `json:"hash"`
+	CancelHash    string `json:"cancel_hash"`
 	// Items are the lines as the chain seals them (JSON export only).
 	Items []RowItem `json:"items,omitempty"`
 	// InvoiceID is the invoice row's database id (not exported: it is not
@@ -371,8 +380,8 @@ func rowOf(r *invoiceRow, code string, fy gst.FY) (*Row, error) {
 		BuyerGSTIN: r.BuyerGSTIN, Taxable: r.Taxable, CGST: r.CGST, SGST: r.SGST, IGST: r.IGST, Total: r.Total,
 		Hash: hex.EncodeToString(r.IssueHash), BuyerName: r.BuyerName, PlaceOfSupply: r.PlaceOfSupply,
 		OriginalNumber: r.OriginalNumber, IssuePosition: r.IssuePosition, CancelPosition: r.CancelPosition,
-		CancelHash: hex.EncodeToString(r.CancelHash),
-		issuedAt:   r.IssuedAt, invoiceDate: r.InvoiceDate, cancelledAt: r.CancelledAt, items: r.Items,
+		CancelHash: hex.EncodeToString(r.CancelHash), IRN: r.IRN, AckNo: r.AckNo, EInvoice: r.EInvoice, EInvoiceError: r.EInvoiceError,
+		issuedAt: r.IssuedAt, invoiceDate: r.InvoiceDate, cancelledAt: r.CancelledAt, items: r.Items,
 	}
 	if r.OriginalDate != nil {
 		row.OriginalDate = r.OriginalDate.Format(time.DateOnly)

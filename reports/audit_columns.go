@@ -99,6 +99,8 @@ var auditColumns = []column{
 	textColumn("Public ID", 32, "public_id", plain, func(r *Row) string { return r.PublicID }),
 	typedColumn("Buyer address", 40, "buyer_address", func(r *Row) string { return r.BuyerAddress.oneLine() }),
 	typedColumn("Ship to", 40, "ship_to", func(r *Row) string { return r.ShipTo.oneLine() }),
+	textColumn("IRN", 66, "irn", optional, func(r *Row) string { return r.IRN }),
+	textColumn("Ack No.", 17, "ack_no", optional, func(r *Row) string { return r.AckNo }),
 	// The 64-hex-digit hashes last, out of the way of the columns a
 	// person reads.
 	textColumn("Hash", 66, "hash", plain, func(r *Row) string { return r.Hash }),

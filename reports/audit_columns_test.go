@@ -26,7 +26,7 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 	want := []string{"Serial", "Number", "Invoice date", "Issued at (IST)", "Status", "Cancel reason", "Buyer GSTIN",
 		"Taxable", "CGST", "SGST", "IGST", "Total",
 		"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (IST)",
-		"Issue position", "Cancel position", "ID", "Public ID", "Buyer address", "Ship to", "Hash", "Cancel hash"}
+		"Issue position", "Cancel position", "ID", "Public ID", "Buyer address", "Ship to", "IRN", "Ack No.", "Hash", "Cancel hash"}
 	var publicID string
 	if err := f.pool.QueryRow(context.Background(), `SELECT public_id FROM invoices WHERE number = 'CH1/26-27/00002'`).Scan(&publicID); err != nil {
 		t.Fatal(err)
@@ -39,6 +39,9 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 	}
 	if !slices.Equal(recs[0], want) {
 		t.Fatalf("CSV header %q\nwant %q", recs[0], want)
+	}
+	if row1 := recs[1]; row1[23] != "4b1c8b9a7e0f3d2c1b0a99887766554433221100ffeeddccbbaa998877665544" || row1[24] != "112610000000001" || recs[2][23] != "" {
+		t.Fatalf("CSV rows 1 and 2: IRN %q, Ack No. %q, %q; want the registered invoice's, and none for an unregistered one", row1[23], row1[24], recs[2][23])
 	}
 	row2 := recs[2]
 	if row2[3] != "2026-12-01T09:33:00.000000+05:30" || row2[16] != "2026-12-01T09:35:00.000000+05:30" || row2[19] != "CH1-2026-2" || row2[20] != publicID {

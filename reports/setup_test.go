@@ -92,6 +92,13 @@ func setup(t *testing.T) fixture {
 		Address: &document.Address{Line1: "14 Residency Road", Line2: "Shanthala Nagar", City: "Bengaluru", PIN: "560025"}}
 	issue(f.ch1, "2026-03-20", nil, nil)
 	first := issue(f.ch1, "2026-10-30", karnataka, nil)
+	// Its registration at the IRP, as the IRP workers record it
+	// (einvoice/registration): the audit carries the IRN and Ack No.
+	if _, err := pool.Exec(ctx, `INSERT INTO e_invoices (invoice_id, seller_id, status, irn, ack_no, ack_date)
+		VALUES ($1, $2, 'registered', $3, '112610000000001', $4)`, first.ID, seller.ID,
+		"4b1c8b9a7e0f3d2c1b0a99887766554433221100ffeeddccbbaa998877665544", clock); err != nil {
+		t.Fatal(err)
+	}
 	second := issue(f.ch1, "2026-11-02", nil, nil)
 	issue(f.ch1, "2026-11-02", &document.Buyer{Name: "Śrī Stores, Kothrud"}, nil)
 	cancel(second, `Wrong buyer, "duplicate" entry`)

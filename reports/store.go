@@ -206,6 +206,10 @@ type invoiceRow struct {
 	Issues, Cancels               int64
 	IssuePosition, CancelPosition int64 // of the first such record; 0 when none
 	IssueHash, CancelHash         []byte
+	// IRN and AckNo are its registration at the IRP ("" without one),
+	// EInvoice and EInvoiceError its status and last error ("" without a
+	// record).
+	IRN, AckNo, EInvoice, EInvoiceError string
 }
 
 // walkInvoices streams the invoices of a series-year in serial order.
@@ -246,8 +250,10 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, q 
 			coalesce(i.buyer_gstin, ''), i.taxable::text, i.cgst::text, i.sgst::text, i.igst::text, i.total::text,
 			coalesce(i.buyer_name, ''), i.place_of_supply, coalesce(i.original_number, ''), i.original_date, i.items::text,
 			coalesce(c.issues, 0), coalesce(c.cancels, 0), coalesce(c.issue_position, 0), coalesce(c.cancel_position, 0),
-			c.issue_hash, c.cancel_hash, coalesce(i.public_id, ''), i.buyer_address::text, i.ship_to::text
+			c.issue_hash, c.cancel_hash, coalesce(i.public_id, ''), i.buyer_address::text, i.ship_to::text,
+			coalesce(e.irn, ''), coalesce(e.ack_no, ''), coalesce(e.status, ''), coalesce(e.error, '')
 		FROM invoices i
+		LEFT JOIN e_invoices e ON e.invoice_id = i.id AND e.seller_id = $6
 		LEFT JOIN LATERAL (
 			SELECT
 				count(*) FILTER (WHERE r.kind = 'issue') AS issues,
@@ -276,7 +282,7 @@ func walkInvoicePage(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY, q 
 			&r.BuyerGSTIN, &r.Taxable, &r.CGST, &r.SGST, &r.IGST, &r.Total,
 			&r.BuyerName, &r.PlaceOfSupply, &r.OriginalNumber, &r.OriginalDate, &r.Items,
 			&r.Issues, &r.Cancels, &r.IssuePosition, &r.CancelPosition, &r.IssueHash, &r.CancelHash, &r.PublicID,
-			&r.BuyerAddress, &r.ShipTo); err != nil {
+			&r.BuyerAddress, &r.ShipTo, &r.IRN, &r.AckNo, &r.EInvoice, &r.EInvoiceError); err != nil {
 			return translate(err, "read invoices")
 		}
 		if err := fn(&r); err != nil {

@@ -120,8 +120,11 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 	lines := bufio.NewScanner(stdout)
 	urlLine := regexp.MustCompile(`^  URL +(http://127\.0\.0\.1:[0-9]+) `)
 	keyLine := regexp.MustCompile(`^  API key +(ik_\S+) `)
+	eInvoiceLine := regexp.MustCompile(`^  E-invoice DEMO/\S+ \(B2B\) registered at the local IRP: IRN [0-9a-f]{64}$`)
 	var base, key, body string
+	registered := false
 	for lines.Scan() {
+		registered = registered || eInvoiceLine.MatchString(lines.Text())
 		if m := urlLine.FindStringSubmatch(lines.Text()); m != nil {
 			base = m[1]
 		}
@@ -175,6 +178,11 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 		}
 		if !strings.Contains(address, "Pune 411001") {
 			t.Fatalf("the demo seller's address is %q: its receipts lack Rule 46(a)'s supplier address", address)
+		}
+		// The demo seller e-invoices: its B2B sample is registered at the
+		// local IRP sandbox before the banner, which shows its IRN.
+		if !registered {
+			t.Fatal("the banner shows no registered e-invoice")
 		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)

@@ -55,13 +55,20 @@ func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c g
 }
 
 // SellerUpdate is a change to a seller: nil fields stay as they are.
+// Line1, Line2, City and PIN are the parts of its postal address
+// (gst.Postal); when they change and Address is not given, the one-line
+// address becomes the parts' (gst.Postal.OneLine), so that receipts and
+// older binaries print the same address.
 type SellerUpdate struct {
 	Name, Address, Phone, Email *string
+	Line1, Line2, City, PIN     *string
 }
 
 // UpdateSeller applies u to the seller registered under gstin and returns
 // it as stored. It returns ErrInvalidGSTIN, ErrInvalidSeries for an empty
-// name or an invalid contact, and ErrSellerNotFound.
+// name, an invalid contact or postal address (CheckPostal), or a postal
+// address made incomplete while the seller e-invoices, and
+// ErrSellerNotFound.
 func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdate) (gst.Seller, error) {
 	s, err := SellerByGSTIN(ctx, q, gstin)
 	if err != nil {
@@ -76,17 +83,39 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 	set(&s.Address, u.Address)
 	set(&s.Phone, u.Phone)
 	set(&s.Email, u.Email)
+	postal := s.Postal
+	set(&s.Postal.Line1, u.Line1)
+	set(&s.Postal.Line2, u.Line2)
+	set(&s.Postal.City, u.City)
+	set(&s.Postal.PIN, u.PIN)
+	if s.Postal != postal && u.Address == nil {
+		s.Address = s.Postal.OneLine(s.StateCode)
+	}
 	if err := checkSellerName(s.Name); err != nil {
 		return gst.Seller{}, err
 	}
 	if err := CheckContact(s.Contact); err != nil {
 		return gst.Seller{}, err
 	}
-	return scanSeller(q.QueryRow(ctx, `
-		UPDATE sellers SET name = @name, address = @address, phone = @phone, email = @email WHERE id = @id
+	if err := CheckPostal(s.Postal); err != nil {
+		return gst.Seller{}, err
+	}
+	// The e-invoicing switch is read by the statement: turning it on
+	// (einvoice/registration) requires a complete address under the same
+	// row lock.
+	out, err := scanSeller(q.QueryRow(ctx, `
+		UPDATE sellers SET name = @name, address = @address, phone = @phone, email = @email,
+			address_line1 = @line1, address_line2 = @line2, address_city = @city, address_pin = @pin
+		WHERE id = @id AND (NOT e_invoicing OR @complete)
 		RETURNING `+sellerCols, pgx.NamedArgs{
 		"id": s.ID, "name": s.Name, "address": s.Address, "phone": s.Phone, "email": s.Email,
+		"line1": s.Postal.Line1, "line2": s.Postal.Line2, "city": s.Postal.City, "pin": s.Postal.PIN,
+		"complete": s.Postal.Complete(),
 	}))
+	if errors.Is(err, ErrSellerNotFound) {
+		return gst.Seller{}, apperr.Errorf(gst.ErrInvalidSeries, "seller %s e-invoices: its address needs a first line, a city and a PIN (turn e-invoicing off first to clear them)", s.GSTIN)
+	}
+	return out, err
 }
 
 // SellerByGSTIN returns the seller registered under gstin, or
@@ -113,12 +142,14 @@ func Sellers(ctx context.Context, q db.Querier) ([]gst.Seller, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (gst.Seller, error) { return scanSeller(r) })
 }
 
-const sellerCols = `id, gstin, name, state_code, created_at, address, phone, email`
+const sellerCols = `id, gstin, name, state_code, created_at, address, phone, email,
+	address_line1, address_line2, address_city, address_pin, e_invoicing`
 
 func scanSeller(row pgx.Row) (gst.Seller, error) {
 	var s gst.Seller
 	var g string
-	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt, &s.Address, &s.Phone, &s.Email)
+	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt, &s.Address, &s.Phone, &s.Email,
+		&s.Postal.Line1, &s.Postal.Line2, &s.Postal.City, &s.Postal.PIN, &s.EInvoicing)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return gst.Seller{}, ErrSellerNotFound
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/freetext"
 	"github.com/invoiced/invoiced/series"
@@ -60,17 +61,24 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 	return nil
 }
 
-// runSellersUpdate changes the name or contact of the seller with --gstin
-// (only the flags given) and prints it as one sellers-list row. It fails
-// with the validation sentence for an invalid value, and when the seller is
-// unknown.
+// runSellersUpdate changes the name, contact or postal address of the
+// seller with --gstin (only the flags given), then turns e-invoicing on or
+// off when --e-invoicing says so, and prints it as one sellers-list row. It
+// fails with the validation sentence for an invalid value, when e-invoicing
+// is turned on for a seller without a complete postal address, and when
+// the seller is unknown.
 func runSellersUpdate(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "sellers update", "--gstin GSTIN [--name NAME] [--address TEXT] [--phone P] [--email E]")
+	fs := newFlagSet(e, "sellers update", "--gstin GSTIN [--name NAME] [--address TEXT] [--phone P] [--email E] [--address-line1 L1 --address-line2 L2 --city C --pin P] [--e-invoicing on|off]")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
 	fs.String("name", "", "the new name")
-	fs.String("address", "", "the new address (\"\" clears it)")
+	fs.String("address", "", "the new one-line address printed on receipts (\"\" clears it); by default the postal address's parts, when they change")
 	fs.String("phone", "", "the new phone (\"\" clears it)")
 	fs.String("email", "", "the new e-mail (\"\" clears it)")
+	fs.String("address-line1", "", "the postal address's first line: building, street (e-invoicing needs it)")
+	fs.String("address-line2", "", "the postal address's second line: area, floor (optional)")
+	fs.String("city", "", "the postal address's city, town or locality (e-invoicing needs it)")
+	fs.String("pin", "", "the postal address's six-digit PIN (e-invoicing needs it)")
+	eInvoicing := fs.String("e-invoicing", "", "on: register every B2B invoice and note of the seller at the IRP (docs/e-invoice.md; needs the postal address, and serve with --irp-url); off: stop registering those issued from now on")
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
@@ -78,22 +86,20 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 	given := 0
 	fs.Visit(func(f *flag.Flag) {
 		v := strings.TrimSpace(f.Value.String())
-		switch f.Name {
-		case "name":
-			u.Name = &v
-		case "address":
-			u.Address = &v
-		case "phone":
-			u.Phone = &v
-		case "email":
-			u.Email = &v
-		default:
-			return
+		target := map[string]**string{"name": &u.Name, "address": &u.Address, "phone": &u.Phone, "email": &u.Email,
+			"address-line1": &u.Line1, "address-line2": &u.Line2, "city": &u.City, "pin": &u.PIN}[f.Name]
+		if target != nil {
+			*target = &v
+			given++
 		}
-		given++
 	})
-	if given == 0 {
-		return usageErrorf("sellers update: give at least one of --name, --address, --phone, --email")
+	switch *eInvoicing {
+	case "", "on", "off":
+	default:
+		return usageErrorf("sellers update: --e-invoicing takes on or off, not %q", *eInvoicing)
+	}
+	if given == 0 && *eInvoicing == "" {
+		return usageErrorf("sellers update: give at least one of --name, --address, --phone, --email, --address-line1, --address-line2, --city, --pin, --e-invoicing")
 	}
 	if _, err := gst.ParseGSTIN(*gstin); err != nil {
 		return explain("sellers update", err)
@@ -103,9 +109,19 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s, err := series.UpdateSeller(ctx, pool, *gstin, u)
-	if err != nil {
-		return explain("sellers update", err)
+	var s gst.Seller
+	if given > 0 {
+		if s, err = series.UpdateSeller(ctx, pool, *gstin, u); err != nil {
+			return explain("sellers update", err)
+		}
+	}
+	if *eInvoicing != "" {
+		if s, err = registration.SetEInvoicing(ctx, pool, *gstin, *eInvoicing == "on"); err != nil {
+			return explain("sellers update", err)
+		}
+		if s.EInvoicing {
+			fmt.Fprintf(e.stderr, "e-invoicing on for %s: its B2B invoices and notes issued from now on are registered at the IRP by serve, which needs --irp-url and the other --irp-* settings (check them with invoiced irp-check --gstin %s)\n", s.GSTIN, s.GSTIN)
+		}
 	}
 	writeSellers(e, []gst.Seller{s})
 	return nil
@@ -134,9 +150,13 @@ func runSellersList(ctx context.Context, e env, args []string) error {
 // writeSellers prints sellers as an aligned table on stdout.
 func writeSellers(e env, ss []gst.Seller) {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME\tADDRESS\tPHONE\tEMAIL")
+	fmt.Fprintln(tw, "ID\tGSTIN\tSTATE\tNAME\tADDRESS\tPHONE\tEMAIL\tE-INVOICING")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, freetext.Visible(s.Name), freetext.Visible(s.Address), s.Phone, s.Email)
+		onOff := "off"
+		if s.EInvoicing {
+			onOff = "on"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.GSTIN, s.StateCode, freetext.Visible(s.Name), freetext.Visible(s.Address), s.Phone, s.Email, onOff)
 	}
 	tw.Flush()
 }

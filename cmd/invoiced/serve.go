@@ -18,6 +18,8 @@ import (
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/console"
+	"github.com/invoiced/invoiced/einvoice/irp"
+	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/maintenance"
 	"github.com/invoiced/invoiced/internal/metrics"
@@ -66,6 +68,9 @@ type serveConfig struct {
 	publicURL string
 	// buyerDetails names api.Config.BuyerDetails: require or warn.
 	buyerDetails string
+	// E-invoicing: the IRP's endpoint and credentials, the workers.
+	irp        irpFlags
+	irpWorkers int
 }
 
 // runServe parses the serve flags, then serves the HTTP API until ctx is
@@ -100,6 +105,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.IntVar(&c.webhookWorkers, "webhook-workers", outbox.DefaultWorkers, "webhook deliveries sent at once by this process (several processes share the work); 0 sends none from this process")
 	fs.StringVar(&c.publicURL, "public-url", "", "the base URL clients reach this server at (e.g. https://bills.example.in); receipt_url in answers and webhooks is then absolute under it; empty: receipt_url is a path (/r/…)")
 	fs.StringVar(&c.buyerDetails, "buyer-details", "require", "an invoice without the buyer's particulars CGST Rule 46 asks for (a registered buyer's address; from ₹50,000, an unregistered buyer's name, address and delivery address): require refuses it (422 particulars_missing); warn issues it with a Warning header and a logged warning, for a transition while integrations learn to send addresses")
+	addIRPFlags(fs, &c.irp)
+	fs.IntVar(&c.irpWorkers, "irp-workers", registration.DefaultWorkers, "e-invoice registrations and IRN cancels settled at once by this process with the IRP (docs/e-invoice.md; several processes share the work); 0 settles none here: another process with --irp-url must")
 	documentEnv(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -110,6 +117,8 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.Visit(func(f *flag.Flag) { c.metricsAddrGiven = c.metricsAddrGiven || f.Name == "metrics-addr" })
 	c.metricsAddrGiven = c.metricsAddrGiven || e.getenv(envName("metrics-addr")) != ""
 	switch {
+	case c.irpWorkers < 0:
+		return usageErrorf("serve: --irp-workers must be 0 or more")
 	case c.backdateDays < 0:
 		return usageErrorf("serve: --backdate-days must be 0 or more")
 	case c.lockTimeout <= 0:
@@ -222,6 +231,19 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 			return err
 		}
 	}
+	irpConfig, irpOn, err := c.irp.config("serve")
+	if err != nil {
+		return err
+	}
+	var registrar *irp.Client
+	if irpOn {
+		if registrar, err = irp.New(irpConfig); err != nil {
+			return usageErrorf("serve: %v", err)
+		}
+	}
+	if err := checkEInvoicing(ctx, pool, irpOn, c.irpWorkers, logger); err != nil {
+		return err
+	}
 	m := metrics.New()
 	m.WatchPool(pool)
 	apiConfig := api.Config{
@@ -238,6 +260,10 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		LogRequests:  c.logRequests,
 
 		WebhookAllowPrivate: c.webhookAllowPrivate,
+		IRPTimeout:          irpConfig.Timeout,
+	}
+	if registrar != nil {
+		apiConfig.IRP = registrar
 	}
 	if apiConfig.BuyerDetails, err = api.ParseBuyerDetails(c.buyerDetails); err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -285,6 +311,12 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, Body: api.EventBody(c.publicURL)})
 		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
 		background.Go(func() { maintenance.NewEventPurger(pool, mcfg).Loop(bgCtx) })
+	}
+	if registrar != nil && c.irpWorkers > 0 {
+		w := registration.NewWorker(registration.Config{Pool: pool, Registrar: registrar, Options: apiSrv.Options(),
+			Logger: logger, Metrics: m, Workers: c.irpWorkers, Timeout: irpConfig.Timeout})
+		background.Go(func() { _ = w.Run(bgCtx) }) // Run returns nil once bgCtx ends
+		logger.Info("e-invoicing", "irp", irpConfig.BaseURL, "workers", c.irpWorkers)
 	}
 	if c.verifyEvery > 0 {
 		vcfg := mcfg
@@ -357,6 +389,30 @@ const (
 	defaultMetricsAddr = "127.0.0.1:9464"
 	metricsOff         = "off"
 )
+
+// checkEInvoicing refuses to serve when a seller e-invoices, this process
+// is to settle registrations (irpWorkers > 0) and no IRP is configured:
+// their invoices would queue with nobody to register them. With
+// --irp-workers 0 it logs that another process must. It fails with the
+// sellers' GSTINs and what to set, or with the database's error.
+func checkEInvoicing(ctx context.Context, pool *pgxpool.Pool, irpOn bool, irpWorkers int, logger *slog.Logger) error {
+	if irpOn {
+		return nil
+	}
+	gstins, err := registration.EInvoicingSellers(ctx, pool)
+	if err != nil || len(gstins) == 0 {
+		return err
+	}
+	list := strings.Join(gstins[:min(len(gstins), 5)], ", ")
+	if len(gstins) > 5 {
+		list += fmt.Sprintf(" and %d more", len(gstins)-5)
+	}
+	if irpWorkers == 0 {
+		logger.Warn("e-invoicing: sellers e-invoice and this process has no IRP configured (--irp-workers 0): another process with --irp-url must register their invoices, and cancels of registered invoices are refused here", "sellers", list)
+		return nil
+	}
+	return fmt.Errorf("serve: sellers %s e-invoice, and no IRP is configured: set --irp-url and the other --irp-* settings (INVOICED_IRP_*; docs/e-invoice.md), or start this process with --irp-workers 0 when another one registers their invoices", list)
+}
 
 // serveMetrics serves m's metrics at GET /metrics on addr, on a listener
 // of its own (--metrics-addr). It returns the address bound and a function

@@ -65,6 +65,19 @@ func Do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action
 	}
 }
 
+// Text returns the text of the first element of the page of ctx that CSS
+// selector sel matches, and fails t when there is none within Timeout.
+func Text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return s
+}
+
 // Media returns an action that lays pages out for media ("print" or
 // "screen"), as a printer driver or a screen would.
 func Media(media string) chromedp.Action[chromedp.Void] {

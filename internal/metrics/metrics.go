@@ -42,6 +42,7 @@ type Metrics struct {
 	deliveries      *prometheus.CounterVec
 	deliveryTime    prometheus.Histogram
 	eventsPurged    prometheus.Counter
+	eInvoices       *prometheus.CounterVec
 }
 
 // Latency buckets, in seconds: a batch commits in about a millisecond on a
@@ -147,7 +148,14 @@ func New() *Metrics {
 		Name: "invoiced_events_purged_total",
 		Help: "Events deleted after their retention (30 days).",
 	})
-	for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.issued, m.cancelled, m.replays,
+	m.eInvoices = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "invoiced_einvoice_settled_total",
+		Help: "Steps of the IRP workers on e-invoice registrations, by outcome: registered, failed (the IRP refused the document), cancelled, retry (asked again later: no answer, the IRP busy, credentials refused), unchanged.",
+	}, []string{"outcome"})
+	for _, o := range []string{"registered", "failed", "cancelled", "retry", "unchanged"} {
+		m.eInvoices.WithLabelValues(o)
+	}
+	for _, c := range []prometheus.Collector{m.eInvoices, m.requests, m.requestDuration, m.issued, m.cancelled, m.replays,
 		m.batchSize, m.batchCommit, m.lockWait, m.outcomeUnknown, m.mispredictions, m.keysPurged, m.keysPurgeErrors,
 		m.verifyRuns, m.brokenChains, m.verifyLast, m.verifyDuration, m.deliveries, m.deliveryTime, m.eventsPurged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -344,6 +352,10 @@ func (m *Metrics) WebhookDelivery(outcome string, took time.Duration) {
 	m.deliveries.WithLabelValues(outcome).Inc()
 	m.deliveryTime.Observe(took.Seconds())
 }
+
+// EInvoiceSettled counts one step of the IRP workers with its outcome
+// (registered, failed, cancelled, retry, unchanged).
+func (m *Metrics) EInvoiceSettled(outcome string) { m.eInvoices.WithLabelValues(outcome).Inc() }
 
 // EventsPurged counts n events deleted after their retention.
 func (m *Metrics) EventsPurged(n int64) { m.eventsPurged.Add(float64(n)) }

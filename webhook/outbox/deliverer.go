@@ -5,13 +5,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/fairshare"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/webhook"
@@ -83,40 +82,7 @@ type Deliverer struct {
 	log      *slog.Logger
 	metrics  *metrics.Metrics
 	client   *http.Client
-	inFlight *sellerSlots
-}
-
-// sellerSlots counts the deliveries of each seller in flight in one
-// process and holds each seller to max of them.
-type sellerSlots struct {
-	mu  sync.Mutex
-	max int
-	n   map[int64]int // seller → deliveries in flight, never 0 (deleted)
-}
-
-// take takes one of seller's slots and reports whether one was free.
-func (s *sellerSlots) take(seller int64) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.n[seller] >= s.max {
-		return false
-	}
-	s.n[seller]++
-	return true
-}
-
-// release gives back a slot of seller that take gave.
-func (s *sellerSlots) release(seller int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch n := s.n[seller]; {
-	case n <= 0:
-		panic("outbox: webhook slot released that was not taken")
-	case n == 1:
-		delete(s.n, seller)
-	default:
-		s.n[seller] = n - 1
-	}
+	inFlight *fairshare.Slots
 }
 
 // NewDeliverer returns a Deliverer for cfg with its defaults filled in.
@@ -149,7 +115,7 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: &sellerSlots{max: cfg.PerSeller, n: map[int64]int{}}}
+	d := &Deliverer{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, inFlight: fairshare.New(cfg.PerSeller)}
 	if d.log == nil {
 		d.log = slog.New(slog.DiscardHandler)
 	}
@@ -180,28 +146,8 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 // progress (cut short by ctx; each is recorded as due again) and returns
 // nil.
 func (d *Deliverer) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for range d.cfg.Workers {
-		wg.Go(func() { d.work(ctx) })
-	}
-	wg.Wait()
+	fairshare.Run(ctx, d.cfg.Workers, d.cfg.Poll, d.round, func(err error) { d.log.Warn("webhooks: claiming deliveries failed", "err", err) })
 	return nil
-}
-
-// work claims and delivers, round after round, until ctx ends.
-func (d *Deliverer) work(ctx context.Context) {
-	for ctx.Err() == nil {
-		sent, err := d.round(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("webhooks: claiming deliveries failed", "err", err)
-		}
-		if sent == 0 || err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(d.cfg.Poll):
-			}
-		}
-	}
 }
 
 // round reads the sellers with due deliveries, longest due first, and
@@ -217,25 +163,13 @@ func (d *Deliverer) round(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sent := 0
-	for _, s := range sellers {
-		if ctx.Err() != nil {
-			break
-		}
-		if !d.inFlight.take(s) {
-			continue
-		}
+	return d.inFlight.Round(sellers, func() bool { return ctx.Err() != nil }, func(s int64) (bool, error) {
 		ds, err := claimSellerDeliveries(ctx, d.cfg.Pool, s, 1, lease)
 		for _, dl := range ds {
 			d.attempt(ctx, dl)
-			sent++
 		}
-		d.inFlight.release(s)
-		if err != nil {
-			return sent, err
-		}
-	}
-	return sent, nil
+		return len(ds) > 0, err
+	})
 }
 
 // attempt sends one delivery and records its outcome.
@@ -275,12 +209,7 @@ func (d *Deliverer) attempt(ctx context.Context, dl delivery) {
 
 // backoff returns the wait after the attempts-th failed attempt.
 func (d *Deliverer) backoff(attempts int) time.Duration {
-	w := d.cfg.RetryBase
-	for i := 1; i < attempts && w < d.cfg.RetryMax; i++ {
-		w *= 2
-	}
-	w = min(w, d.cfg.RetryMax)
-	return time.Duration(float64(w) * (0.8 + 0.4*rand.Float64()))
+	return fairshare.Backoff(d.cfg.RetryBase, d.cfg.RetryMax, attempts)
 }
 
 // send POSTs dl's event to its webhook and returns the answer's status.

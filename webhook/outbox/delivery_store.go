@@ -23,11 +23,13 @@ type delivery struct {
 }
 
 // dueSellers returns up to limit sellers with due deliveries to live
-// webhooks, the one whose delivery is due longest first.
+// webhooks, the one whose delivery is due longest first. Deliveries to a
+// seller's IRP subscriber (kind irp, docs/e-invoice.md) are the IRP
+// workers', never posted.
 func dueSellers(ctx context.Context, q db.Querier, limit int) ([]int64, error) {
 	rows, err := q.Query(ctx, `
 		SELECT d.seller_id FROM webhook_deliveries d
-		JOIN webhooks w ON w.seller_id = d.seller_id AND w.id = d.webhook_id AND w.deleted_at IS NULL
+		JOIN webhooks w ON w.seller_id = d.seller_id AND w.id = d.webhook_id AND w.deleted_at IS NULL AND w.kind = 'http'
 		WHERE d.state = 'pending' AND d.next_at <= now()
 		GROUP BY d.seller_id ORDER BY min(d.next_at) LIMIT $1`, limit)
 	if err != nil {
@@ -51,7 +53,7 @@ func claimSellerDeliveries(ctx context.Context, q db.Querier, sellerID int64, n 
 	rows, err := q.Query(ctx, `
 		WITH due AS (
 			SELECT d.event_id, d.webhook_id FROM webhook_deliveries d
-			JOIN webhooks w ON w.seller_id = $1 AND w.id = d.webhook_id AND w.deleted_at IS NULL
+			JOIN webhooks w ON w.seller_id = $1 AND w.id = d.webhook_id AND w.deleted_at IS NULL AND w.kind = 'http'
 			WHERE d.seller_id = $1 AND d.state = 'pending' AND d.next_at <= now()
 			ORDER BY d.next_at LIMIT $2
 			FOR UPDATE OF d SKIP LOCKED

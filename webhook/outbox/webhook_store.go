@@ -13,7 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// This file holds the SQL of registered webhooks.
+// This file holds the SQL of registered webhooks. A seller that e-invoices
+// also has a subscriber of kind irp (docs/e-invoice.md, written by
+// einvoice/registration): it is not one of the seller's webhooks, and these
+// functions neither count, list nor delete it.
 
 // MaxWebhooksPerSeller is the most live webhooks one seller may have.
 const MaxWebhooksPerSeller = 16
@@ -56,7 +59,7 @@ func CreateWebhook(ctx context.Context, b db.Beginner, sellerID int64, url strin
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `
-			SELECT count(*) FROM webhooks WHERE seller_id = $1 AND deleted_at IS NULL`, sellerID).Scan(&n); err != nil {
+			SELECT count(*) FROM webhooks WHERE seller_id = $1 AND deleted_at IS NULL AND kind = 'http'`, sellerID).Scan(&n); err != nil {
 			return err
 		}
 		if n >= MaxWebhooksPerSeller {
@@ -77,7 +80,7 @@ func CreateWebhook(ctx context.Context, b db.Beginner, sellerID int64, url strin
 func ListWebhooks(ctx context.Context, q db.Querier, sellerID int64) ([]Webhook, error) {
 	rows, err := q.Query(ctx, `
 		SELECT id, public_id, url, events, created_at FROM webhooks
-		WHERE seller_id = $1 AND deleted_at IS NULL ORDER BY id`, sellerID)
+		WHERE seller_id = $1 AND deleted_at IS NULL AND kind = 'http' ORDER BY id`, sellerID)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list webhooks: %w", err)
 	}
@@ -100,7 +103,7 @@ func DeleteWebhook(ctx context.Context, b db.Beginner, sellerID int64, publicID 
 		var id int64
 		err := tx.QueryRow(ctx, `
 			UPDATE webhooks SET deleted_at = now()
-			WHERE public_id = $1 AND seller_id = $2 AND deleted_at IS NULL RETURNING id`, publicID, sellerID).Scan(&id)
+			WHERE public_id = $1 AND seller_id = $2 AND deleted_at IS NULL AND kind = 'http' RETURNING id`, publicID, sellerID).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return ErrWebhookNotFound
 		}
