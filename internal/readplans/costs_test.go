@@ -350,7 +350,7 @@ func BenchmarkFreshBurst(b *testing.B) {
 			if i > 0 {
 				body.WriteByte(',')
 			}
-			fmt.Fprintf(&body, `{"idempotency_key":"k%d","buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders"},"place_of_supply":"29","items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`, done+i)
+			fmt.Fprintf(&body, `{"idempotency_key":"k%d","buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders","address":{"line1":"14 Residency Road","city":"Bengaluru","pin":"560025"}},"place_of_supply":"29","items":[{"description":"Masala chai","hsn":"0902","quantity":"2","unit_price":"10.00","gst_rate":"5"}]}`, done+i)
 		}
 		body.WriteString(`]}`)
 		if status, out, _ := send(b, c, base, k, "POST", "/v1/series/C1/invoices/batch", body.String()); status != http.StatusOK {

@@ -159,7 +159,7 @@ func (s *server) issueBurst(t *testing.T, tn *tenant, code string, n int) string
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			fmt.Fprintf(&b, `{"idempotency_key":"%s-%d","buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders"},"place_of_supply":"29","items":[`, code, done+i)
+			fmt.Fprintf(&b, `{"idempotency_key":"%s-%d","buyer":{"gstin":"29AAGCB7383J1Z4","name":"Bangalore Traders","address":{"line1":"14 Residency Road","city":"Bengaluru","pin":"560025"}},"place_of_supply":"29","items":[`, code, done+i)
 			for j := range 3 {
 				if j > 0 {
 					b.WriteByte(',')
