@@ -88,7 +88,9 @@ func scanInvoiceWith(row pgx.Row, lead []any, more ...any) (document.Invoice, er
 	var od *time.Time
 	var items []byte
 	var taxable, cgst, sgst, igst, total decimal.Decimal
-	cols := append(lead, &inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
+	cols := make([]any, 0, len(lead)+28+len(more))
+	cols = append(cols, lead...)
+	cols = append(cols, &inv.ID, &inv.PublicID, &inv.SellerID, &inv.SeriesID, &inv.SeriesCode, &dt, &fy, &inv.Serial, &inv.Number,
 		&inv.InvoiceDate, &inv.IssuedAt, &inv.Status, &bg, &bn, &inv.PlaceOfSupply,
 		&on, &od, &items, &taxable, &cgst, &sgst, &igst, &total, &inv.CancelledAt, &reason, &oext, &baddr, &ship)
 	err := row.Scan(append(cols, more...)...)
