@@ -98,7 +98,7 @@ const issuedEventsSQL = `
 func EachEvent(ctx context.Context, q db.Querier, sellerID, after int64, limit int,
 	fn func(id int64, typ string, at time.Time, inv document.Invoice) error) error {
 	rows, err := q.Query(ctx, `
-		SELECT evt.id, evt.type, evt.created_at, evt.invoice_id, `+readCols+`
+		SELECT evt.id, evt.type, evt.created_at, evt.invoice_id, `+readCols("$1")+`
 		FROM events evt
 		LEFT JOIN LATERAL (SELECT * FROM invoices i WHERE i.id = evt.invoice_id AND i.seller_id = $1 OFFSET 0) i ON true
 		LEFT JOIN series s ON s.id = i.series_id AND s.seller_id = $1

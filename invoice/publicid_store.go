@@ -20,9 +20,9 @@ func GetByPublicID(ctx context.Context, q db.Querier, publicID string) (document
 	case !ok:
 		return document.Invoice{}, ErrNotFound
 	case route.Legacy():
-		return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+
+		return one(q.QueryRow(ctx, `SELECT `+readCols("i.seller_id")+readFrom+
 			`WHERE i.public_id = $1 AND length(i.public_id) = 26`, publicID), "get invoice")
 	}
-	return one(q.QueryRow(ctx, `SELECT `+readCols+readFrom+
+	return one(q.QueryRow(ctx, `SELECT `+readCols("$1")+readFrom+
 		`WHERE i.seller_id = $1 AND i.public_id = $2 AND length(i.public_id) > 26`, route.SellerID, publicID), "get invoice")
 }

@@ -108,7 +108,7 @@ func (e *env) settleAll(w *Worker, timeout time.Duration) {
 		var left int
 		if err := e.pool.QueryRow(ctx, `
 			SELECT (SELECT count(*) FROM e_invoices WHERE next_at IS NOT NULL)
-				+ (SELECT count(*) FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id AND w.kind = 'irp' WHERE d.state = 'pending')`).Scan(&left); err != nil {
+				+ (SELECT count(*) FROM webhook_deliveries d JOIN webhooks w ON w.seller_id = d.seller_id AND w.id = d.webhook_id AND w.kind = 'irp' WHERE d.state = 'pending')`).Scan(&left); err != nil {
 			e.t.Fatal(err)
 		}
 		if left == 0 {
