@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
@@ -907,6 +908,7 @@ func wrongSecret(key string) string {
 func TestPeriodLocks(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	dbtest.SetClock(t, e.pool, testNow) // October has ended by the database's clock too, November not
 	oct := e.mustIssue("CH1", "2026-10-20")
 	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21"), 201)
 	e.wantError(e.do("POST", "/v1/periods/112026/lock", e.all, ""), 422, "period_not_ended") // November is today's month
