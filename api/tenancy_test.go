@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -296,7 +297,7 @@ func TestEveryReadRouteNamesOnlyItsSeller(t *testing.T) {
 				}
 			}
 			if probe.others != nil {
-				method := cmpOr(probe.method, "GET")
+				method := cmp.Or(probe.method, "GET")
 				for _, p := range probe.others(x, y) {
 					resp := e.do(method, p, x.key, probe.body)
 					if resp.status != http.StatusNotFound {
@@ -324,13 +325,6 @@ func TestEveryReadRouteNamesOnlyItsSeller(t *testing.T) {
 			t.Errorf("%s finds CH1/26-27/00001: %s (%v); want exactly its own", x.name, resp.body, err)
 		}
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // storeProbe asks a store function as seller x, with y the other seller.
