@@ -69,9 +69,9 @@ func tenancyFixture(t *testing.T) (*env, *tenant, *tenant) {
 	e := setup(t, func(c *Config) { c.BackdateDays = 60; c.WebhookAllowPrivate = true })
 	dbtest.SetClock(t, e.pool, testNow) // locked months have ended by the database's clock too
 	b := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Mysuru Silk House"})
-	a := &tenant{name: "A", seller: e.seller, key: e.all, date: "2026-11-29", locked: mustMonth(t, "102026")}
+	a := &tenant{name: "A", seller: e.seller, key: e.all, date: "2026-11-29", locked: document.MonthOf(day(t, "2026-10-01"))}
 	bb := &tenant{name: "B", seller: b, key: mustKey(t, e.pool, b.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage),
-		date: "2026-11-28", locked: mustMonth(t, "092026")}
+		date: "2026-11-28", locked: document.MonthOf(day(t, "2026-09-01"))}
 	var err error
 	if a.ch1, err = series.Get(ctx, e.pool, a.seller.ID, "CH1"); err != nil {
 		t.Fatal(err)
@@ -134,15 +134,6 @@ func tenancyFixture(t *testing.T) (*env, *tenant, *tenant) {
 		}
 	}
 	return e, a, bb
-}
-
-func mustMonth(t *testing.T, fp string) document.Month {
-	t.Helper()
-	m, err := document.ParseMonth(fp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func day(t *testing.T, s string) time.Time {

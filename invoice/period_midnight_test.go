@@ -3,6 +3,7 @@ package invoice_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -64,16 +65,8 @@ func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 	if err := holder.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"issue": issued, "cancel": cancelled} {
-		select {
-		case err := <-ch:
-			if !errors.Is(err, invoice.ErrPeriodLocked) {
-				t.Errorf("%s dated %s, started at 23:59:59 IST, after %s was locked while it waited: %v, want ErrPeriodLocked", name, lastDay.Format(time.DateOnly), month, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s still waiting", name)
-		}
-	}
+	refusedPeriodLocked(t, map[string]chan error{"issue": issued, "cancel": cancelled},
+		"dated %s, started at 23:59:59 IST, after %s was locked while it waited", lastDay.Format(time.DateOnly), month)
 	var n int
 	var status string
 	if err := f.pool.QueryRow(ctx, `SELECT count(*), min(status) FILTER (WHERE id = $2) FROM invoices WHERE seller_id = $1`, f.seller.ID, first.ID).Scan(&n, &status); err != nil {
@@ -187,11 +180,18 @@ func TestMonthEndGuardWaitsForALockInProgress(t *testing.T) {
 	if err := locker.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"issue": issued, "cancel": cancelled} {
+	refusedPeriodLocked(t, map[string]chan error{"issue": issued, "cancel": cancelled}, "dated %s after %s was locked", lastDay.Format(time.DateOnly), month)
+}
+
+// refusedPeriodLocked waits for each named result and fails the test
+// unless it is ErrPeriodLocked; what (a format with args) says when.
+func refusedPeriodLocked(t *testing.T, results map[string]chan error, what string, args ...any) {
+	t.Helper()
+	for name, ch := range results {
 		select {
 		case err := <-ch:
 			if !errors.Is(err, invoice.ErrPeriodLocked) {
-				t.Errorf("%s dated %s after %s was locked: %v, want ErrPeriodLocked", name, lastDay.Format(time.DateOnly), month, err)
+				t.Errorf("%s %s: %v, want ErrPeriodLocked", name, fmt.Sprintf(what, args...), err)
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatalf("%s still waiting", name)

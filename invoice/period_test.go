@@ -199,16 +199,7 @@ func TestPeriodLockRace(t *testing.T) {
 	if err := locker.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"alone": alone, "batched": batched} {
-		select {
-		case err := <-ch:
-			if !errors.Is(err, invoice.ErrPeriodLocked) {
-				t.Fatalf("%s backdated invoice after the lock committed: %v, want ErrPeriodLocked", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s backdated invoice still waiting", name)
-		}
-	}
+	refusedPeriodLocked(t, map[string]chan error{"alone": alone, "batched": batched}, "backdated invoice after the lock committed")
 	if a, b := lastSerial(t, f, f.s), lastSerial(t, f, ch2); a != before1 || b != before2 {
 		t.Fatalf("numbers used by refused invoices: CH1 %d→%d, CH2 %d→%d", before1, a, before2, b)
 	}
