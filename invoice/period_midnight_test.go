@@ -105,26 +105,11 @@ func draftOn(t *testing.T, f fixture, date, now time.Time) document.Draft {
 	return d
 }
 
-// lockWaits returns how many sessions of f's database wait for a lock
-// (on Citus: on the seller's worker, listed cluster-wide by
-// citus_lock_waits), or -1 when it cannot be read.
-func lockWaits(t *testing.T, f fixture) int {
-	waits := `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
-	if dbtest.Citus(t) {
-		waits = `SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits`
-	}
-	var n int
-	if err := f.pool.QueryRow(context.Background(), waits).Scan(&n); err != nil {
-		return -1
-	}
-	return n
-}
-
 // waitingForLocks waits until at least n sessions of f's database wait
 // for a lock.
 func waitingForLocks(t *testing.T, f fixture, n int, what string) {
 	t.Helper()
-	testwait.Until(t, 30*time.Second, func() bool { return lockWaits(t, f) >= n }, "%s", what)
+	testwait.Until(t, 30*time.Second, func() bool { return dbtest.LockWaits(t, f.pool) >= n }, "%s", what)
 }
 
 // TestMonthEndGuardWaitsForALockInProgress: an invoice dated on a month's
@@ -168,7 +153,7 @@ func TestMonthEndGuardWaitsForALockInProgress(t *testing.T) {
 		cancelled <- err
 	}()
 	testwait.Until(t, 30*time.Second, func() bool {
-		return len(issued) > 0 || len(cancelled) > 0 || lockWaits(t, f) >= 2
+		return len(issued) > 0 || len(cancelled) > 0 || dbtest.LockWaits(t, f.pool) >= 2
 	}, "the issue and the cancellation to wait for the lock being written")
 	select {
 	case err := <-issued:

@@ -187,7 +187,7 @@ func TestPeriodLockRace(t *testing.T) {
 	// locker holds (nothing else is held), and neither has answered: an
 	// event, where a 500 ms wait let one that answered later pass.
 	testwait.Until(t, 30*time.Second, func() bool {
-		return len(alone) > 0 || len(batched) > 0 || lockWaits(t, f) >= 2
+		return len(alone) > 0 || len(batched) > 0 || dbtest.LockWaits(t, f.pool) >= 2
 	}, "the two backdated requests to wait for the lock being created")
 	select {
 	case err := <-alone:

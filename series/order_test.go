@@ -2,6 +2,7 @@ package series_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -75,16 +76,8 @@ func TestNextManyLocksRowsInOrder(t *testing.T) {
 				}
 				return tx.Commit(ctx)
 			}
-			waits := `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
-			if dbtest.Citus(t) {
-				waits = `SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits`
-			}
 			waiting := func(want int, what string) {
-				testwait.Until(t, 30*time.Second, func() bool {
-					var n int
-					err := f.pool.QueryRow(ctx, waits).Scan(&n)
-					return err == nil && n >= want
-				}, "%s", what)
+				testwait.Until(t, 30*time.Second, func() bool { return dbtest.LockWaits(t, f.pool) >= want }, "%s", what)
 			}
 			// [A, B] queues for A first, so A goes to it when released.
 			done := make(chan error, 2)
@@ -112,5 +105,39 @@ func TestNextManyLocksRowsInOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSeriesCreationWaitsForAnotherInProgress: a series created while
+// another creation of the seller is in progress (its transaction open)
+// waits for it and is then checked against it: overlapping formats are
+// refused, never both created. TestConcurrentCreationOfOverlappingSeries
+// starts creations at once, which rarely overlap in time; this one holds
+// the first open.
+func TestSeriesCreationWaitsForAnotherInProgress(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx := context.Background()
+	first, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback(ctx)
+	if _, err := series.CreateSeriesTx(ctx, first, series.NewSeries{SellerID: f.seller.ID, Code: "P", DocType: "invoice", Format: "A{SEQ}"}); err != nil {
+		t.Fatal(err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		_, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "Q", DocType: "invoice", Format: "A1{SEQ}"})
+		second <- err
+	}()
+	testwait.Until(t, 30*time.Second, func() bool {
+		return len(second) > 0 || dbtest.LockWaits(t, f.pool) >= 1
+	}, "the second creation to wait for the first")
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; !errors.Is(err, series.ErrOverlap) {
+		t.Fatalf("a series overlapping one created meanwhile: %v, want ErrOverlap", err)
 	}
 }
