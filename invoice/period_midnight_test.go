@@ -131,17 +131,7 @@ func TestMonthEndGuardWaitsForALockInProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	locker, err := f.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Rollback(ctx)
-	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, $2, now(), 'test')`, f.seller.ID, month.Start()); err != nil {
-		t.Fatal(err)
-	}
+	locker := lockInProgress(t, f, month.Start(), time.Time{})
 	issued := make(chan error, 1)
 	go func() {
 		_, err := invoice.Issue(ctx, f.pool, f.seller, f.s, draftOn(t, f, lastDay, lastSecond), lastSecond, opt)

@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 )
 
 // december is the periods tests' clock: 5 December 2026, 10:00 IST, so
@@ -146,17 +147,7 @@ func TestPeriodLockRace(t *testing.T) {
 	}
 	before1, before2 := lastSerial(t, f, f.s), lastSerial(t, f, ch2)
 
-	locker, err := f.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Rollback(ctx)
-	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {
-		t.Fatal(err)
-	}
+	locker := lockInProgress(t, f, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), december)
 
 	alone := make(chan error, 1)
 	go func() {
@@ -306,4 +297,29 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 	if got := lastSerial(t, f, n9); got != 7 {
 		t.Fatalf("N9's last serial is %d after a batch into a locked month, want 7", got)
 	}
+}
+
+// lockInProgress begins a transaction that takes the seller's period lock
+// and writes the lock of the month starting at period, locked at lockedAt
+// (the database's now() when zero), and returns it open: the caller
+// commits it, and the test's end rolls back one left open.
+func lockInProgress(t *testing.T, f fixture, period, lockedAt time.Time) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	locker, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locker.Rollback(context.Background()) })
+	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
+		t.Fatal(err)
+	}
+	var at *time.Time
+	if !lockedAt.IsZero() {
+		at = &lockedAt
+	}
+	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, $2, COALESCE($3, now()), 'test')`, f.seller.ID, period, at); err != nil {
+		t.Fatal(err)
+	}
+	return locker
 }
