@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
@@ -906,6 +907,7 @@ func wrongSecret(key string) string {
 func TestPeriodLocks(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.BackdateDays = 60 })
+	dbtest.SetClock(t, e.pool, testNow) // October has ended by the database's clock too, November not
 	oct := e.mustIssue("CH1", "2026-10-20")
 	e.wantStatus(e.do("POST", "/v1/series/CH1/invoices", e.all, issueJSON("2026-10-21"), "Idempotency-Key", "oct-21"), 201)
 	e.wantError(e.do("POST", "/v1/periods/112026/lock", e.all, ""), 422, "period_not_ended") // November is today's month
@@ -993,5 +995,28 @@ func TestSeriesOpening(t *testing.T) {
 	s := doc.Summary
 	if !s.Intact || len(s.Gaps) != 0 || s.Opening == nil || (*s.Opening)["last_number"] != "CH2/26-27/01233" || (*s.Opening)["declared_by"] == "" || s.Total != 1 || s.Chain != "ok" {
 		t.Fatalf("audit with an opening: %s", r.body)
+	}
+}
+
+// TestUndatedInvoiceAtISTMidnight: a till that sends no invoice_date ten
+// minutes after IST midnight on 1 April gets 1 April and the new year's
+// first number, although the UTC date is still 31 March; ten minutes
+// before midnight it gets 31 March and the old year. Alone and in a batch.
+func TestUndatedInvoiceAtISTMidnight(t *testing.T) {
+	t.Parallel()
+	var clock atomic.Int64
+	clock.Store(time.Date(2027, 3, 31, 23, 50, 0, 0, gst.IST).UnixNano())
+	e := setup(t, func(c *Config) { c.Now = func() time.Time { return time.Unix(0, clock.Load()) } })
+	if inv := e.mustIssue("CH1", ""); inv.InvoiceDate != "2027-03-31" || inv.Number != "CH1/26-27/00001" {
+		t.Fatalf("undated at 23:50 IST on 31 March: %s %s, want 2027-03-31 CH1/26-27/00001", inv.InvoiceDate, inv.Number)
+	}
+	clock.Store(time.Date(2027, 4, 1, 0, 10, 0, 0, gst.IST).UnixNano()) // 2027-03-31T18:40Z
+	if inv := e.mustIssue("CH1", ""); inv.InvoiceDate != "2027-04-01" || inv.FY != "2027-28" || inv.Number != "CH1/27-28/00001" {
+		t.Fatalf("undated at 00:10 IST on 1 April: %s %s %s, want 2027-04-01 2027-28 CH1/27-28/00001", inv.InvoiceDate, inv.FY, inv.Number)
+	}
+	r := e.do("POST", "/v1/series/CH1/invoices/batch", e.all, `{"invoices":[{"idempotency_key":"b1",`+strings.TrimPrefix(issueJSON(""), "{")+`]}`)
+	e.wantStatus(r, http.StatusOK)
+	if !strings.Contains(string(r.body), `"invoice_date":"2027-04-01"`) || !strings.Contains(string(r.body), `"number":"CH1/27-28/00002"`) {
+		t.Fatalf("undated batch item at 00:10 IST on 1 April: %s", r.body)
 	}
 }

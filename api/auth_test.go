@@ -114,7 +114,7 @@ func TestFailuresRateLimitedPerAddress(t *testing.T) {
 	}
 	e.wantStatus(e.do("GET", "/v1/series", e.read, ""), http.StatusOK) // valid and cached: not limited
 	// A wrong secret for that cached key is a failure like any other.
-	e.wantError(e.do("GET", "/v1/series", e.read[:len(e.read)-1]+"x", ""), http.StatusTooManyRequests, "rate_limited")
+	e.wantError(e.do("GET", "/v1/series", wrongSecret(e.read), ""), http.StatusTooManyRequests, "rate_limited")
 	receipts := map[int]int{}
 	for range 10 {
 		receipts[e.do("GET", "/r/"+strings.Repeat("a", 26), "", "").status]++

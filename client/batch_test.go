@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/api"
 	"github.com/invoiced/invoiced/apikey"
@@ -184,7 +185,12 @@ func TestBatchOverRateLimitNotRetried(t *testing.T) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	_, err = fastClient(ts.URL, key).IssueBatch(ctx, "CH1", []BatchItem{{Items: sale().Items}, {Items: sale().Items}, {Items: sale().Items}})
+	// A client that retried over_rate_limit would retry until its context
+	// ends: bound it, so that it fails on the count below and not by
+	// hanging until the test's timeout.
+	callCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	_, err = fastClient(ts.URL, key).IssueBatch(callCtx, "CH1", []BatchItem{{Items: sale().Items}, {Items: sale().Items}, {Items: sale().Items}})
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusTooManyRequests || ce.Code != CodeOverRateLimit {
 		t.Fatalf("a batch of 3 under --rate-limit 2: %v, want 429 %s", err, CodeOverRateLimit)

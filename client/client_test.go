@@ -273,6 +273,16 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	if IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != "database_unavailable" || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("only 503 database_unavailable: err %v, want a known outcome with the last *Error", err)
 	}
+	// 503 commit_outcome_unknown: that attempt may have issued the invoice,
+	// so the deadline falling while the client waits to retry leaves the
+	// outcome unknown.
+	e.proxy.set(&step{fault: synthesized, status: 503, retryAfter: "30", body: `{"error":{"code":"commit_outcome_unknown","message":"m"}}`})
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	_, err = c.IssueInvoice(ctx, "CH1", sale())
+	cancel()
+	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != CodeCommitOutcomeUnknown {
+		t.Fatalf("503 commit_outcome_unknown, then the deadline: err %v, want outcome unknown with the last *Error", err)
+	}
 
 	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 401, body: `{"error":{"code":"unauthorized","message":"m"}}`})
 	_, err = c.IssueInvoice(context.Background(), "CH1", sale())

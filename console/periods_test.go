@@ -9,6 +9,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/invoice"
 )
 
@@ -20,7 +21,10 @@ import (
 // issue-only) see no button and get 403 on the confirmation and the POST.
 func TestLockMonthInConsole(t *testing.T) {
 	t.Parallel()
-	f := setup(t) // today is 29 Nov 2026: October has ended, November not
+	// Today is 29 Nov 2026, by the database's clock too: October has
+	// ended, November not.
+	f := setup(t)
+	dbtest.SetClock(t, f.pool, start)
 	ctx := context.Background()
 	locks := func() []document.PeriodLock {
 		t.Helper()

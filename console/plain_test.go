@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
@@ -46,6 +47,7 @@ func textOf(body string) string {
 func TestPagesSpeakPlainly(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	dbtest.SetClock(t, f.pool, start) // October has ended by the database's clock too
 	ctx := context.Background()
 	demo := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "DEMO", Format: "D{SEQ:4}"})
 	issueIn(t, f, demo, "2026-11-20")

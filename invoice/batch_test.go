@@ -2,6 +2,7 @@ package invoice_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -58,6 +59,46 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 				}
 			}
 			checkContiguous(t, serialsOf(t, f), batches*size+singles*15)
+		})
+	}
+}
+
+// TestOneBatchClaimsAKeyOnce: two requests with one idempotency key in
+// the same batch (same body or another) are not both issued: the first
+// is, the second is told the key is in progress (409), as any concurrent
+// duplicate is, and the batch's other members are issued in the same
+// transaction, not failed and retried over the key.
+func TestOneBatchClaimsAKeyOnce(t *testing.T) {
+	t.Parallel()
+	for _, predict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
+			t.Parallel()
+			f := setup(t)
+			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict})))
+			other := f.draft(t, "k")
+			other.RequestHash = []byte("another body")
+			rs := c.IssueBatch(context.Background(), []invoice.IssueRequest{
+				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "before")},
+				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "k")},
+				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "k")},
+				{Seller: f.seller, Series: f.s, Draft: other},
+				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "after")},
+			})
+			for i, want := range []string{"issued", "issued", "in progress", "in progress", "issued"} {
+				got := "issued"
+				switch r := rs[i]; {
+				case errors.Is(r.Err, invoice.ErrKeyInProgress):
+					got = "in progress"
+				case r.Err != nil || r.Replayed:
+					got = fmt.Sprintf("%+v", r)
+				}
+				if got != want {
+					t.Errorf("request %d: %s, want %s", i, got, want)
+				}
+			}
+			if !rs[0].Invoice.IssuedAt.Equal(rs[4].Invoice.IssuedAt) || rs[4].Invoice.Serial != rs[0].Invoice.Serial+2 {
+				t.Errorf("the batch's members were not issued by one transaction: %+v, %+v", rs[0].Invoice, rs[4].Invoice)
+			}
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
 )
 
 // december is the periods tests' clock: 5 December 2026, 10:00 IST, so
@@ -44,6 +45,7 @@ func lastSerial(t *testing.T, f fixture, s gst.Series) int64 {
 func TestPeriodLock(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
+	dbtest.SetClock(t, f.pool, december) // November has ended by the database's clock too
 	ctx := context.Background()
 	nov := mustMonth(t, "112026")
 	early, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-10"), december, testfactory.Options(t, series.Options{}))
@@ -145,17 +147,7 @@ func TestPeriodLockRace(t *testing.T) {
 	}
 	before1, before2 := lastSerial(t, f, f.s), lastSerial(t, f, ch2)
 
-	locker, err := f.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Rollback(ctx)
-	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {
-		t.Fatal(err)
-	}
+	locker := lockInProgress(t, f, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC), december)
 
 	alone := make(chan error, 1)
 	go func() {
@@ -185,17 +177,8 @@ func TestPeriodLockRace(t *testing.T) {
 	// Both backdated requests are seen waiting for a lock, the one the
 	// locker holds (nothing else is held), and neither has answered: an
 	// event, where a 500 ms wait let one that answered later pass.
-	waits := `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
-	if dbtest.Citus(t) {
-		waits = `SELECT count(DISTINCT waiting_gpid) FROM citus_lock_waits`
-	}
 	testwait.Until(t, 30*time.Second, func() bool {
-		if len(alone) > 0 || len(batched) > 0 {
-			return true
-		}
-		var n int
-		err := f.pool.QueryRow(ctx, waits).Scan(&n)
-		return err == nil && n >= 2
+		return len(alone) > 0 || len(batched) > 0 || dbtest.LockWaits(t, f.pool) >= 2
 	}, "the two backdated requests to wait for the lock being created")
 	select {
 	case err := <-alone:
@@ -207,16 +190,7 @@ func TestPeriodLockRace(t *testing.T) {
 	if err := locker.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for name, ch := range map[string]chan error{"alone": alone, "batched": batched} {
-		select {
-		case err := <-ch:
-			if !errors.Is(err, invoice.ErrPeriodLocked) {
-				t.Fatalf("%s backdated invoice after the lock committed: %v, want ErrPeriodLocked", name, err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s backdated invoice still waiting", name)
-		}
-	}
+	refusedPeriodLocked(t, map[string]chan error{"alone": alone, "batched": batched}, "backdated invoice after the lock committed")
 	if a, b := lastSerial(t, f, f.s), lastSerial(t, f, ch2); a != before1 || b != before2 {
 		t.Fatalf("numbers used by refused invoices: CH1 %d→%d, CH2 %d→%d", before1, a, before2, b)
 	}
@@ -323,4 +297,29 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 	if got := lastSerial(t, f, n9); got != 7 {
 		t.Fatalf("N9's last serial is %d after a batch into a locked month, want 7", got)
 	}
+}
+
+// lockInProgress begins a transaction that takes the seller's period lock
+// and writes the lock of the month starting at period, locked at lockedAt
+// (the database's now() when zero), and returns it open: the caller
+// commits it, and the test's end rolls back one left open.
+func lockInProgress(t *testing.T, f fixture, period, lockedAt time.Time) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	locker, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locker.Rollback(context.Background()) })
+	if err := invoice.LockPeriods(ctx, locker, f.seller.ID); err != nil {
+		t.Fatal(err)
+	}
+	var at *time.Time
+	if !lockedAt.IsZero() {
+		at = &lockedAt
+	}
+	if _, err := locker.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, $2, COALESCE($3, now()), 'test')`, f.seller.ID, period, at); err != nil {
+		t.Fatal(err)
+	}
+	return locker
 }

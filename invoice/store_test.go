@@ -45,6 +45,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tx.Rollback(ctx) // a failure must not leave it holding a connection: the pool's Close would wait forever
 	drafts := []document.Draft{f.draft(t, "a"), f.draft(t, "b"), f.draft(t, ""), f.draft(t, "c")}
 	invs, err := invoice.IssueTx(ctx, tx, f.seller, f.s, drafts, now, testfactory.Options(t, series.Options{}))
 	if err != nil {
@@ -116,6 +117,7 @@ func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tx.Rollback(ctx)
 	if _, err := invoice.IssueTx(ctx, tx, f.seller, f.s, []document.Draft{f.draft(t, "x"), f.draft(t, "y")}, now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -50,5 +52,63 @@ func TestSendWritesCallbackErrorAfterCommitIsUnknown(t *testing.T) {
 		if !committed && !errors.Is(err, ErrOutcomeUnknown) {
 			t.Errorf("sendWrites after the callback error %q, the COMMIT queued and run: committed=%v, %v; want ErrOutcomeUnknown", cbErr, committed, err)
 		}
+	}
+}
+
+// TestSendWritesLostSessionBeforeCommitIsUnknown: a session that ends
+// while its pipeline runs, before COMMIT's answer was read (here killed
+// in a statement before the COMMIT), leaves the outcome unknown to the
+// client: sendWrites must say ErrOutcomeUnknown, never "committed" (a 201
+// for an invoice never stored, whose number the next invoice takes) nor
+// a plain error that a retry would treat as "not done". Nothing was
+// stored: the session ended before COMMIT ran.
+func TestSendWritesLostSessionBeforeCommitIsUnknown(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE probe (x int)`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	pid := tx.Conn().PgConn().PID()
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO probe VALUES (1)`)
+	b.Queue(`SELECT pg_sleep(60)`)
+	type result struct {
+		committed bool
+		err       error
+	}
+	done := make(chan result, 1)
+	go func() {
+		committed, err := sendWrites(ctx, tx, b, true)
+		done <- result{committed, err}
+	}()
+	testwait.Until(t, 30*time.Second, func() bool {
+		var sleeping bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`, pid).Scan(&sleeping)
+		return err == nil && sleeping
+	}, "the pipeline to reach pg_sleep")
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatal(err)
+	}
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sendWrites still running after its session was killed")
+	}
+	if got.committed || !errors.Is(got.err, ErrOutcomeUnknown) {
+		t.Errorf("sendWrites after its session was killed before COMMIT: committed=%v, %v; want ErrOutcomeUnknown", got.committed, got.err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM probe`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d rows stored by a session killed before COMMIT", n)
 	}
 }

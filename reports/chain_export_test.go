@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -309,6 +310,13 @@ func TestChainWithOpeningRecomputedFromJSONExport(t *testing.T) {
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify: %v\n%s", err, strings.Join(findingLines(rep), "\n"))
 	}
+	// An invoice dated before the declared date falls among the declared serials.
+	f.exec(t, `UPDATE invoices SET invoice_date = '2026-11-10' WHERE series_id = `+strconv.FormatInt(s.ID, 10)+` AND serial = 1235`)
+	rep, err = reports.Verify(ctx, f.pool, f.seller, "MV", 2026)
+	if err != nil || !hasFinding(rep, want{reports.DeclaredSerial, "MV", "2026-27", 0, 1235}) {
+		t.Fatalf("verify with an invoice dated before the declaration: %v\n%s", err, strings.Join(findingLines(rep), "\n"))
+	}
+	f.exec(t, `UPDATE invoices SET invoice_date = '2026-11-20' WHERE series_id = `+strconv.FormatInt(s.ID, 10)+` AND serial = 1235`)
 	f.exec(t, `UPDATE series_openings SET last_serial = 1200, last_number = 'MV/26-27/01200'`)
 	rep, err = reports.Verify(ctx, f.pool, f.seller, "MV", 2026)
 	if err != nil || rep.OK() || rep.Chains[0].Findings[0].Kind != reports.OpeningMismatch || rep.Chains[0].Findings[0].Position != 1 {

@@ -128,6 +128,27 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			[]want{{reports.NumberMismatch, "CH1", "2026-27", 0, 6}, {reports.HashMismatch, "CH1", "2026-27", 7, 6}}},
 		{"edited in the other year", []string{`UPDATE invoices SET taxable = 1 WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2025`},
 			[]want{{reports.HashMismatch, "CH1", "2025-26", 1, 1}}},
+		// The record's time is sealed in its hash, which verify rebuilds
+		// from the invoice's time: only the comparison of the two finds
+		// an edited recorded_at.
+		{"edited recorded_at", []string{`UPDATE chain_records SET recorded_at = recorded_at + interval '1 second' WHERE ` + ch1 + ` AND position = 5`},
+			[]want{{reports.RecordedAtMismatch, "CH1", "2026-27", 5, 4}}},
+		{"dated outside its year", []string{`UPDATE invoices SET invoice_date = '2027-04-02' WHERE ` + ch1 + ` AND serial = 6`},
+			[]want{{reports.DateOutsideFY, "CH1", "2026-27", 0, 6}}},
+		{"swapped issue records", []string{
+			`UPDATE chain_records SET position = 1000 WHERE ` + ch1 + ` AND position = 5`,
+			`UPDATE chain_records SET position = 5 WHERE ` + ch1 + ` AND position = 6`,
+			`UPDATE chain_records SET position = 6 WHERE ` + ch1 + ` AND position = 1000`},
+			[]want{{reports.RecordOrder, "CH1", "2026-27", 6, 4}}},
+		{"cancel record before its issue record", []string{
+			`UPDATE chain_records SET position = 1000 WHERE ` + ch1 + ` AND position = 2`,
+			`UPDATE chain_records SET position = 2 WHERE ` + ch1 + ` AND position = 4`,
+			`UPDATE chain_records SET position = 4 WHERE ` + ch1 + ` AND position = 1000`},
+			[]want{{reports.RecordOrder, "CH1", "2026-27", 2, 2}}},
+		{"duplicated issue record", []string{
+			`INSERT INTO chain_records (seller_id, series_id, fy, position, kind, serial, recorded_at, hash)
+			 SELECT seller_id, series_id, fy, 8, kind, serial, recorded_at, hash FROM chain_records WHERE ` + ch1 + ` AND position = 3`},
+			[]want{{reports.IssueRecordDuplicate, "CH1", "2026-27", 0, 3}}},
 		{"deleted counter row", []string{
 			// The invoices' key to their counter row refuses the delete;
 			// a tamperer with the rights to drop it goes first.

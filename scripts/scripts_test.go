@@ -632,3 +632,39 @@ func TestREADMENamesEveryMakeTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestTestingDocListsEveryMutant: docs/testing.md's table of mutants is
+// what scripts/mutants --table prints for every group but offline (whose
+// mutants docs/offline.md presents), so the guarantee, the patch and the
+// tests that kill it are documented as they are.
+func TestTestingDocListsEveryMutant(t *testing.T) {
+	t.Parallel()
+	dirs, err := os.ReadDir("../testdata/mutants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var groups []string
+	for _, d := range dirs {
+		if d.IsDir() && d.Name() != "offline" {
+			groups = append(groups, d.Name()+"/")
+		}
+	}
+	want, err := exec.CommandContext(t.Context(), "./mutants", append([]string{"--table"}, groups...)...).Output()
+	if err != nil {
+		t.Fatalf("scripts/mutants --table: %v", err)
+	}
+	doc, err := os.ReadFile("../docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- mutants:begin -->\n", "<!-- mutants:end -->"
+	_, rest, ok := strings.Cut(string(doc), begin)
+	table, _, ok2 := strings.Cut(rest, end)
+	if !ok || !ok2 {
+		t.Fatalf("docs/testing.md lacks the markers %q and %q", begin, end)
+	}
+	if table != string(want) {
+		t.Errorf("docs/testing.md's table of mutants differs from scripts/mutants --table %s; paste its output between the markers.\ngot:\n%s\nwant:\n%s",
+			strings.Join(groups, " "), table, want)
+	}
+}

@@ -41,3 +41,31 @@ func TestScanInChunksAgreesWithWhole(t *testing.T) {
 		t.Fatalf("items past its limit: %v, want the array items named with its limit 2", err)
 	}
 }
+
+// TestScanRefusesOneKeyTooMany: an object of MaxKeys keys passes, one of
+// MaxKeys+1 is a TooManyKeys ShapeError naming the key too many, also
+// when more keys follow it.
+func TestScanRefusesOneKeyTooMany(t *testing.T) {
+	t.Parallel()
+	object := func(n int, tail string) []byte {
+		b := []byte("{")
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `"k%d":1`, i)
+		}
+		return append(b, tail+"}"...)
+	}
+	if err := Scan(object(MaxKeys, ""), 10); err != nil {
+		t.Fatalf("%d keys: %v", MaxKeys, err)
+	}
+	for _, tail := range []string{"", `,"k0x":1`} {
+		body := object(MaxKeys+1, tail)
+		var se *ShapeError
+		err := Scan(body, 10)
+		if !errors.As(err, &se) || se.Problem != TooManyKeys || se.Key != fmt.Sprintf("k%d", MaxKeys) {
+			t.Errorf("%s: %v, want TooManyKeys at k%d", body, err, MaxKeys)
+		}
+	}
+}

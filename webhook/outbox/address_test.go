@@ -29,6 +29,7 @@ func TestPublicAddr(t *testing.T) {
 		{"2001:30::1", true},       // DRIP
 		{"64:ff9b::808:808", true}, // NAT64 of 8.8.8.8
 		{"2002:808:808::1", true},  // 6to4 of 8.8.8.8
+		{"::ffff:8.8.8.8", true},   // IPv4-mapped: judged by the IPv4 address it carries
 
 		{"0.0.0.0", false},
 		{"0.1.2.3", false}, // "this network", 0.0.0.0/8

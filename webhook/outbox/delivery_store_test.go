@@ -139,6 +139,11 @@ func TestDeletedWebhookGetsNothingMore(t *testing.T) {
 	if ds, err := claimDeliveries(ctx, e.pool, 8, time.Hour); err != nil || len(ds) != 0 {
 		t.Fatalf("claimed %d deliveries of a deleted webhook (%v)", len(ds), err)
 	}
+	// Nor by a worker that already chose the seller (dueSellers, which
+	// skips it now, ran before the deletion).
+	if ds, err := claimSellerDeliveries(ctx, e.pool, e.seller.ID, 8, time.Hour); err != nil || len(ds) != 0 {
+		t.Fatalf("claimed %d deliveries of a deleted webhook for its seller (%v)", len(ds), err)
+	}
 }
 
 // claimDeliveries claims up to n due deliveries for lease, at most one
