@@ -639,6 +639,17 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 				t.Errorf("outbox.ListEvents by %s: %d events, want its 4 (3 issued, 1 cancelled)", x.name, len(v))
 			}
 		},
+		"outbox.EachEvent": func(t *testing.T, x, y *tenant) {
+			var v []outbox.Event
+			err := outbox.EachEvent(ctx, pool, x.seller.ID, 0, 1000, func(ev outbox.Event) error {
+				v = append(v, ev)
+				return nil
+			})
+			namesOnly(t, "outbox.EachEvent", render(v, err), x, y)
+			if len(v) != 4 {
+				t.Errorf("outbox.EachEvent by %s: %d events, want its 4 (3 issued, 1 cancelled)", x.name, len(v))
+			}
+		},
 		"outbox.LookupEvent": func(t *testing.T, x, y *tenant) {
 			if _, err := outbox.LookupEvent(ctx, pool, x.seller.ID, x.ids[0], invoice.EventIssued); err != nil {
 				t.Errorf("outbox.LookupEvent by %s: %v", x.name, err)
@@ -661,7 +672,7 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 		reads[tx] = reads[plain]
 	}
 	notReads := map[string]string{
-		"invoice.Issue": "writes under the seller and series given", "invoice.IssueTx": "writes", "invoice.IssueManyTx": "writes",
+		"invoice.Issue": "writes under the seller and series given", "invoice.IssueTx": "writes", "invoice.IssueManyTx": "writes", "invoice.RecordEventTx": "writes",
 		"invoice.Cancel": "writes (another seller's id: TestEveryReadRouteNamesOnlyItsSeller's cancel probe)", "invoice.CancelOnce": "writes", "invoice.CancelTx": "writes",
 		"invoice.UploadOffline": "writes (offline lease tests)", "invoice.UploadOfflineCancels": "writes (offline lease tests)",
 		"invoice.LockPeriod": "writes", "invoice.UnlockPeriod": "writes", "invoice.DeclareOpeningTx": "writes",
