@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,7 +20,7 @@ import (
 func TestLockMonthInConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t) // today is 29 Nov 2026: October has ended, November not
-	ctx := context.Background()
+	ctx := t.Context()
 	locks := func() []document.PeriodLock {
 		t.Helper()
 		l, err := invoice.PeriodLocks(ctx, f.pool, f.seller.ID)
