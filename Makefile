@@ -30,7 +30,7 @@ CITUS_ALONE := ./internal/faults/
 GOLANGCI_VERSION := v2.15.0
 GOLANGCI         := .cache/golangci-lint/$(GOLANGCI_VERSION)/golangci-lint
 
-.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-start db-stop clean chromium console-screenshots mutants
+.PHONY: help build run test test-citus test-short fuzz fuzz-run bench lint migrate db-start db-stop clean chromium console-screenshots mutants architecture
 
 help: ## Show this help
 	@echo "Usage: make TARGET [PKG=./series/...] [TESTFLAGS='-run X -v'] [FUZZTIME=30s] [BENCHFLAGS=...]"
@@ -89,6 +89,9 @@ lint: $(GOLANGCI) ## golangci-lint (.golangci.yml), go vet, gofmt and go mod tid
 
 $(GOLANGCI):
 	GOBIN=$(CURDIR)/$(dir $(GOLANGCI)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
+
+architecture: ## Draw the packages and their imports from the code into docs/architecture-packages.md
+	$(GO) test -count=1 -run '^TestPackagePictureIsCurrent$$' ./internal/archmap -args -write
 
 migrate: build ## Apply database migrations to the persistent local DB
 	$(PG) run -- $(BIN) migrate

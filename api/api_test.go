@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -89,7 +88,7 @@ func TestIssueConcurrentOneSeries(t *testing.T) {
 	got := issueMany(t, e, []string{"CH1"}, n, 64)
 	checkContiguous(t, got["CH1"], n, "CH1/26-27/")
 	var count, maxSerial int64
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*), max(serial) FROM invoices`).Scan(&count, &maxSerial); err != nil {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*), max(serial) FROM invoices`).Scan(&count, &maxSerial); err != nil {
 		t.Fatal(err)
 	}
 	if count != n || maxSerial != n {
@@ -145,7 +144,7 @@ func TestIssueConcurrentSeveralSeries(t *testing.T) {
 			answered[inv.Number] = inv.Serial
 		}
 	}
-	rows, err := e.pool.Query(context.Background(), `SELECT s.code, i.serial, i.number FROM invoices i
+	rows, err := e.pool.Query(t.Context(), `SELECT s.code, i.serial, i.number FROM invoices i
 		JOIN series s ON s.id = i.series_id AND s.seller_id = i.seller_id WHERE i.seller_id = $1`, e.seller.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +210,7 @@ func TestErrorStatuses(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.MaxBodyBytes = 4096 })
 	revoked := mustKey(t, e.pool, e.seller.ID, apikey.ScopeIssue)
-	if err := apikey.Revoke(context.Background(), e.pool, revoked[3:11]); err != nil {
+	if err := apikey.Revoke(t.Context(), e.pool, revoked[3:11]); err != nil {
 		t.Fatal(err)
 	}
 	good := issueJSON("")
@@ -287,7 +286,7 @@ func TestLockTimeout503(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.LockTimeout = 200 * time.Millisecond })
 	e.createSeries("CH2", "invoice", "CH2/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	s, err := series.Get(ctx, e.pool, e.seller.ID, "CH1")
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +480,7 @@ func TestIdempotentConcurrent(t *testing.T) {
 		t.Fatalf("%d fresh 201 answers, want exactly 1", fresh)
 	}
 	var count int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM invoices`).Scan(&count); err != nil {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM invoices`).Scan(&count); err != nil {
 		t.Fatal(err)
 	}
 	if count != 1 {
@@ -836,7 +835,7 @@ func TestSeriesCreateAndList(t *testing.T) {
 func TestKeys(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.KeyCacheTTL = -1 })
-	ctx := context.Background()
+	ctx := t.Context()
 	k := mustKey(t, e.pool, e.seller.ID, "read", "read")
 	prefix, secret, ok := apikey.Parse(k)
 	if !ok || len(k) != apikey.Len || len(secret) != 32 || len(prefix) != 8 {
@@ -884,7 +883,7 @@ func TestKeyCacheExpires(t *testing.T) {
 	})
 	k := mustKey(t, e.pool, e.seller.ID, apikey.ScopeRead)
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK)
-	if err := apikey.Revoke(context.Background(), e.pool, k[3:11]); err != nil {
+	if err := apikey.Revoke(t.Context(), e.pool, k[3:11]); err != nil {
 		t.Fatal(err)
 	}
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), http.StatusOK) // still cached

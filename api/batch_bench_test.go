@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,7 +59,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 func BenchmarkBatchRoute(b *testing.B) {
 	pool := dbtest.New(b)
 	seller := testfactory.Seller(b, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN})
-	key, err := apikey.Create(context.Background(), pool, seller.ID, []string{apikey.ScopeIssue})
+	key, err := apikey.Create(b.Context(), pool, seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
 		b.Fatal(err)
 	}

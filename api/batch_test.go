@@ -249,7 +249,7 @@ func TestBatchEnvelopeIsRefusedWhole(t *testing.T) {
 func TestBatchItemsAreCheckedAsSingleInvoices(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	e.createSeries("CH2", "invoice", "CH2/{FY}/{SEQ:5}")
 	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"CH2"})
 	if err != nil {

@@ -68,26 +68,7 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 	b = appendField(b, `,"public_id":`, inv.PublicID)
 	b = appendField(b, `,"receipt_url":`, inv.ReceiptURL)
 	if inv.Buyer != nil {
-		b = append(b, `,"buyer":{`...)
-		comma := false
-		if inv.Buyer.GSTIN != "" {
-			b = appendField(b, `"gstin":`, inv.Buyer.GSTIN)
-			comma = true
-		}
-		if inv.Buyer.Name != "" {
-			if comma {
-				b = append(b, ',')
-			}
-			b = appendField(b, `"name":`, inv.Buyer.Name)
-			comma = true
-		}
-		if inv.Buyer.Address != nil {
-			if comma {
-				b = append(b, ',')
-			}
-			b = appendAddress(append(b, `"address":`...), inv.Buyer.Address)
-		}
-		b = append(b, '}')
+		b = appendBuyer(append(b, `,"buyer":`...), inv.Buyer)
 	}
 	if st := inv.ShipTo; st != nil {
 		b = append(b, `,"ship_to":{`...)
@@ -116,45 +97,78 @@ func appendInvoiceJSON(b []byte, inv *invoiceJSON) []byte {
 	b = appendField(b, `,"sgst":`, t.SGST)
 	b = appendField(b, `,"igst":`, t.IGST)
 	b = appendField(b, `,"total":`, t.Total)
-	b = append(b, `},"items":`...)
-	if inv.Items == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range inv.Items {
-			it := &inv.Items[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendField(b, `{"description":`, it.Description)
-			b = appendField(b, `,"hsn":`, it.HSN)
-			b = appendField(b, `,"quantity":`, it.Quantity)
-			b = appendField(b, `,"unit_price":`, it.UnitPrice)
-			b = appendField(b, `,"gst_rate":`, it.GSTRate)
-			b = appendField(b, `,"taxable":`, it.Taxable)
-			b = appendField(b, `,"cgst":`, it.CGST)
-			b = appendField(b, `,"sgst":`, it.SGST)
-			b = appendField(b, `,"igst":`, it.IGST)
-			b = appendField(b, `,"total":`, it.Total)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendItems(append(b, `},"items":`...), inv.Items)
 	if inv.CancelledAt != "" {
 		b = appendField(b, `,"cancelled_at":`, inv.CancelledAt)
 	}
 	if inv.CancelReason != "" {
 		b = appendField(b, `,"cancel_reason":`, inv.CancelReason)
 	}
-	if e := inv.EInvoice; e != nil {
-		b = appendField(b, `,"e_invoice":{"status":`, e.Status)
-		for _, f := range [...]struct{ prefix, v string }{{`,"irn":`, e.IRN}, {`,"ack_no":`, e.AckNo},
-			{`,"ack_date":`, e.AckDate}, {`,"signed_qr_code":`, e.SignedQRCode}, {`,"error":`, e.Error}} {
-			if f.v != "" {
-				b = appendField(b, f.prefix, f.v)
-			}
+	if inv.EInvoice != nil {
+		b = appendEInvoice(append(b, `,"e_invoice":`...), inv.EInvoice)
+	}
+	return append(b, '}')
+}
+
+// appendBuyer appends the JSON of the buyer by to b.
+func appendBuyer(b []byte, by *buyerJSON) []byte {
+	b = append(b, '{')
+	comma := false
+	if by.GSTIN != "" {
+		b = appendField(b, `"gstin":`, by.GSTIN)
+		comma = true
+	}
+	if by.Name != "" {
+		if comma {
+			b = append(b, ',')
 		}
+		b = appendField(b, `"name":`, by.Name)
+		comma = true
+	}
+	if by.Address != nil {
+		if comma {
+			b = append(b, ',')
+		}
+		b = appendAddress(append(b, `"address":`...), by.Address)
+	}
+	return append(b, '}')
+}
+
+// appendItems appends the JSON of items to b: null when items is nil.
+func appendItems(b []byte, items []itemJSON) []byte {
+	if items == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range items {
+		it := &items[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendField(b, `{"description":`, it.Description)
+		b = appendField(b, `,"hsn":`, it.HSN)
+		b = appendField(b, `,"quantity":`, it.Quantity)
+		b = appendField(b, `,"unit_price":`, it.UnitPrice)
+		b = appendField(b, `,"gst_rate":`, it.GSTRate)
+		b = appendField(b, `,"taxable":`, it.Taxable)
+		b = appendField(b, `,"cgst":`, it.CGST)
+		b = appendField(b, `,"sgst":`, it.SGST)
+		b = appendField(b, `,"igst":`, it.IGST)
+		b = appendField(b, `,"total":`, it.Total)
 		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendEInvoice appends the JSON of e, an invoice's e-invoicing state, to
+// b.
+func appendEInvoice(b []byte, e *eInvoiceJSON) []byte {
+	b = appendField(b, `{"status":`, e.Status)
+	for _, f := range [...]struct{ prefix, v string }{{`,"irn":`, e.IRN}, {`,"ack_no":`, e.AckNo},
+		{`,"ack_date":`, e.AckDate}, {`,"signed_qr_code":`, e.SignedQRCode}, {`,"error":`, e.Error}} {
+		if f.v != "" {
+			b = appendField(b, f.prefix, f.v)
+		}
 	}
 	return append(b, '}')
 }

@@ -41,7 +41,7 @@ func (c *countingDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 func TestSeriesCacheFillsOnce(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
 	want := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	db := &countingDB{Querier: pool, hold: make(chan struct{})}
@@ -107,7 +107,7 @@ func TestSeriesCacheFillsOnce(t *testing.T) {
 func TestSeriesCacheKeysOnTheCode(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "24AAQCA8719H1ZC", Name: "Chai"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	db := &countingDB{Querier: pool}

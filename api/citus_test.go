@@ -5,7 +5,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ func singleShardPool(t *testing.T, e *env) *pgxpool.Pool {
 	t.Helper()
 	cfg := e.pool.Config().Copy()
 	cfg.ConnConfig.RuntimeParams["citus.multi_task_query_log_level"] = "error"
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	p, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func TestCitusSellerRequestsAreSingleShard(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.WebhookAllowPrivate, c.BackdateDays = true, 10 })
 	strict := singleShardPool(t, e)
-	if _, err := strict.Exec(context.Background(), `SELECT count(*) FROM invoices`); err == nil ||
+	if _, err := strict.Exec(t.Context(), `SELECT count(*) FROM invoices`); err == nil ||
 		!strings.Contains(err.Error(), "multi-task query") {
 		t.Fatalf("a statement over every shard on the strict pool: %v, want refused as a multi-task query", err)
 	}
@@ -93,7 +92,7 @@ func TestCitusSellerRequestsAreSingleShard(t *testing.T) {
 
 	// A legacy id (before routed ids) names no seller: every shard is asked.
 	const legacy = "k7vq2mzx3ahd4n5rbtcw6yepsg"
-	if _, err := e.pool.Exec(context.Background(), `UPDATE invoices SET public_id = $1 WHERE seller_id = $2 AND number = $3`,
+	if _, err := e.pool.Exec(t.Context(), `UPDATE invoices SET public_id = $1 WHERE seller_id = $2 AND number = $3`,
 		legacy, e.seller.ID, issued[2].Number); err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func TestCancelWaitsForALockedInvoiceNoLongerThanTheLockTimeout(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.LockTimeout = 300 * time.Millisecond; c.RequestTimeout = 10 * time.Second })
 	inv := e.mustIssue("CH1", "")
-	ctx := context.Background()
+	ctx := t.Context()
 	tx, err := e.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

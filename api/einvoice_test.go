@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -25,7 +24,7 @@ const b2bJSON = `{"invoice_date":"2026-11-29","buyer":{"gstin":"29AAGCB7383J1Z4"
 func TestEInvoiceInEveryAnswer(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
-	ctx := context.Background()
+	ctx := t.Context()
 	line1, city, pin := "Platform 1", "Pune", "411001"
 	if _, err := series.UpdateSeller(ctx, e.pool, sellerGSTIN, series.SellerUpdate{Line1: &line1, City: &city, PIN: &pin}); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -31,7 +30,7 @@ import (
 // in a few large transactions.
 func bulkIssue(t *testing.T, pool *pgxpool.Pool, seller gst.Seller, s gst.Series, n int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	for done := 0; done < n; {
 		k := min(500, n-done)
 		drafts := make([]document.Draft, k)
@@ -64,7 +63,7 @@ func smallPool(t *testing.T, pool *pgxpool.Pool, conns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg := pool.Config().Copy()
 	cfg.MaxConns, cfg.MinConns = conns, 0
-	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	p, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +133,7 @@ func TestStalledExportsDoNotStopIssuing(t *testing.T) {
 	// below grow with it, so a loaded machine slows the test instead of
 	// failing it, and an idle one keeps 2 s and 10 s.
 	began := time.Now()
-	if err := reports.WriteAudit(context.Background(), pool, a, chA, gst.FY(2026), reports.FormatJSON, io.Discard); err != nil {
+	if err := reports.WriteAudit(t.Context(), pool, a, chA, gst.FY(2026), reports.FormatJSON, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	ref := time.Since(began)

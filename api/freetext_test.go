@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -79,7 +78,7 @@ func TestFreeTextRefusesControlAndInvisible(t *testing.T) {
 	}
 	// A seller's name (sellers add) is free text too.
 	for name, text := range hostileTexts {
-		if _, err := series.CreateSeller(context.Background(), e.pool, otherGSTIN, text); !errors.Is(err, gst.ErrInvalidSeries) {
+		if _, err := series.CreateSeller(t.Context(), e.pool, otherGSTIN, text); !errors.Is(err, gst.ErrInvalidSeries) {
 			t.Errorf("seller name with %s: %v, want ErrInvalidSeries", name, err)
 		}
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"testing"
@@ -18,7 +17,7 @@ import (
 func TestInvoiceIDsRevealNothingAcrossSellers(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	other := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Other Traders"})
 	otherKey := mustKey(t, e.pool, other.ID, apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage)
 	e.wantStatus(e.do("POST", "/v1/series", otherKey, `{"code":"CH1","doc_type":"invoice","format":"CH1/{FY}/{SEQ:5}"}`), http.StatusCreated)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -58,7 +57,7 @@ func deviceBody(n, items int) []byte {
 func TestDeviceUploadRefusedBeforeBody(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	testfactory.Series(t, e.pool, e.seller, &testfactory.SeriesOpts{Code: "CH2", Format: "CH2/{FY}/{SEQ:5}"})
 	ch2Only, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue}, []string{"CH2"})
 	if err != nil {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -324,7 +323,7 @@ func TestMetricsMadeUpMethodsAddNoSeries(t *testing.T) {
 func TestMetricsDeviceUploadsCounted(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.ExposeMetrics = true })
-	ctx := context.Background()
+	ctx := t.Context()
 	before := e.scrape()
 	for _, name := range []string{"invoiced_invoices_issued_total", "invoiced_invoices_cancelled_total"} {
 		for _, d := range gst.DocTypes() {

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,7 +20,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load openapi.yaml: %v", err)
 	}
-	if err := doc.Validate(context.Background()); err != nil {
+	if err := doc.Validate(t.Context()); err != nil {
 		t.Fatalf("openapi.yaml does not validate: %v", err)
 	}
 	if doc.OpenAPI != "3.0.3" {

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -137,7 +136,7 @@ func TestListSlotsWaitThenRefuse(t *testing.T) {
 	t.Parallel()
 	slots := newListSlots(2, 1)
 	slots.wait = 200 * time.Millisecond
-	ctx := context.Background()
+	ctx := t.Context()
 	held, err := slots.acquire(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +176,7 @@ func TestListsTakeAListSlot(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.MaxListReadsPerSeller = 1 })
 	e.mustIssue("CH1", "")
-	release, err := e.srv.ExpensiveRead(context.Background(), ClassAPIList, e.seller.ID)
+	release, err := e.srv.ExpensiveRead(t.Context(), ClassAPIList, e.seller.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

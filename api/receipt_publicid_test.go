@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,7 +19,7 @@ func TestReceiptLinksOfBothForms(t *testing.T) {
 	}
 	old := e.mustIssue("CH1", "2026-11-29")
 	const legacy = "k7vq2mzx3ahd4n5rbtcw6yepsg"
-	if _, err := e.pool.Exec(context.Background(), `UPDATE invoices SET public_id = $1 WHERE number = $2`, legacy, old.Number); err != nil {
+	if _, err := e.pool.Exec(t.Context(), `UPDATE invoices SET public_id = $1 WHERE number = $2`, legacy, old.Number); err != nil {
 		t.Fatal(err)
 	}
 	for id, number := range map[string]string{routed.PublicID: routed.Number, legacy: old.Number} {

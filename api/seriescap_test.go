@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"net/http"
 	"testing"
 
@@ -16,7 +15,7 @@ import (
 func TestSeriesCapPerSeller(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	// CH1 and these make one less than the cap.
 	if _, err := e.pool.Exec(ctx, `
 		INSERT INTO series (seller_id, code, doc_type, format, capacity)

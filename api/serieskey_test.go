@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +24,7 @@ import (
 func TestSeriesScopedKey(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	testfactory.Series(t, e.pool, e.seller, &testfactory.SeriesOpts{Code: "CH2", Format: "CH2/{FY}/{SEQ:5}"})
 	term, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"ch2"})
 	if err != nil {
@@ -129,7 +128,7 @@ func TestSeriesScopedKey(t *testing.T) {
 func TestSeriesKeyFailsClosedOnOlderBinaries(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	key, err := apikey.CreateForSeries(ctx, e.pool, e.seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead}, []string{"CH1"})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +199,7 @@ func TestKeyRateCountsInvoices(t *testing.T) {
 		t.Fatalf("the refusal of a batch larger than the bucket does not say the most allowed: %s", r.body)
 	}
 	var n int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM invoices`).Scan(&n); err != nil || n != 8 {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM invoices`).Scan(&n); err != nil || n != 8 {
 		t.Fatalf("%d invoices numbered (%v), want the first batch's 8 alone", n, err)
 	}
 }

@@ -75,7 +75,7 @@ func setup(t *testing.T, opts ...func(*Config)) *env {
 
 func mustKey(t *testing.T, db db.Querier, sellerID int64, scopes ...string) string {
 	t.Helper()
-	k, err := apikey.Create(context.Background(), db, sellerID, scopes)
+	k, err := apikey.Create(t.Context(), db, sellerID, scopes)
 	if err != nil {
 		t.Fatalf("CreateKey: %v", err)
 	}

@@ -584,14 +584,6 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 			v, err = reports.AuditRows(ctx, pool, x.ch1, fy, reports.RowQuery{Limit: 100, Number: "CH1/26-27/00001"})
 			namesOnly(t, "reports.AuditRows by number", render(v, err), x, y)
 		},
-		"reports.DailyCounts": func(t *testing.T, x, y *tenant) {
-			v, err := reports.DailyCounts(ctx, pool, x.ch1, fy)
-			if err != nil || len(v) == 0 {
-				t.Errorf("reports.DailyCounts by %s: %+v, %v", x.name, v, err)
-			}
-			v, err = reports.DailyCounts(ctx, pool, x.mixed(y.ch1), fy)
-			nothing(t, "reports.DailyCounts", v, err, x, y)
-		},
 		"reports.SeriesActivity": func(t *testing.T, x, y *tenant) {
 			v, err := reports.SeriesActivity(ctx, pool, x.seller, day(t, x.date))
 			namesOnly(t, "reports.SeriesActivity", render(v, err), x, y)
@@ -630,13 +622,6 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 			}
 			if n != 3 {
 				t.Errorf("reports.Verify by %s: %d invoices in its chains, want its 3", x.name, n)
-			}
-		},
-		"outbox.ListEvents": func(t *testing.T, x, y *tenant) {
-			v, err := outbox.ListEvents(ctx, pool, x.seller.ID, 0, 1000)
-			namesOnly(t, "outbox.ListEvents", render(v, err), x, y)
-			if len(v) != 4 {
-				t.Errorf("outbox.ListEvents by %s: %d events, want its 4 (3 issued, 1 cancelled)", x.name, len(v))
 			}
 		},
 		"outbox.EachEvent": func(t *testing.T, x, y *tenant) {

@@ -154,7 +154,7 @@ func TestWebhooksDeliverEveryEventAcrossRestart(t *testing.T) {
 	// bookkeeping (every delivery row delivered), not only for the receiver.
 	notDelivered := func() int {
 		var n int
-		if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'`).Scan(&n); err != nil {
+		if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries WHERE state <> 'delivered'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -266,7 +266,7 @@ func TestEventsIffCommitted(t *testing.T) {
 	inv := e.mustIssue("CH1", "")
 	e.wantStatus(e.do("POST", "/v1/invoices/"+inv.ID+"/cancel", e.issue, `{"reason":"x"}`), http.StatusOK)
 	var events, deliveries, invoices, otherInvoices int
-	err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries),
+	err := e.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries),
 		(SELECT count(*) FROM invoices WHERE seller_id = $1), (SELECT count(*) FROM invoices WHERE seller_id = $2)`, e.seller.ID, other.ID).
 		Scan(&events, &deliveries, &invoices, &otherInvoices)
 	if err != nil {
@@ -285,7 +285,7 @@ func TestEventsIffCommitted(t *testing.T) {
 	e.wantError(e.do("DELETE", "/v1/webhooks/"+w.ID, e.all, ""), http.StatusNotFound, "webhook_not_found")
 	e.mustIssue("CH1", "")
 	var pending int
-	if err := e.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&events, &pending); err != nil || events != 83 || pending != 0 {
+	if err := e.pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM events), (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).Scan(&events, &pending); err != nil || events != 83 || pending != 0 {
 		t.Fatalf("after delete: %d events, %d pending (%v)", events, pending, err)
 	}
 }
@@ -296,7 +296,7 @@ func TestEventsIffCommitted(t *testing.T) {
 // other's, each with exactly one delivery, all to one webhook.
 func checkEventsIffCommitted(t *testing.T, e *env, other int64) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	serialOf := map[int64]int64{} // e's invoices: id → serial
 	rows, err := e.pool.Query(ctx, `SELECT id, serial FROM invoices WHERE seller_id = $1`, e.seller.ID)
 	if err != nil {
@@ -417,7 +417,7 @@ func TestWebhookRegistration(t *testing.T) {
 		t.Errorf("the refusal of a manage-only key does not name read: %s", r.body)
 	}
 	var n int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhooks`).Scan(&n); err != nil || n != 0 {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM webhooks`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d webhooks registered (%v)", n, err)
 	}
 	e.wantStatus(e.do("GET", "/v1/webhooks", manage, ""), http.StatusOK)

@@ -105,7 +105,7 @@ func FuzzParse(f *testing.F) {
 // not, and List shows it without its secret.
 func TestKeyLifecycle(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, nil)
 	testfactory.Series(t, pool, seller, nil)

@@ -36,7 +36,7 @@ func TestIssueBatchNumbersAndReplays(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	c := fastClient(e.url, e.all)
-	ctx := context.Background()
+	ctx := t.Context()
 	items := batch(6)
 	items[3].Items = []ItemInput{{Description: "Refund", HSN: "0902", Quantity: "-1", UnitPrice: "10.00", GSTRate: "5"}}
 	items[4].IdempotencyKey = "till-4-sale-17" // the caller's own key is kept
@@ -101,7 +101,7 @@ func TestIssueBatchLostAnswer(t *testing.T) {
 	const n = 20
 	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: loseAnswer})
 	c := fastClient(e.proxy.url, e.all)
-	res, err := c.IssueBatch(context.Background(), "CH1", batch(n))
+	res, err := c.IssueBatch(t.Context(), "CH1", batch(n))
 	if err != nil {
 		t.Fatalf("IssueBatch: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestIssueBatchRetriesItemResults(t *testing.T) {
 	body := `{"results":[` + strings.Repeat(busy+",", n-1) + busy + `]}`
 	e.proxy.set(nil, step{fault: synthesized, status: 200, body: body})
 	c := fastClient(e.proxy.url, e.all)
-	res, err := c.IssueBatch(context.Background(), "CH1", batch(n))
+	res, err := c.IssueBatch(t.Context(), "CH1", batch(n))
 	if err != nil {
 		t.Fatalf("IssueBatch: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestIssueBatchEnvelopeRefused(t *testing.T) {
 	c := fastClient(e.url, e.all)
 	items := batch(2)
 	items[0].IdempotencyKey, items[1].IdempotencyKey = "same", "same"
-	_, err := c.IssueBatch(context.Background(), "CH1", items)
+	_, err := c.IssueBatch(t.Context(), "CH1", items)
 	if ce, ok := err.(*Error); !ok || ce.Status != 422 || IsOutcomeUnknown(err) {
 		t.Fatalf("two items with one key: %v, want a 422 *Error", err)
 	}
@@ -171,7 +171,7 @@ func TestIssueBatchEnvelopeRefused(t *testing.T) {
 func TestBatchOverRateLimitNotRetried(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Rate Test Stall"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})
 	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue})

@@ -20,7 +20,7 @@ import (
 func serials(t *testing.T, c *Client, code string) []int64 {
 	t.Helper()
 	var out []int64
-	for page, err := range c.ListInvoices(context.Background(), code, ListOptions{Limit: 3}) {
+	for page, err := range c.ListInvoices(t.Context(), code, ListOptions{Limit: 3}) {
 		if err != nil {
 			t.Fatalf("ListInvoices: %v", err)
 		}
@@ -57,7 +57,7 @@ func TestLostAnswersIssueOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			inv, err := c.IssueInvoice(context.Background(), "CH1", sale())
+			inv, err := c.IssueInvoice(t.Context(), "CH1", sale())
 			if err != nil {
 				t.Errorf("sale %d: %v", i, err)
 			}
@@ -135,7 +135,7 @@ func TestRetriesFollowTheAnswerTable(t *testing.T) {
 	} {
 		e.proxy.set(nil, tc.step)
 		start := time.Now()
-		inv, err := c.IssueInvoice(context.Background(), "CH1", sale())
+		inv, err := c.IssueInvoice(t.Context(), "CH1", sale())
 		took := time.Since(start)
 		seen := e.proxy.seen()
 		if tc.retry {
@@ -254,7 +254,7 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	if len(e.proxy.seen()) < 2 || key != e.proxy.seen()[0].key {
 		t.Fatalf("OutcomeKey %q, attempts %d", key, len(e.proxy.seen()))
 	}
-	inv, err := New(e.url, e.all).IssueInvoice(context.Background(), "CH1", sale(), IdempotencyKey(key))
+	inv, err := New(e.url, e.all).IssueInvoice(t.Context(), "CH1", sale(), IdempotencyKey(key))
 	if err != nil || !inv.Replayed || inv.Serial != 1 {
 		t.Fatalf("resume with the key: %+v, %v; want the replay of serial 1", inv, err)
 	}
@@ -266,7 +266,7 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	// client waits between attempts, never during one (an attempt cut off
 	// in flight may have reached the server: that would rightly be unknown).
 	e.proxy.set(&step{fault: synthesized, status: 503, retryAfter: "30", body: `{"error":{"code":"database_unavailable","message":"m"}}`})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	_, err = c.IssueInvoice(ctx, "CH1", sale())
 	cancel()
 	var ae *Error
@@ -285,20 +285,20 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	}
 
 	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 401, body: `{"error":{"code":"unauthorized","message":"m"}}`})
-	_, err = c.IssueInvoice(context.Background(), "CH1", sale())
+	_, err = c.IssueInvoice(t.Context(), "CH1", sale())
 	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Status != 401 {
 		t.Fatalf("401 after a lost answer: %v, want outcome unknown wrapping the 401", err)
 	}
 
 	// CreateSeries has no key: a duplicate after a lost answer may be its own.
 	e.proxy.set(nil, step{fault: loseAnswer})
-	_, err = c.CreateSeries(context.Background(), SeriesRequest{Code: "KA1", DocType: "invoice", Format: "KA1/{FY}/{SEQ:4}"})
+	_, err = c.CreateSeries(t.Context(), SeriesRequest{Code: "KA1", DocType: "invoice", Format: "KA1/{FY}/{SEQ:4}"})
 	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != "duplicate_series" {
 		t.Fatalf("CreateSeries after a lost answer: %v, want outcome unknown wrapping duplicate_series", err)
 	}
 
 	e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 422, body: `{"error":{"code":"invalid_date","message":"m"}}`})
-	_, err = c.IssueInvoice(context.Background(), "CH1", sale())
+	_, err = c.IssueInvoice(t.Context(), "CH1", sale())
 	if IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != CodeInvalidDate {
 		t.Fatalf("invalid_date after a lost answer: %v, want a settled *Error", err)
 	}
@@ -308,7 +308,7 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 func TestEveryRouteAgainstTheServer(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := New(e.url, e.all)
 	if s, err := c.Healthz(ctx); err != nil || s.Status != "ok" {
 		t.Fatalf("Healthz: %v %v", s, err)
@@ -421,14 +421,14 @@ func TestListInvoicesPages(t *testing.T) {
 	e := setup(t)
 	c := New(e.proxy.url, e.all)
 	for range 10 {
-		if _, err := c.IssueInvoice(context.Background(), "CH2", sale()); err != nil {
+		if _, err := c.IssueInvoice(t.Context(), "CH2", sale()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.proxy.set(nil)
 	pages := 0
 	var got []int64
-	for page, err := range c.ListInvoices(context.Background(), "CH2", ListOptions{Limit: 3}) {
+	for page, err := range c.ListInvoices(t.Context(), "CH2", ListOptions{Limit: 3}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -441,13 +441,13 @@ func TestListInvoicesPages(t *testing.T) {
 		t.Fatalf("%d pages, serials %v", pages, got)
 	}
 	e.proxy.set(nil)
-	for range c.ListInvoices(context.Background(), "CH2", ListOptions{Limit: 3}) {
+	for range c.ListInvoices(t.Context(), "CH2", ListOptions{Limit: 3}) {
 		break
 	}
 	if n := len(e.proxy.seen()); n != 1 {
 		t.Fatalf("a loop that broke after the first page fetched %d pages", n)
 	}
-	for _, err := range c.ListInvoices(context.Background(), "NOPE", ListOptions{}) {
+	for _, err := range c.ListInvoices(t.Context(), "NOPE", ListOptions{}) {
 		var ae *Error
 		if !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 			t.Fatalf("unknown series: %v", err)
@@ -467,14 +467,14 @@ func TestNotFinalRefusalsLeaveTheOutcomeUnknown(t *testing.T) {
 	c := fastClient(e.proxy.url, e.all)
 	for _, code := range []string{CodePeriodLocked, CodeSeriesLeased} {
 		e.proxy.set(nil, step{fault: loseAnswer}, step{fault: synthesized, status: 409, body: `{"error":{"code":"` + code + `","message":"m"}}`})
-		_, err := c.IssueInvoice(context.Background(), "CH1", sale())
+		_, err := c.IssueInvoice(t.Context(), "CH1", sale())
 		var ae *Error
 		if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != code {
 			t.Errorf("%s after a lost answer: %v, want outcome unknown wrapping the 409", code, err)
 		}
 		// Without an earlier unknown attempt the refusal is the answer.
 		e.proxy.set(nil, step{fault: synthesized, status: 409, body: `{"error":{"code":"` + code + `","message":"m"}}`})
-		if _, err := c.IssueInvoice(context.Background(), "CH1", sale()); IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != code {
+		if _, err := c.IssueInvoice(t.Context(), "CH1", sale()); IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != code {
 			t.Errorf("%s alone: %v, want a known refusal", code, err)
 		}
 	}

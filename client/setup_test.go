@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -31,7 +30,7 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Client Test Stall"})
 	for _, code := range []string{"CH1", "CH2"} {
 		testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: code, Format: code + "/{FY}/{SEQ:5}"})

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -18,7 +17,7 @@ func TestWebhookRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	c := fastClient(e.url, e.all)
-	ctx := context.Background()
+	ctx := t.Context()
 	w, err := c.CreateWebhook(ctx, WebhookRequest{URL: "http://127.0.0.1:9/hooks", Events: []string{EventInvoiceIssued}})
 	if err != nil {
 		t.Fatalf("CreateWebhook: %v", err)
@@ -53,7 +52,7 @@ func TestListEventsPages(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	c := fastClient(e.url, e.all)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := c.CreateWebhook(ctx, WebhookRequest{URL: "http://127.0.0.1:9/", Events: []string{EventInvoiceIssued, EventInvoiceCancelled}}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -36,7 +35,7 @@ import (
 func TestConsoleInBrowser(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	bg := context.Background()
+	bg := t.Context()
 	// A second series, T07, numbered online twice and then leased to the
 	// till on platform 2.
 	t07 := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "T07", Format: "T07/{FY}/{SEQ:5}", Shop: "Platform 2 till"})

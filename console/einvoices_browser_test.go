@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -17,7 +16,7 @@ import (
 func TestEInvoicesInBrowser(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	bg := context.Background()
+	bg := t.Context()
 	// As the IRP workers record them (einvoice/registration).
 	for _, q := range []struct {
 		inv  int

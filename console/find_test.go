@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -27,7 +26,7 @@ func issueIn(t *testing.T, f *fixture, s gst.Series, date string) document.Invoi
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invoice.Issue(context.Background(), f.pool, f.seller, s, draft, start, series.Options{})
+	inv, err := invoice.Issue(t.Context(), f.pool, f.seller, s, draft, start, series.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +80,7 @@ func TestFindInvoiceAcrossSeries(t *testing.T) {
 	}
 
 	// A key without read neither sees the search nor may use it.
-	issueOnly, err := apikey.Create(context.Background(), f.pool, f.seller.ID, []string{apikey.ScopeIssue})
+	issueOnly, err := apikey.Create(t.Context(), f.pool, f.seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,7 +24,7 @@ func TestConsoleDownloadsShareTheExportSlots(t *testing.T) {
 	signIn(t, f, c, f.read)
 	var releases []func()
 	for range 2 {
-		release, err := f.api.ExpensiveRead(context.Background(), api.ClassConsoleDownload, f.seller.ID)
+		release, err := f.api.ExpensiveRead(t.Context(), api.ClassConsoleDownload, f.seller.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +49,7 @@ func TestConsoleDownloadsShareTheExportSlots(t *testing.T) {
 	// just after the client has read the last byte).
 	var held []func()
 	testwait.Until(t, 10*time.Second, func() bool {
-		release, err := f.api.ExpensiveRead(context.Background(), api.ClassConsoleDownload, f.seller.ID)
+		release, err := f.api.ExpensiveRead(t.Context(), api.ClassConsoleDownload, f.seller.ID)
 		if err != nil {
 			return false
 		}

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ import (
 func TestConsolePagesFitTheScreen(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	long := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "WHOLESALE-MUMBAI", Format: "WM/{FY}/{SEQ:7}",
 		Shop: "Wholesale counter, Masjid Bunder, Mumbai"})
 	issueIn(t, f, long, "2026-11-20")

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -22,7 +21,7 @@ import (
 func TestLeasesInConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	lease, err := series.TakeLease(ctx, f.pool, f.ch1, "T07", "key ik_test", start)
 	if err != nil {
 		t.Fatal(err)

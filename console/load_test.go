@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -27,7 +26,7 @@ import (
 func TestOtherSellerIssuesUnderConsoleLoad(t *testing.T) {
 	t.Parallel()
 	f := setup(t, func(c *api.Config) { c.ExportStallTimeout = 5 * time.Second })
-	ctx := context.Background()
+	ctx := t.Context()
 	// Enough rows that a JSON export (about 20 MB) cannot hide in socket
 	// buffers: an unread download really stalls.
 	if _, err := f.pool.Exec(ctx, `

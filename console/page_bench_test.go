@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,7 +33,7 @@ func BenchmarkSeriesYearPage(b *testing.B) {
 			b.Fatalf("CONSOLE_BENCH_INVOICES=%q: a count of at least 1000", v)
 		}
 	}
-	ctx := context.Background()
+	ctx := b.Context()
 	pool := dbtest.New(b)
 	seller := testfactory.Seller(b, pool, nil)
 	sr := testfactory.Series(b, pool, seller, &testfactory.SeriesOpts{Code: "BIG", Format: "B/{FY}/{SEQ:7}"})

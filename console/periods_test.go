@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -25,7 +24,7 @@ func TestLockMonthInConsole(t *testing.T) {
 	// ended, November not.
 	f := setup(t)
 	dbtest.SetClock(t, f.pool, start)
-	ctx := context.Background()
+	ctx := t.Context()
 	locks := func() []document.PeriodLock {
 		t.Helper()
 		l, err := invoice.PeriodLocks(ctx, f.pool, f.seller.ID)

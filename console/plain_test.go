@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"html"
 	"regexp"
 	"strings"
@@ -48,7 +47,7 @@ func TestPagesSpeakPlainly(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dbtest.SetClock(t, f.pool, start) // October has ended by the database's clock too
-	ctx := context.Background()
+	ctx := t.Context()
 	demo := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "DEMO", Format: "D{SEQ:4}"})
 	issueIn(t, f, demo, "2026-11-20")
 	if _, err := series.TakeLease(ctx, f.pool, f.ch1, "T07", "cli", start); err != nil {

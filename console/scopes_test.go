@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -37,7 +36,7 @@ func issueTo(t *testing.T, f *fixture, name, gstin string) document.Invoice {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := invoice.Issue(context.Background(), f.pool, f.seller, f.ch1, draft, start, series.Options{})
+	inv, err := invoice.Issue(t.Context(), f.pool, f.seller, f.ch1, draft, start, series.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func issueTo(t *testing.T, f *fixture, name, gstin string) document.Invoice {
 func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	buyer := issueTo(t, f, "Ravi Traders Kolkata", "29AAGCB7383J1Z4")
 	issueOnly, err := apikey.Create(ctx, f.pool, f.seller.ID, []string{apikey.ScopeIssue})
 	if err != nil {
@@ -115,7 +114,7 @@ func TestConsoleSessionKeepsKeyScopes(t *testing.T) {
 func TestConsoleInvoiceIDsAreTheAPIs(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := client(t)
 	token := signIn(t, f, c, f.all)
 	inv := f.invs[0]
@@ -174,7 +173,7 @@ func TestSignInNeedsTheFormsToken(t *testing.T) {
 	f := setup(t)
 	sessions := func() int {
 		var n int
-		if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM console_sessions`).Scan(&n); err != nil {
+		if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM console_sessions`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

@@ -2,7 +2,6 @@ package console_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -118,7 +117,7 @@ func TestSignIn(t *testing.T) {
 		t.Fatalf("session id %q is not 256 bits of base64url", ck.Value)
 	}
 	var stored []byte
-	if err := f.pool.QueryRow(context.Background(), `SELECT id_hash FROM console_sessions`).Scan(&stored); err != nil {
+	if err := f.pool.QueryRow(t.Context(), `SELECT id_hash FROM console_sessions`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if want := sha256.Sum256(raw); !bytes.Equal(stored, want[:]) {
@@ -179,7 +178,7 @@ func TestCSRFAndScopes(t *testing.T) {
 	if p := post(t, c, f.url+"/console/logout", url.Values{}); p.status != http.StatusForbidden {
 		t.Fatalf("logout without the token: %d", p.status)
 	}
-	if got, _ := invoice.Get(context.Background(), f.pool, f.seller.ID, inv.ID); got.Status != document.StatusIssued {
+	if got, _ := invoice.Get(t.Context(), f.pool, f.seller.ID, inv.ID); got.Status != document.StatusIssued {
 		t.Fatal("a forged POST cancelled the invoice")
 	}
 	// An empty reason is refused on the form; a good one cancels.
@@ -236,14 +235,14 @@ func TestRevokedKeyEndsSessions(t *testing.T) {
 	if p := get(t, c, f.url+"/console/"); p.status != http.StatusOK {
 		t.Fatalf("before revoking: %d", p.status)
 	}
-	if err := apikey.Revoke(context.Background(), f.pool, f.read); err != nil {
+	if err := apikey.Revoke(t.Context(), f.pool, f.read); err != nil {
 		t.Fatal(err)
 	}
 	if p := get(t, c, f.url+"/console/"); p.status != http.StatusSeeOther || p.location != "/console/login" {
 		t.Fatalf("after revoking the key: %d to %q", p.status, p.location)
 	}
 	var n int
-	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM console_sessions`).Scan(&n); err != nil || n != 0 {
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM console_sessions`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d sessions left (%v)", n, err)
 	}
 }
@@ -277,7 +276,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 	}
 	// Locked months show on the GSTR-1 page and in the audit summary.
 	oct, _ := document.ParseMonth("102026")
-	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, "cli", start); err != nil {
+	if _, _, err := invoice.LockPeriod(t.Context(), f.pool, f.seller, oct, "cli", start); err != nil {
 		t.Fatal(err)
 	}
 	if p := get(t, c, f.url+"/console/gstr1"); !strings.Contains(p.body, "<strong>Oct 2026</strong>, locked 29 Nov 2026, 10:00 IST by an administrator on the server") {
@@ -287,7 +286,7 @@ func TestDownloadsAndTable13(t *testing.T) {
 		t.Fatalf("series page lacks the lock")
 	}
 	// A series moved here mid-year shows its declared serials.
-	ctx := context.Background()
+	ctx := t.Context()
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +337,7 @@ func TestOversizedFormIsCut(t *testing.T) {
 func TestSeriesKeyCannotSignIn(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	key, err := apikey.CreateForSeries(context.Background(), f.pool, f.seller.ID, []string{apikey.ScopeRead}, []string{"CH1"})
+	key, err := apikey.CreateForSeries(t.Context(), f.pool, f.seller.ID, []string{apikey.ScopeRead}, []string{"CH1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -50,7 +49,7 @@ type fixture struct {
 
 func setup(t *testing.T, opts ...func(*api.Config)) *fixture {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Pune Chai Co"})
 	ch1 := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}", Shop: "Pune station stall"})

@@ -5,7 +5,6 @@ package deploy_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -133,7 +132,7 @@ func served(fams map[string]*dto.MetricFamily, name string) bool {
 // invoice through it, and returns what GET /metrics serves then.
 func scrape(t *testing.T) map[string]*dto.MetricFamily {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: "27AAPFU0939F1ZV", Name: "Chai"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "CH1", Format: "CH1/{FY}/{SEQ:5}"})

@@ -84,7 +84,7 @@ func TestRegisterOnce(t *testing.T) {
 		{"lost answer", &scripted{register: fail(einvoice.KindUnknown)}, kind(einvoice.KindUnknown), false, 1, 0, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			reg, err := einvoice.RegisterOnce(context.Background(), c.r, p)
+			reg, err := einvoice.RegisterOnce(t.Context(), c.r, p)
 			switch {
 			case c.wantKind == nil && err != nil:
 				t.Fatalf("RegisterOnce: %v", err)

@@ -47,14 +47,43 @@ const (
 // An unpadded {SEQ} may grow to whatever length the rest of the format
 // leaves free of the 16; a format that leaves no room at all is refused.
 func ParseFormat(s string) (Format, error) {
+	if err := checkFormatASCII(s); err != nil {
+		return Format{}, err
+	}
+	f, err := scanFormat(s)
+	if err != nil {
+		return Format{}, err
+	}
+	if err := f.fitDigits(); err != nil {
+		return Format{}, err
+	}
+	if err := f.checkFirstChar(); err != nil {
+		return Format{}, err
+	}
+	return f, nil
+}
+
+// checkFormatASCII fails with ErrInvalidFormat when the format s is empty
+// or holds a character outside ASCII.
+func checkFormatASCII(s string) error {
 	if s == "" {
-		return Format{}, apperr.Errorf(ErrInvalidFormat, "format is empty")
+		return apperr.Errorf(ErrInvalidFormat, "format is empty")
 	}
 	for _, r := range s {
 		if r >= utf8.RuneSelf {
-			return Format{}, apperr.Errorf(ErrInvalidFormat, "format %+q contains the non-ASCII character %+q; numbers have only %s", s, r, numberChars)
+			return apperr.Errorf(ErrInvalidFormat, "format %+q contains the non-ASCII character %+q; numbers have only %s", s, r, numberChars)
 		}
 	}
+	return nil
+}
+
+// scanFormat returns the Format that the ASCII format s spells: its
+// literals upper-cased, {FY} as fyToken, split into the prefix and suffix
+// of its one {SEQ}, and the {SEQ:N} width (0 unpadded); its digits are not
+// yet set. It fails with ErrInvalidFormat on a character numbers cannot
+// hold, an unbalanced brace, an unknown placeholder, a bad width, or not
+// exactly one {SEQ}.
+func scanFormat(s string) (Format, error) {
 	var f Format
 	var parts [2]strings.Builder // before and after {SEQ}
 	seqs := 0
@@ -66,25 +95,22 @@ func ParseFormat(s string) (Format, error) {
 			if end < 0 || s[i+1+end] == '{' {
 				return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q: the '{' at position %d is not closed by '}'", s, i+1)
 			}
-			name := strings.ToUpper(s[i+1 : i+1+end])
-			switch {
+			inner := s[i+1 : i+1+end]
+			switch name := strings.ToUpper(inner); {
 			case name == "FY":
 				parts[seqs].WriteString(fyToken)
 			case name == "SEQ" || strings.HasPrefix(name, "SEQ:"):
 				if seqs > 0 {
 					return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q has more than one {SEQ}; it needs exactly one", s)
 				}
-				if name != "SEQ" {
-					w := name[len("SEQ:"):]
-					n, err := strconv.Atoi(w) // accepts a sign, which the digit check refuses
-					if err != nil || len(w) > 2 || !isASCIIDigit(w[0]) || n < 1 || n > maxSeqWidth {
-						return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q: in {%s} the width must be a number from 1 to %d, as in {SEQ:5}", s, s[i+1:i+1+end], maxSeqWidth)
-					}
-					f.width = n
+				width, err := seqWidth(s, inner)
+				if err != nil {
+					return Format{}, err
 				}
+				f.width = width
 				seqs++
 			default:
-				return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q: {%s} is not a placeholder; use {FY}, {SEQ} or {SEQ:N}", s, s[i+1:i+1+end])
+				return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q: {%s} is not a placeholder; use {FY}, {SEQ} or {SEQ:N}", s, inner)
 			}
 			i += end + 1
 		case c == '}':
@@ -103,19 +129,48 @@ func ParseFormat(s string) (Format, error) {
 		return Format{}, apperr.Errorf(ErrInvalidFormat, "format %q has no {SEQ}; it needs exactly one {SEQ} or {SEQ:N}", s)
 	}
 	f.prefix, f.suffix = parts[0].String(), parts[1].String()
+	return f, nil
+}
+
+// seqWidth returns the width of the placeholder inner ("SEQ" or "SEQ:N",
+// any case) of format s: 0 for SEQ, else N. It fails with ErrInvalidFormat
+// unless N is a number from 1 to maxSeqWidth.
+func seqWidth(s, inner string) (int, error) {
+	if len(inner) == len("SEQ") {
+		return 0, nil
+	}
+	w := inner[len("SEQ:"):]
+	n, err := strconv.Atoi(w) // accepts a sign, which the digit check refuses
+	if err != nil || len(w) > 2 || !isASCIIDigit(w[0]) || n < 1 || n > maxSeqWidth {
+		return 0, apperr.Errorf(ErrInvalidFormat, "format %q: in {%s} the width must be a number from 1 to %d, as in {SEQ:5}", s, inner, maxSeqWidth)
+	}
+	return n, nil
+}
+
+// fitDigits sets f's digits: its width, or, unpadded, whatever the rest of
+// the format leaves free of a number's maxNumberLen characters. It fails
+// with ErrInvalidFormat when f renders numbers longer than that, or leaves
+// no room for the serial.
+func (f *Format) fitDigits() error {
 	fixed := f.fixedLen()
 	switch {
 	case f.width > 0 && fixed+f.width > maxNumberLen:
-		return Format{}, apperr.Errorf(ErrInvalidFormat, "format %s renders numbers of %d characters, such as %s; a number has at most %d",
+		return apperr.Errorf(ErrInvalidFormat, "format %s renders numbers of %d characters, such as %s; a number has at most %d",
 			f.text(), fixed+f.width, f.render(exampleFY, 1), maxNumberLen)
 	case f.width == 0 && fixed >= maxNumberLen:
-		return Format{}, apperr.Errorf(ErrInvalidFormat, "format %s leaves no room for {SEQ}: the rest renders %d characters, such as %s, and a number has at most %d",
+		return apperr.Errorf(ErrInvalidFormat, "format %s leaves no room for {SEQ}: the rest renders %d characters, such as %s, and a number has at most %d",
 			f.text(), fixed, fillFY(f.prefix, exampleFY)+fillFY(f.suffix, exampleFY), maxNumberLen)
 	case f.width > 0:
 		f.digits = f.width
 	default:
 		f.digits = maxNumberLen - fixed
 	}
+	return nil
+}
+
+// checkFirstChar fails with ErrInvalidFormat when f renders, in some year
+// of MinFY..MaxFY, a number that does not start with A-Z or 1-9.
+func (f Format) checkFirstChar() error {
 	// The first character comes from the first literal, the first {FY} or
 	// the serial's first digit, which is '0' at serial 1 exactly when the
 	// serial is padded to two or more digits; the year matters only through
@@ -127,11 +182,11 @@ func ParseFormat(s string) (Format, error) {
 	}
 	for y := lo; y <= hi; y++ {
 		if n := f.render(y, 1); !validFirstChar(n[0]) {
-			return Format{}, apperr.Errorf(ErrInvalidFormat, "format %s renders numbers starting with %q, such as %s; a number must start with A-Z or 1-9",
+			return apperr.Errorf(ErrInvalidFormat, "format %s renders numbers starting with %q, such as %s; a number must start with A-Z or 1-9",
 				f.text(), n[0], n)
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // String returns f in normalised form: upper case, {FY}, and {SEQ} or

@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
@@ -22,7 +21,7 @@ import (
 func TestAddressesStoredOnEveryPath(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clock := func() time.Time { return now }
 	ship := &document.ShipTo{Name: "Godown, Hoskote", Address: document.Address{Line1: "Plot 7, KIADB", Line2: "Hoskote", City: "Bengaluru Rural", PIN: "562114", State: "29"}}
 	draft := func(key string, withShip bool) document.Draft {

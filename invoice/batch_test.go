@@ -27,7 +27,7 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 			for w := range singles {
 				wg.Go(func() {
 					for i := range 15 {
-						if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("s%d-%d", w, i))}); r.Err != nil {
+						if r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("s%d-%d", w, i))}); r.Err != nil {
 							t.Errorf("single: %v", r.Err)
 							return
 						}
@@ -41,7 +41,7 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 					for i := range reqs {
 						reqs[i] = invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("b%d-%d", b, i))}
 					}
-					results[b] = c.IssueBatch(context.Background(), reqs)
+					results[b] = c.IssueBatch(t.Context(), reqs)
 				})
 			}
 			wg.Wait()

@@ -3,7 +3,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -43,7 +42,7 @@ func citusSellers(t *testing.T, pool *pgxpool.Pool, n int) ([]gst.Seller, []gst.
 // subscribe registers a webhook of seller for both event types.
 func subscribe(t *testing.T, pool *pgxpool.Pool, seller gst.Seller) {
 	t.Helper()
-	if _, err := pool.Exec(context.Background(), `INSERT INTO webhooks (public_id, seller_id, url, events, secret)
+	if _, err := pool.Exec(t.Context(), `INSERT INTO webhooks (public_id, seller_id, url, events, secret)
 		VALUES ($1, $2, 'https://hooks.example/in', '{invoice.issued,invoice.cancelled}', 'secret')`,
 		fmt.Sprintf("wh_test_%d", seller.ID), seller.ID); err != nil {
 		t.Fatal(err)
@@ -68,7 +67,7 @@ func TestCitusKeysEventsBatchesAndCancelsAreSingleShard(t *testing.T) {
 	requireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sellers, ss := citusSellers(t, pool, 8)
 	for i := 0; i < len(sellers); i += 2 {
 		subscribe(t, pool, sellers[i])
@@ -193,7 +192,7 @@ func TestCitusLeaseWaitsForAnIssueInFlight(t *testing.T) {
 	requireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sellers, ss := citusSellers(t, pool, 4)
 	before := twoPhase(t, pool)
 	for i := range sellers {
@@ -245,7 +244,7 @@ func TestCitusPeriodLockWaitsForABackdatedIssue(t *testing.T) {
 	requireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sellers, ss := citusSellers(t, pool, 4)
 	at := time.Now()
 	last := time.Date(at.Year(), at.Month(), 1, 12, 0, 0, 0, time.UTC).AddDate(0, -1, 0) // last month
@@ -290,7 +289,7 @@ func TestCitusLockTimeoutReachesTheWorker(t *testing.T) {
 	requireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	sellers, ss := citusSellers(t, pool, 2)
 	at := time.Now()
 	for i := range sellers {

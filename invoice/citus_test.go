@@ -7,7 +7,6 @@
 package invoice_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -27,7 +26,7 @@ import (
 func twoPhase(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_dist_transaction`).Scan(&n); err != nil {
+	if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_dist_transaction`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -37,7 +36,7 @@ func twoPhase(t *testing.T, pool *pgxpool.Pool) int {
 func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 	t.Helper()
 	var port int
-	if err := pool.QueryRow(context.Background(), `SELECT nodeport FROM pg_dist_shard_placement
+	if err := pool.QueryRow(t.Context(), `SELECT nodeport FROM pg_dist_shard_placement
 		WHERE shardid = get_shard_id_for_distribution_column('series', $1::bigint)`, seller).Scan(&port); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +70,7 @@ func TestCitusIssuingIsSingleShard(t *testing.T) {
 
 func issueOnCitus(t *testing.T, perShard bool) {
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	const sellers, each = 64, 12
 	type seller struct {
 		s  gst.Seller
@@ -172,7 +171,7 @@ func TestCitusIssueBatchIsDelegated(t *testing.T) {
 	dbtest.RequireCitus(t)
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := testfactory.Seller(t, pool, nil)
 	empty := "'{}'"
 	args := []string{fmt.Sprint(s.ID)}

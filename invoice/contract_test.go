@@ -37,7 +37,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // returned function releases it.
 func holdRow(t *testing.T, f fixture, s gst.Series) func() {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func holdRow(t *testing.T, f fixture, s gst.Series) func() {
 	if _, _, err := series.LockChain(ctx, holder, s.SellerID, s.ID, gst.FYOf(now), testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	release := sync.OnceFunc(func() { holder.Rollback(context.Background()) })
+	release := sync.OnceFunc(func() { holder.Rollback(t.Context()) })
 	t.Cleanup(release)
 	return release
 }
@@ -53,7 +53,7 @@ func holdRow(t *testing.T, f fixture, s gst.Series) func() {
 func keyCount(t *testing.T, f fixture, key string) int {
 	t.Helper()
 	var n int
-	if err := f.pool.QueryRow(context.Background(), `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n); err != nil {
+	if err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -70,7 +70,7 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
 	c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 20 * time.Second}})))
-	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
+	if r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	// The next transaction waits for a connection until the gate opens.
@@ -78,13 +78,13 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	var wg sync.WaitGroup
 	var taken, queued invoice.Result
 	wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 		defer cancel()
 		taken = c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "taken")})
 	})
 	waitUntil(t, "the first transaction", func() bool { return gated.waiting.Load() == 1 })
 	wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 		defer cancel()
 		queued = c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "queued")})
 	})
@@ -94,7 +94,7 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	// be taken: an event (the queues are empty), not a guessed while.
 	waitUntil(t, "the taken request to commit", func() bool { return keyCount(t, f, "taken") == 1 })
 	waitUntil(t, "the Committer's queues to empty", func() bool { return invoice.PendingOf(c) == 0 })
-	if r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "last")}); r.Err != nil {
+	if r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "last")}); r.Err != nil {
 		t.Fatal(r.Err)
 	}
 	if !errors.Is(taken.Err, invoice.ErrOutcomeUnknown) {
@@ -120,7 +120,7 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			mk := func(code, format string) gst.Series {
 				s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: code, DocType: "invoice", Format: format})
 				if err != nil {
@@ -274,7 +274,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	c := mustCommitter(invoice.NewPlainCommitter(oc, testfactory.Config(t, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	yesterday := gst.DateIST(now).AddDate(0, 0, -1)
-	ctx := context.Background()
+	ctx := t.Context()
 	// The counter row exists and is held by another transaction for a
 	// while, so that the first shared batches wait past their 250 ms,
 	// are split and retried in the background, and the row is batched
@@ -408,7 +408,7 @@ func TestCommitErrorOnAPlainConnectionIsAnUnknownOutcome(t *testing.T) {
 		{"statement error", &pgconn.PgError{Severity: "ОШИБКА", SeverityUnlocalized: "ERROR", Code: "40001", Message: "could not serialize access"}, false},
 	} {
 		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
-		r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
+		r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
 		if got := errors.Is(r.Err, invoice.ErrOutcomeUnknown); got != tc.unknown || r.Err == nil {
 			t.Errorf("%s: %v; want outcome unknown %v", tc.name, r.Err, tc.unknown)
 		}

@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	var today time.Time
 	if err := f.pool.QueryRow(ctx, `SELECT (clock_timestamp() AT TIME ZONE 'Asia/Kolkata')::date`).Scan(&today); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ func delegating(t testing.TB, f fixture, now func() time.Time) *invoice.Committe
 func TestDelegatedBatchesFallBackAndRecover(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clock := now
 	c := delegating(t, f, func() time.Time { return clock })
 	draft := func(key string) document.Draft {
@@ -141,7 +140,7 @@ func TestDelegatedBatchesFallBackAndRecover(t *testing.T) {
 func TestDelegatedLeasedSeriesIsRefused(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := delegating(t, f, func() time.Time { return now })
 	for _, k := range []string{"a", "b"} {
 		if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {

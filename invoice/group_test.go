@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -19,7 +18,7 @@ import (
 
 func serialsOf(t *testing.T, f fixture) []int64 {
 	t.Helper()
-	rows, err := f.pool.Query(context.Background(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, f.s.ID)
+	rows, err := f.pool.Query(t.Context(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, f.s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +45,7 @@ func issueConcurrently(t *testing.T, f fixture, clients, each int, committer fun
 		c := committer(w)
 		wg.Go(func() {
 			for i := range each {
-				r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("w%d-%d", w, i))})
+				r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, fmt.Sprintf("w%d-%d", w, i))})
 				if r.Err != nil {
 					t.Errorf("issue: %v", r.Err)
 					return
@@ -122,7 +121,7 @@ func TestGroupCommitUnderConcurrency(t *testing.T) {
 func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 30 * time.Second}})))
 
@@ -198,7 +197,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 func TestGroupCommitReplaysAcrossBatches(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
 	first := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "same")})
 	if first.Err != nil {
@@ -241,7 +240,7 @@ func (f fixture) moreSeries(t *testing.T, n int) []gst.Series {
 	t.Helper()
 	out := make([]gst.Series, n)
 	for i := range n {
-		s, err := series.CreateSeries(context.Background(), f.pool, series.NewSeries{
+		s, err := series.CreateSeries(t.Context(), f.pool, series.NewSeries{
 			SellerID: f.seller.ID, Code: fmt.Sprintf("S%d", i), DocType: "invoice", Format: fmt.Sprintf("S%d/{FY}/{SEQ:6}", i)})
 		if err != nil {
 			t.Fatal(err)
@@ -253,7 +252,7 @@ func (f fixture) moreSeries(t *testing.T, n int) []gst.Series {
 
 func (f fixture) serialsOfSeries(t *testing.T, s gst.Series) []int64 {
 	t.Helper()
-	rows, err := f.pool.Query(context.Background(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, s.ID)
+	rows, err := f.pool.Query(t.Context(), `SELECT serial FROM invoices WHERE series_id = $1 ORDER BY serial`, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +300,7 @@ func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 					return
 				}
 				d.IdempotencyKey, d.RequestHash = fmt.Sprintf("w%d-%d", w, i), []byte("h")
-				r := c.Issue(context.Background(), invoice.IssueRequest{Seller: f.seller, Series: s, Draft: d})
+				r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: s, Draft: d})
 				if r.Err != nil {
 					t.Errorf("issue: %v", r.Err)
 					return
@@ -341,7 +340,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ss := f.moreSeries(t, 6)
-	ctx := context.Background()
+	ctx := t.Context()
 	// Nobody waits for the stuck series to time out. Every issue of
 	// another series that begins while the stuck one waits must end
 	// before the stuck one's answer (an event), and within 3/4 of its lock
@@ -483,7 +482,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	f := setup(t)
 	ss := f.moreSeries(t, 2)
 	a, b := ss[0], ss[1]
-	ctx := context.Background()
+	ctx := t.Context()
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	prep := func(s gst.Series, day string) document.Draft {
@@ -532,7 +531,7 @@ func waitForLockWait(t *testing.T, f fixture) {
 	}
 	waitUntil(t, "a lock wait to begin", func() bool {
 		var waiting int
-		f.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+view+` WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
+		f.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+view+` WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&waiting)
 		return waiting > 0
 	})
 }

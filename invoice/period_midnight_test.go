@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -29,7 +28,7 @@ import (
 func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	dbNow, lastSecond, lastDay, month := lastMonthByTheDatabase(t, f)
 	draft := func() document.Draft { return draftOn(t, f, lastDay, lastSecond) }
 	opt := testfactory.Options(t, series.Options{LockTimeout: 30 * time.Second})
@@ -84,7 +83,7 @@ func TestNoInvoiceInAMonthLockedWhileItWaited(t *testing.T) {
 // considers ended choose it this way, so that they pass whatever the date.
 func lastMonthByTheDatabase(t *testing.T, f fixture) (dbNow, lastSecond, lastDay time.Time, month document.Month) {
 	t.Helper()
-	if err := f.pool.QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
+	if err := f.pool.QueryRow(t.Context(), `SELECT clock_timestamp()`).Scan(&dbNow); err != nil {
 		t.Fatal(err)
 	}
 	ist := dbNow.In(gst.IST)
@@ -123,7 +122,7 @@ func waitingForLocks(t *testing.T, f fixture, n int, what string) {
 func TestMonthEndGuardWaitsForALockInProgress(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	_, lastSecond, lastDay, month := lastMonthByTheDatabase(t, f)
 	opt := testfactory.Options(t, series.Options{LockTimeout: 30 * time.Second})
 	first, err := invoice.Issue(ctx, f.pool, f.seller, f.s, draftOn(t, f, lastDay, lastSecond), lastSecond, opt)
@@ -183,7 +182,7 @@ func refusedPeriodLocked(t *testing.T, results map[string]chan error, what strin
 func TestLockPeriodNeedsBothClocks(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	dbNow, _, _, lastMonth := lastMonthByTheDatabase(t, f)
 	ahead := dbNow.AddDate(0, 2, 0)
 	current := document.MonthOf(gst.DateIST(dbNow))
@@ -203,6 +202,6 @@ func TestLockPeriodNeedsBothClocks(t *testing.T) {
 // lockErr returns the error of locking month m of f's seller at now.
 func lockErr(t *testing.T, f fixture, m document.Month, now time.Time) error {
 	t.Helper()
-	_, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, m, "test", now)
+	_, _, err := invoice.LockPeriod(t.Context(), f.pool, f.seller, m, "test", now)
 	return err
 }

@@ -36,7 +36,7 @@ func dated(t *testing.T, f fixture, s gst.Series, date string) document.Draft {
 func lastSerial(t *testing.T, f fixture, s gst.Series) int64 {
 	t.Helper()
 	var n int64
-	if err := f.pool.QueryRow(context.Background(), `SELECT coalesce(max(last_serial), 0) FROM series_counters WHERE series_id = $1`, s.ID).Scan(&n); err != nil {
+	if err := f.pool.QueryRow(t.Context(), `SELECT coalesce(max(last_serial), 0) FROM series_counters WHERE series_id = $1`, s.ID).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -46,7 +46,7 @@ func TestPeriodLock(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dbtest.SetClock(t, f.pool, december) // November has ended by the database's clock too
-	ctx := context.Background()
+	ctx := t.Context()
 	nov := mustMonth(t, "112026")
 	early, err := invoice.Issue(ctx, f.pool, f.seller, f.s, dated(t, f, f.s, "2026-11-10"), december, testfactory.Options(t, series.Options{}))
 	if err != nil {
@@ -131,7 +131,7 @@ func mustMonth(t *testing.T, fp string) document.Month {
 func TestPeriodLockRace(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	ch2, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "CH2", DocType: "invoice", Format: "CH2/{FY}/{SEQ:5}"})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestPeriodLockRace(t *testing.T) {
 func TestDeclareOpening(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	declare := func(o invoice.Opening) error {
 		tx, err := f.pool.Begin(ctx)
 		if err != nil {
@@ -270,7 +270,7 @@ func TestDeclareOpening(t *testing.T) {
 func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	n9, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "N9", DocType: "invoice", Format: "N9/{FY}/{SEQ:1}"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package invoice_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -25,7 +24,7 @@ func predicting(t testing.TB, f fixture, now func() time.Time) *invoice.Committe
 
 func verifyChains(t *testing.T, f fixture) {
 	t.Helper()
-	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", gst.FYOf(now))
+	rep, err := reports.Verify(t.Context(), f.pool, f.seller, "", gst.FYOf(now))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +51,7 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 		cancel := issued%10 == 3
 		n.Unlock()
 		if cancel {
-			if _, err := invoice.Cancel(context.Background(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, testfactory.Options(t, series.Options{})); err != nil {
+			if _, err := invoice.Cancel(t.Context(), f.pool, f.seller, r.Invoice.ID, "wrong buyer", now, testfactory.Options(t, series.Options{})); err != nil {
 				t.Errorf("cancel: %v", err)
 			}
 		}
@@ -83,7 +82,7 @@ func TestPredictTwoProcessesOneSeries(t *testing.T) {
 func TestPredictFallsBack(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clock := now
 	c := predicting(t, f, func() time.Time { return clock })
 	issue := func(key string, mod func(*document.Draft)) invoice.Result {
@@ -183,7 +182,7 @@ func TestPredictFallsBack(t *testing.T) {
 func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	c := predicting(t, f, func() time.Time { return now })
 	issue := func(key string) invoice.Result {
 		return c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, key)})
@@ -218,7 +217,7 @@ func TestPredictFallsBackOnAFailedStatement(t *testing.T) {
 func TestPredictedLeasedSeriesIsNoMisprediction(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	var log bytes.Buffer
 	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}, Logger: slog.New(slog.NewTextHandler(&log, nil))})))

@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	other, err := series.CreateSeller(ctx, f.pool, "29AAGCB7383J1Z4", "Bangalore Traders")
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +89,7 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := f.pool.Exec(ctx, `ALTER TABLE invoices DROP CONSTRAINT IF EXISTS invoices_public_id_key`); err != nil {
 		t.Fatal(err)
 	}

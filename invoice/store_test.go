@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func (f fixture) draft(t *testing.T, key string) document.Draft {
 func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +111,7 @@ func TestIssueBatchTakesConsecutiveNumbersAndChains(t *testing.T) {
 func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +135,7 @@ func TestRolledBackBatchReturnsAllItsNumbers(t *testing.T) {
 func TestIdempotencyKeys(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, "k1"), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +185,7 @@ func TestIdempotencyKeys(t *testing.T) {
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	inv, err := invoice.Issue(ctx, f.pool, f.seller, f.s, f.draft(t, ""), now, testfactory.Options(t, series.Options{}))
 	if err != nil {
 		t.Fatal(err)

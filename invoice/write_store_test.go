@@ -24,7 +24,7 @@ import (
 func TestSendWritesCallbackErrorAfterCommitIsUnknown(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	for i, cbErr := range []error{
 		errors.New("a result callback failed"),
 		apperr.WithCause(series.ErrMoved, errors.New("the callback found the counter row moved")),

@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 // would have.
 func TestSellerColumnsBackfilledFrom00016(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := emptyPool(t)
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()

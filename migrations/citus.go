@@ -106,36 +106,69 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 	defer func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('invoiced.distribute'))`)
 	}()
-	// How Citus manages a table: partmethod 'h' is hash-distributed,
-	// 'n' with repmodel 't' a reference table. A table with a foreign key
-	// to a reference table becomes a Citus local table ('n', 's') on its
-	// own, which the calls below convert.
-	managed := func(table, method, repmodel string) (bool, error) {
-		var ok bool
-		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = $1::regclass
-			AND partmethod = $2 AND ($3 = '' OR repmodel = $3))`, table, method, repmodel).Scan(&ok)
-		return ok, err
+	reset, err := distributeSettings(ctx, conn)
+	defer reset()
+	if err != nil {
+		return err
+	}
+	if err := createReferenceTables(ctx, conn); err != nil {
+		return err
+	}
+	if err := distributeUncolocatedFunctions(ctx, conn); err != nil {
+		return err
+	}
+	if err := distributeTables(ctx, conn); err != nil {
+		return err
+	}
+	return colocateDelegatedFunctions(ctx, conn)
+}
+
+// distributeSettings sets the session settings distributing needs on
+// conn. It returns the function that resets those it set (to be called
+// even when it fails), and fails when a SET fails.
+func distributeSettings(ctx context.Context, conn *pgxpool.Conn) (reset func(), err error) {
+	var resets []string
+	reset = func() {
+		for _, r := range slices.Backward(resets) {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), r)
+		}
 	}
 	// Not the default's Citus local tables for the tables that refer to
 	// the reference tables: Citus cannot turn those into distributed
 	// tables later when they have identity columns. Distributing them
 	// below checks their keys to the reference tables.
 	if _, err := conn.Exec(ctx, `SET citus.enable_local_reference_table_foreign_keys = off`); err != nil {
-		return fmt.Errorf("migrations: citus: %w", err)
+		return reset, fmt.Errorf("migrations: citus: %w", err)
 	}
-	defer func() {
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_local_reference_table_foreign_keys`)
-	}()
+	resets = append(resets, `RESET citus.enable_local_reference_table_foreign_keys`)
 	// series_counters' lease guard (00015) is a trigger that reads
 	// series_leases of the same seller, a co-located shard on the same
 	// worker; Citus calls such triggers unsafe and refuses to distribute a
 	// table with one unless told (docs/scale-out.md, "Leases").
 	if _, err := conn.Exec(ctx, `SET citus.enable_unsafe_triggers = on`); err != nil {
-		return fmt.Errorf("migrations: citus: %w", err)
+		return reset, fmt.Errorf("migrations: citus: %w", err)
 	}
-	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), `RESET citus.enable_unsafe_triggers`) }()
+	resets = append(resets, `RESET citus.enable_unsafe_triggers`)
+	return reset, nil
+}
+
+// citusManages reports whether Citus manages table the way method and
+// repmodel say: partmethod 'h' is hash-distributed, 'n' with repmodel 't' a
+// reference table (repmodel "" matches any). A table with a foreign key to
+// a reference table becomes a Citus local table ('n', 's') on its own,
+// which distribute converts. It fails with the database's error.
+func citusManages(ctx context.Context, conn *pgxpool.Conn, table, method, repmodel string) (bool, error) {
+	var ok bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = $1::regclass
+		AND partmethod = $2 AND ($3 = '' OR repmodel = $3))`, table, method, repmodel).Scan(&ok)
+	return ok, err
+}
+
+// createReferenceTables makes each of referenceTables a reference table,
+// unless it is one already. It fails with the first table Citus refused.
+func createReferenceTables(ctx context.Context, conn *pgxpool.Conn) error {
 	for _, t := range referenceTables {
-		ok, err := managed(t, "n", "t")
+		ok, err := citusManages(ctx, conn, t, "n", "t")
 		if err == nil && !ok {
 			_, err = conn.Exec(ctx, `SELECT create_reference_table($1)`, t)
 		}
@@ -143,17 +176,32 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("migrations: citus: reference table %s: %w%s", t, err, detail(err))
 		}
 	}
+	return nil
+}
+
+// distributeUncolocatedFunctions distributes the functions of
+// distributedFunctions that take no distribution argument (those that do
+// are co-located with series, after the tables). It fails with the first
+// function Citus refused.
+func distributeUncolocatedFunctions(ctx context.Context, conn *pgxpool.Conn) error {
 	for _, f := range distributedFunctions {
 		if f.arg != "" {
-			continue // co-located with series: after the tables
+			continue
 		}
 		_, err := conn.Exec(ctx, `SELECT create_distributed_function(f.fn) FROM (`+functionsNamed+`) f`, f.name, nil)
 		if err != nil {
 			return fmt.Errorf("migrations: citus: function %s: %w", f.name, err)
 		}
 	}
+	return nil
+}
+
+// distributeTables distributes each of distributedTables by seller_id,
+// co-located with the first, unless Citus distributes it already. It
+// fails with the first table Citus refused.
+func distributeTables(ctx context.Context, conn *pgxpool.Conn) error {
 	for i, t := range distributedTables {
-		ok, err := managed(t, "h", "")
+		ok, err := citusManages(ctx, conn, t, "h", "")
 		if err == nil && !ok {
 			with := distributedTables[0]
 			if i == 0 {
@@ -165,9 +213,15 @@ func distribute(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("migrations: citus: distribute %s: %w%s", t, err, detail(err))
 		}
 	}
-	// Delegated functions last: they are co-located with a distributed
-	// table. One distributed earlier without its argument is distributed
-	// again, with it.
+	return nil
+}
+
+// colocateDelegatedFunctions distributes the functions of
+// distributedFunctions that take a distribution argument, co-located with
+// series; they come last, after the table they follow. One distributed
+// earlier without its argument is distributed again, with it. It fails
+// with the first function Citus refused.
+func colocateDelegatedFunctions(ctx context.Context, conn *pgxpool.Conn) error {
 	for _, f := range distributedFunctions {
 		if f.arg == "" {
 			continue

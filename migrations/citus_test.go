@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -21,7 +20,7 @@ import (
 func TestSellerOwnedTablesAreListed(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	listed := map[string]string{}
 	for kind, tables := range map[string][]string{"distributed": migrations.DistributedTables,
 		"reference": migrations.ReferenceTables, "coordinator": migrations.CoordinatorTables} {
@@ -176,7 +175,7 @@ func TestSellerOwnedTablesAreListed(t *testing.T) {
 func TestEveryTableHasAPrimaryKey(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	rows, err := pool.Query(context.Background(), `SELECT c.relname,
+	rows, err := pool.Query(t.Context(), `SELECT c.relname,
 			(SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_index i
 			 JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
 			 WHERE i.indrelid = c.oid AND i.indisprimary)

@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -24,7 +23,7 @@ import (
 // lock_timeout, instead of timing out and being retried (or given up).
 func TestConcurrentIndexWaitsForOlderTransactions(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := emptyPool(t)
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()

@@ -2,7 +2,6 @@ package migrations_test
 
 import (
 	"bufio"
-	"context"
 	"os/exec"
 	"strings"
 	"testing"
@@ -17,7 +16,7 @@ import (
 // hashes. A known rewrite (the first text of 00017) is accepted.
 func TestEditedMigrationIsRefused(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	var sum string
 	if err := pool.QueryRow(ctx, `SELECT sha256 FROM invoiced_migration_history WHERE version = 5`).Scan(&sum); err != nil {
@@ -147,7 +146,7 @@ func lines(t *testing.T, commit, _ string) []string {
 // text's effect is adopted and left as it is.
 func TestAdoptionFindsAnEarlierText(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, tc := range []struct {
 		servesFrom int
 		recorded   string

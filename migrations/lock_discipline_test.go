@@ -35,7 +35,7 @@ var issuingLocks = []struct{ table, mode string }{
 // finishes.
 func TestMigrationsNeverStopIssuingBehindAReader(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := emptyPool(t)
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()

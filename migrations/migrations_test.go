@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -20,7 +19,7 @@ import (
 func TestUpConcurrentlyAndTwice(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewEmptyURL(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	const n = 4
 	versions := make([]int64, n)
 	errs := make([]error, n)
@@ -80,7 +79,7 @@ func TestChecksumIsStable(t *testing.T) {
 func TestInvoiceNeedsItsCounterRow(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	var a, b, s int64
 	err := pool.QueryRow(ctx, `INSERT INTO sellers (gstin, name, state_code) VALUES ('24AAQCA8719H1ZC', 'A', '24') RETURNING id`).Scan(&a)
 	if err == nil {
@@ -132,12 +131,12 @@ func TestInvoiceNeedsItsCounterRow(t *testing.T) {
 // without creating goose's table (a serving role may not be allowed to).
 func TestVersionsOfAnEmptyDatabase(t *testing.T) {
 	t.Parallel()
-	pool, err := pgxpool.New(context.Background(), dbtest.NewEmptyURL(t))
+	pool, err := pgxpool.New(t.Context(), dbtest.NewEmptyURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	ctx := context.Background()
+	ctx := t.Context()
 	current, target, err := migrations.Versions(ctx, pool)
 	if err != nil || current != 0 || target < 4 {
 		t.Fatalf("Versions = %d, %d, %v; want 0 and the newest", current, target, err)

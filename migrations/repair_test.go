@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"context"
 	"os"
 	"strings"
 	"sync"
@@ -44,14 +43,14 @@ func migrateWithFirst00003(t *testing.T, pool *pgxpool.Pool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Up(context.Background()); err != nil {
+	if _, err := p.Up(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func uniqueIndexes(t *testing.T, pool *pgxpool.Pool) []string {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT indexrelid::regclass::text FROM pg_index
+	rows, err := pool.Query(t.Context(), `SELECT indexrelid::regclass::text FROM pg_index
 		WHERE indrelid = 'series_counters'::regclass AND indisunique ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +70,7 @@ func uniqueIndexes(t *testing.T, pool *pgxpool.Pool) []string {
 // eight transactions at once and returns the errors.
 func firstUseRace(t *testing.T, pool *pgxpool.Pool, s gst.Series, fy int) []error {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	date := time.Date(fy, 6, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	var errs []error
@@ -109,7 +108,7 @@ func firstUseRace(t *testing.T, pool *pgxpool.Pool, s gst.Series, fy int) []erro
 // returns the errors.
 func oldFirstUseRace(t *testing.T, pool *pgxpool.Pool, sellerID, seriesID int64, fy int) []error {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	var mu sync.Mutex
 	var errs []error
 	var wg sync.WaitGroup
@@ -140,7 +139,7 @@ func oldFirstUseRace(t *testing.T, pool *pgxpool.Pool, sellerID, seriesID int64,
 // uses that no longer fail.
 func TestRepairOfTheFirst00003(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := emptyPool(t)
 	migrateWithFirst00003(t, pool)
 	if got := uniqueIndexes(t, pool); len(got) != 2 {

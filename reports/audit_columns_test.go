@@ -2,7 +2,6 @@ package reports_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"reflect"
@@ -28,7 +27,7 @@ func TestAuditExportsShareTimeZoneAndCarryIDs(t *testing.T) {
 		"Buyer name", "Place of supply", "Original number", "Original date", "Cancelled at (IST)",
 		"Issue position", "Cancel position", "ID", "Public ID", "Buyer address", "Ship to", "IRN", "Ack No.", "Hash", "Cancel hash"}
 	var publicID string
-	if err := f.pool.QueryRow(context.Background(), `SELECT public_id FROM invoices WHERE number = 'CH1/26-27/00002'`).Scan(&publicID); err != nil {
+	if err := f.pool.QueryRow(t.Context(), `SELECT public_id FROM invoices WHERE number = 'CH1/26-27/00002'`).Scan(&publicID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -2,7 +2,6 @@ package reports_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -20,7 +19,7 @@ import (
 func audit(t *testing.T, f fixture, s gst.Series, fy gst.FY, format string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := reports.WriteAudit(context.Background(), f.pool, f.seller, s, fy, format, &buf); err != nil {
+	if err := reports.WriteAudit(t.Context(), f.pool, f.seller, s, fy, format, &buf); err != nil {
 		t.Fatalf("WriteAudit(%s): %v", format, err)
 	}
 	return buf.Bytes()
@@ -79,7 +78,7 @@ func TestAuditSummaryCSV(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	var buf bytes.Buffer
-	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
+	if err := reports.WriteAuditSummary(t.Context(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &buf); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "audit_ch1_2026-27_summary.csv", buf.Bytes())
@@ -94,7 +93,7 @@ func TestAuditSummaryCSV(t *testing.T) {
 	}
 	// JSON: the summary object alone.
 	buf.Reset()
-	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatJSON, &buf); err != nil {
+	if err := reports.WriteAuditSummary(t.Context(), f.pool, f.seller, f.ch1, 2026, reports.FormatJSON, &buf); err != nil {
 		t.Fatal(err)
 	}
 	var doc map[string]reports.Summary
@@ -103,7 +102,7 @@ func TestAuditSummaryCSV(t *testing.T) {
 	}
 	// XLSX: the Summary sheet alone.
 	buf.Reset()
-	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatXLSX, &buf); err != nil {
+	if err := reports.WriteAuditSummary(t.Context(), f.pool, f.seller, f.ch1, 2026, reports.FormatXLSX, &buf); err != nil {
 		t.Fatal(err)
 	}
 	x, err := excelize.OpenReader(&buf)
@@ -161,7 +160,7 @@ func TestAuditShowsTampering(t *testing.T) {
 		t.Errorf("summary = %+v", s)
 	}
 	var sumCSV bytes.Buffer
-	if err := reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &sumCSV); err != nil {
+	if err := reports.WriteAuditSummary(t.Context(), f.pool, f.seller, f.ch1, 2026, reports.FormatCSV, &sumCSV); err != nil {
 		t.Fatal(err)
 	}
 	csvOut := sumCSV.String()
@@ -218,17 +217,17 @@ func TestAuditEmptyAndBadFormat(t *testing.T) {
 	// A series-year that holds nothing is not found, never an empty "intact" audit.
 	for _, format := range []string{reports.FormatCSV, reports.FormatJSON, reports.FormatXLSX} {
 		var buf bytes.Buffer
-		err := reports.WriteAudit(context.Background(), f.pool, f.seller, f.cn1, 2027, format, &buf)
+		err := reports.WriteAudit(t.Context(), f.pool, f.seller, f.cn1, 2027, format, &buf)
 		if !errors.Is(err, reports.ErrSeriesYearNotFound) || buf.Len() != 0 {
 			t.Errorf("audit of an empty series-year (%s): %v, %d bytes written", format, err, buf.Len())
 		}
-		err = reports.WriteAuditSummary(context.Background(), f.pool, f.seller, f.cn1, 2027, format, &buf)
+		err = reports.WriteAuditSummary(t.Context(), f.pool, f.seller, f.cn1, 2027, format, &buf)
 		if !errors.Is(err, reports.ErrSeriesYearNotFound) || buf.Len() != 0 {
 			t.Errorf("summary of an empty series-year (%s): %v, %d bytes written", format, err, buf.Len())
 		}
 	}
 	var buf bytes.Buffer
-	err := reports.WriteAudit(context.Background(), f.pool, f.seller, f.ch1, 2026, "pdf", &buf)
+	err := reports.WriteAudit(t.Context(), f.pool, f.seller, f.ch1, 2026, "pdf", &buf)
 	if !errors.Is(err, reports.ErrInvalidFormat) || buf.Len() != 0 {
 		t.Errorf("format pdf: %v, %d bytes written", err, buf.Len())
 	}
@@ -238,7 +237,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	dbtest.SetClock(t, f.pool, clock) // October has ended by the database's clock too
-	ctx := context.Background()
+	ctx := t.Context()
 	lockOctober(t, f, "key ik_0a1b2c3d")
 	sum, err := reports.AuditSummary(ctx, f.pool, f.seller, f.ch1, 2026)
 	if err != nil {
@@ -267,7 +266,7 @@ func TestAuditShowsLockedPeriods(t *testing.T) {
 func TestAuditSummarySpeaksLikeTheConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	lockOctober(t, f, "console key ik_0a1b2c3d")
 	f.exec(t, `UPDATE invoices SET invoice_date = '2026-10-01' WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2026 AND serial = 4`)
 	summary := func(format string) [][2]string {

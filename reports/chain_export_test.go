@@ -1,7 +1,6 @@
 package reports_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -237,7 +236,7 @@ func TestChainRecomputedFromJSONExport(t *testing.T) {
 func TestChainWithOpeningRecomputedFromJSONExport(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: "MV", DocType: "invoice", Format: "MV/{FY}/{SEQ:5}"})
 	if err != nil {
 		t.Fatal(err)

@@ -62,19 +62,6 @@ type DayCount struct {
 	Cancelled int64 // of which cancelled
 }
 
-// DailyCounts returns the invoices of s in fy per invoice date, in date
-// order (days without invoices are absent). It fails only when the
-// database fails.
-func DailyCounts(ctx context.Context, b db.OptionsBeginner, s gst.Series, fy gst.FY) ([]DayCount, error) {
-	var out []DayCount
-	err := readTx(ctx, b, func(tx pgx.Tx) error {
-		var err error
-		out, err = dailyCounts(ctx, tx, s, fy)
-		return err
-	})
-	return out, err
-}
-
 // Activity is what the console's overview shows of one series.
 type Activity struct {
 	Series      gst.Series

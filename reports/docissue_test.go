@@ -1,7 +1,6 @@
 package reports_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -55,7 +54,7 @@ func TestDocIssueGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := reports.DocIssue(context.Background(), f.pool, f.seller, p)
+		rep, err := reports.DocIssue(t.Context(), f.pool, f.seller, p)
 		if err != nil {
 			t.Fatalf("DocIssue(%s): %v", tc.period, err)
 		}
@@ -75,7 +74,7 @@ func TestDocIssueWarnsOnGap(t *testing.T) {
 	f := setup(t)
 	f.exec(t, `DELETE FROM invoices WHERE series_id = (SELECT id FROM series WHERE code = 'CH1') AND fy = 2026 AND serial = 3`)
 	p, _ := reports.ParsePeriod("112026")
-	rep, err := reports.DocIssue(context.Background(), f.pool, f.seller, p)
+	rep, err := reports.DocIssue(t.Context(), f.pool, f.seller, p)
 	if err != nil {
 		t.Fatal(err)
 	}

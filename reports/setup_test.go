@@ -2,7 +2,6 @@ package reports_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/csv"
 	"flag"
 	"fmt"
@@ -46,7 +45,7 @@ var clock = time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC) // 09:30 IST on 1 Decem
 
 func setup(t *testing.T) fixture {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, nil)
 	f := fixture{pool: pool, seller: seller, invs: map[string]document.Invoice{}}
@@ -114,7 +113,7 @@ func setup(t *testing.T) fixture {
 	// by issue minute) keep the golden exports byte for byte.
 	// The ids are computed here, not by SQL: Citus refuses an UPDATE that
 	// calls a STABLE function (to_char of a timestamptz) on a column.
-	rows, err := f.pool.Query(context.Background(), `SELECT id, seller_id, issued_at FROM invoices`)
+	rows, err := f.pool.Query(t.Context(), `SELECT id, seller_id, issued_at FROM invoices`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +154,7 @@ func day(s string) time.Time {
 // off (session_replication_role = replica), as a DBA tampering would.
 func (f fixture) exec(t *testing.T, stmts ...string) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +223,7 @@ func xlsxRows(t *testing.T, b []byte, sheet string) [][]string {
 func lockOctober(t *testing.T, f fixture, by string) {
 	t.Helper()
 	oct, _ := document.ParseMonth("102026")
-	if _, _, err := invoice.LockPeriod(context.Background(), f.pool, f.seller, oct, by, clock); err != nil {
+	if _, _, err := invoice.LockPeriod(t.Context(), f.pool, f.seller, oct, by, clock); err != nil {
 		t.Fatal(err)
 	}
 }

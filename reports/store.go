@@ -347,23 +347,6 @@ func lockedPeriods(ctx context.Context, tx pgx.Tx, sellerID int64, fy gst.FY) ([
 	return out, translate(err, "locked periods")
 }
 
-// dailyCounts returns the invoices of a series-year per invoice date.
-func dailyCounts(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) ([]DayCount, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT invoice_date, count(*), count(*) FILTER (WHERE status = 'cancelled')
-		FROM invoices WHERE series_id = $1 AND fy = $2 AND seller_id = $3
-		GROUP BY invoice_date ORDER BY invoice_date`, s.ID, int(fy), s.SellerID)
-	if err != nil {
-		return nil, translate(err, "count per day")
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (DayCount, error) {
-		var d DayCount
-		err := r.Scan(&d.Date, &d.Issued, &d.Cancelled)
-		return d, err
-	})
-	return out, translate(err, "count per day")
-}
-
 // activityCounts returns, per series of the seller, the invoices dated
 // today and the invoices of year fy cancelled. Each count reads the index
 // entries it counts (db.ReadTx): today's invoices on (seller,

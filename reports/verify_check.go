@@ -72,86 +72,27 @@ func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainRe
 	return c.res, nil
 }
 
-// walkChain walks the records in position order and returns the last
-// stored hash and position.
+// chainPlace is where a walk of the chain stands: the last record's hash
+// and position, and the highest serial issued so far (the opening's last
+// serial counts as issued).
+type chainPlace struct {
+	lastHash        []byte
+	lastPos         int64
+	lastIssueSerial int64
+}
+
+// walkChain walks the records in position order, checking each position's
+// records (checkPosition), and returns the last stored hash and position.
+// It fails only when reading the records fails.
 func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, lastPos int64, err error) {
 	var (
-		group           []recordRow // rows of one position (several only with duplicate serials)
-		lastIssueSerial int64
+		at    chainPlace
+		group []recordRow // rows of one position (several only with duplicate serials)
 	)
-	flush := func() {
-		if len(group) == 0 {
-			return
-		}
-		r := group[0]
-		linkKnown := true
-		if r.Position != lastPos+1 {
-			what := fmt.Sprintf("chain records at positions %s are", SerialRange{lastPos + 1, r.Position - 1})
-			if r.Position-1 == lastPos+1 {
-				what = fmt.Sprintf("the chain record at position %d is", lastPos+1)
-			}
-			c.add(Finding{Kind: RecordMissing, Position: lastPos + 1, To: r.Position - 1,
-				Message: fmt.Sprintf("%s missing (deleted); the record at position %d no longer links to its predecessor", what, r.Position)})
-			linkKnown = false
-		}
-		if r.Kind == invoice.KindOpening {
-			c.checkOpening(r, linkKnown)
-			c.res.OpeningHash = r.Hash
-			if c.res.Opening != nil {
-				lastIssueSerial = max(lastIssueSerial, c.res.Opening.LastSerial)
-			}
-			lastHash, lastPos = r.Hash, r.Position
-			c.res.Records++
-			group = group[:0]
-			return
-		}
-		switch r.Kind {
-		case document.KindIssue:
-			if r.Serial <= lastIssueSerial {
-				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
-					Message: fmt.Sprintf("issue record of serial %d follows the issue record of serial %d", r.Serial, lastIssueSerial)})
-			}
-			lastIssueSerial = max(lastIssueSerial, r.Serial)
-		case document.KindCancel:
-			if r.Serial > lastIssueSerial {
-				c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
-					Message: fmt.Sprintf("cancel record of serial %d precedes its issue record", r.Serial)})
-			}
-		}
-		found, matched, timeOK := false, false, true
-		for i := range group {
-			g := &group[i]
-			if !g.Found {
-				continue
-			}
-			found = true
-			rec, ok := c.record(g.Kind, &g.Inv, g.Position, lastHash)
-			if ok && bytes.Equal(rec.Hash(), g.Hash) {
-				matched = true
-				timeOK = rec.RecordedAt.Equal(g.RecordedAt)
-				break
-			}
-			timeOK = timeOK && ok && rec.RecordedAt.Equal(g.RecordedAt)
-		}
-		switch {
-		case !found:
-			c.add(Finding{Kind: InvoiceMissing, Position: r.Position, Serial: r.Serial,
-				Message: fmt.Sprintf("%s record names serial %d, which has no invoice row (deleted)", r.Kind, r.Serial)})
-		case !matched && linkKnown:
-			c.add(Finding{Kind: HashMismatch, Position: r.Position, Serial: r.Serial,
-				Message: fmt.Sprintf("%s record of serial %d (%s) does not match the invoice's current fields: the invoice or the record was altered", r.Kind, r.Serial, r.Inv.Number)})
-		}
-		if found && !timeOK {
-			c.add(Finding{Kind: RecordedAtMismatch, Position: r.Position, Serial: r.Serial,
-				Message: fmt.Sprintf("%s record of serial %d: recorded_at %s differs from the invoice's time", r.Kind, r.Serial, document.Timestamp(r.RecordedAt))})
-		}
-		lastHash, lastPos = r.Hash, r.Position
-		c.res.Records++
-		group = group[:0]
-	}
 	err = walkRecords(ctx, tx, c.sy.Series, c.sy.FY, func(r *recordRow) error {
 		if len(group) > 0 && group[0].Position != r.Position {
-			flush()
+			c.checkPosition(&at, group)
+			group = group[:0]
 		}
 		group = append(group, *r)
 		return nil
@@ -159,8 +100,103 @@ func (c *checker) walkChain(ctx context.Context, tx pgx.Tx) (lastHash []byte, la
 	if err != nil {
 		return nil, 0, err
 	}
-	flush()
-	return lastHash, lastPos, nil
+	if len(group) > 0 {
+		c.checkPosition(&at, group)
+	}
+	return at.lastHash, at.lastPos, nil
+}
+
+// checkPosition checks group, the records of one position (several only
+// with duplicate serials), after the walk stood at at: the link to the
+// previous position, an opening against its declaration, the order of
+// issue and cancel records, and that a record's invoice exists and hashes
+// to it. It then moves at to group's position.
+func (c *checker) checkPosition(at *chainPlace, group []recordRow) {
+	r := group[0]
+	linkKnown := c.checkLink(at, r)
+	if r.Kind == invoice.KindOpening {
+		c.checkOpening(r, linkKnown)
+		c.res.OpeningHash = r.Hash
+		if c.res.Opening != nil {
+			at.lastIssueSerial = max(at.lastIssueSerial, c.res.Opening.LastSerial)
+		}
+		at.lastHash, at.lastPos = r.Hash, r.Position
+		c.res.Records++
+		return
+	}
+	c.checkOrder(at, r)
+	found, matched, timeOK := c.matchInvoice(group, at.lastHash)
+	switch {
+	case !found:
+		c.add(Finding{Kind: InvoiceMissing, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("%s record names serial %d, which has no invoice row (deleted)", r.Kind, r.Serial)})
+	case !matched && linkKnown:
+		c.add(Finding{Kind: HashMismatch, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("%s record of serial %d (%s) does not match the invoice's current fields: the invoice or the record was altered", r.Kind, r.Serial, r.Inv.Number)})
+	}
+	if found && !timeOK {
+		c.add(Finding{Kind: RecordedAtMismatch, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("%s record of serial %d: recorded_at %s differs from the invoice's time", r.Kind, r.Serial, document.Timestamp(r.RecordedAt))})
+	}
+	at.lastHash, at.lastPos = r.Hash, r.Position
+	c.res.Records++
+}
+
+// checkLink adds a RecordMissing finding when r does not follow the
+// position the walk stands at. It returns whether r's link to its
+// predecessor is known (false after a gap: the predecessor's hash is not
+// the one r was made with).
+func (c *checker) checkLink(at *chainPlace, r recordRow) bool {
+	if r.Position == at.lastPos+1 {
+		return true
+	}
+	what := fmt.Sprintf("chain records at positions %s are", SerialRange{at.lastPos + 1, r.Position - 1})
+	if r.Position-1 == at.lastPos+1 {
+		what = fmt.Sprintf("the chain record at position %d is", at.lastPos+1)
+	}
+	c.add(Finding{Kind: RecordMissing, Position: at.lastPos + 1, To: r.Position - 1,
+		Message: fmt.Sprintf("%s missing (deleted); the record at position %d no longer links to its predecessor", what, r.Position)})
+	return false
+}
+
+// checkOrder adds a RecordOrder finding when the issue record r does not
+// follow every earlier issue's serial, or the cancel record r comes before
+// its serial's issue; an issue moves at's highest serial.
+func (c *checker) checkOrder(at *chainPlace, r recordRow) {
+	switch r.Kind {
+	case document.KindIssue:
+		if r.Serial <= at.lastIssueSerial {
+			c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
+				Message: fmt.Sprintf("issue record of serial %d follows the issue record of serial %d", r.Serial, at.lastIssueSerial)})
+		}
+		at.lastIssueSerial = max(at.lastIssueSerial, r.Serial)
+	case document.KindCancel:
+		if r.Serial > at.lastIssueSerial {
+			c.add(Finding{Kind: RecordOrder, Position: r.Position, Serial: r.Serial,
+				Message: fmt.Sprintf("cancel record of serial %d precedes its issue record", r.Serial)})
+		}
+	}
+}
+
+// matchInvoice rebuilds the record of each of group's invoices on prev
+// and returns whether any has an invoice row (found), whether one's record
+// hashes to its stored hash (matched), and whether the recorded times agree
+// (timeOK: the matching one's, else every rebuilt one's).
+func (c *checker) matchInvoice(group []recordRow, prev []byte) (found, matched, timeOK bool) {
+	timeOK = true
+	for i := range group {
+		g := &group[i]
+		if !g.Found {
+			continue
+		}
+		found = true
+		rec, ok := c.record(g.Kind, &g.Inv, g.Position, prev)
+		if ok && bytes.Equal(rec.Hash(), g.Hash) {
+			return true, true, rec.RecordedAt.Equal(g.RecordedAt)
+		}
+		timeOK = timeOK && ok && rec.RecordedAt.Equal(g.RecordedAt)
+	}
+	return found, false, timeOK
 }
 
 // checkOpening checks the opening record r against the declaration.

@@ -1,7 +1,6 @@
 package reports_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,7 +14,7 @@ import (
 func TestVerifyIntact(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", 0)
+	rep, err := reports.Verify(t.Context(), f.pool, f.seller, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,15 +36,15 @@ func TestVerifyIntact(t *testing.T) {
 	}
 
 	// Filters narrow the set; an unknown series is ErrNotFound.
-	rep, err = reports.Verify(context.Background(), f.pool, f.seller, "ch1", 2025)
+	rep, err = reports.Verify(t.Context(), f.pool, f.seller, "ch1", 2025)
 	if err != nil || len(rep.Chains) != 1 || rep.Chains[0].Series != "CH1" || rep.Chains[0].FY != 2025 {
 		t.Errorf("Verify(ch1, 2025) = %+v, %v; want the one chain CH1 2025-26", rep.Chains, err)
 	}
-	rep, err = reports.Verify(context.Background(), f.pool, f.seller, "", 2026)
+	rep, err = reports.Verify(t.Context(), f.pool, f.seller, "", 2026)
 	if err != nil || len(rep.Chains) != 3 {
 		t.Errorf("Verify(all, 2026) gave %d chains, %v; want 3", len(rep.Chains), err)
 	}
-	if _, err := reports.Verify(context.Background(), f.pool, f.seller, "NOPE", 0); !errors.Is(err, series.ErrNotFound) {
+	if _, err := reports.Verify(t.Context(), f.pool, f.seller, "NOPE", 0); !errors.Is(err, series.ErrNotFound) {
 		t.Errorf("Verify(NOPE) error = %v, want series.ErrNotFound", err)
 	}
 	// Filters that select no series-year say so, never "intact".
@@ -53,7 +52,7 @@ func TestVerifyIntact(t *testing.T) {
 		code string
 		fy   gst.FY
 	}{{"CN1", 2025}, {"", 2030}} {
-		if rep, err := reports.Verify(context.Background(), f.pool, f.seller, tc.code, tc.fy); !errors.Is(err, reports.ErrSeriesYearNotFound) {
+		if rep, err := reports.Verify(t.Context(), f.pool, f.seller, tc.code, tc.fy); !errors.Is(err, reports.ErrSeriesYearNotFound) {
 			t.Errorf("Verify(%q, %s) = %d chains, %v; want ErrSeriesYearNotFound", tc.code, tc.fy, len(rep.Chains), err)
 		}
 	}
@@ -161,7 +160,7 @@ func TestVerifyCatchesTampering(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			f.exec(t, tc.sql...)
-			rep, err := reports.Verify(context.Background(), f.pool, f.seller, "", 0)
+			rep, err := reports.Verify(t.Context(), f.pool, f.seller, "", 0)
 			if err != nil {
 				t.Fatal(err)
 			}

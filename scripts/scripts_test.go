@@ -172,7 +172,7 @@ func TestRunDemoBindsBeforeTheBanner(t *testing.T) {
 		var address string
 		err = conn.QueryRow(t.Context(), `SELECT count(*), (SELECT address FROM sellers WHERE gstin = '27AAPFU0939F1ZV')
 			FROM invoices WHERE number LIKE 'DEMO/%'`).Scan(&n, &address)
-		conn.Close(context.Background())
+		conn.Close(t.Context())
 		if err != nil || n != 5 {
 			t.Fatalf("series DEMO holds %d sample invoices (%v), want 5", n, err)
 		}
@@ -317,7 +317,7 @@ func activeKeys(t *testing.T, url string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(t.Context())
 	rows, err := conn.Query(t.Context(), `SELECT k.prefix FROM api_keys k JOIN sellers s ON s.id = k.seller_id
 		WHERE s.gstin = '27AAPFU0939F1ZV' AND k.revoked_at IS NULL ORDER BY k.prefix`)
 	if err != nil {
@@ -498,7 +498,7 @@ func TestPgStartStartsTheClusterAlone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scripts/pg start printed %q, which does not answer: %v", started, err)
 	}
-	conn.Close(context.Background())
+	conn.Close(t.Context())
 	if url, err := pg("url"); err != nil || url != started {
 		t.Fatalf("scripts/pg url after start: %q, %v; want %q", url, err, started)
 	}

@@ -5,7 +5,6 @@
 package series_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -35,7 +34,7 @@ import (
 func TestCitusLeaseGuardKeepsNoPlans(t *testing.T) {
 	dbtest.RequireCitus(t)
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	coordinator := dbtest.NewURL(t)
 	pool, err := pgxpool.New(ctx, coordinator)
 	if err != nil {

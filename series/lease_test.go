@@ -42,7 +42,7 @@ func (l lostCommit) Commit(ctx context.Context) error {
 func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	lost := answerLost{f.pool}
@@ -99,7 +99,7 @@ func TestDeviceIDEchoCutsBetweenCharacters(t *testing.T) {
 func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	epoch := func(n int64) *int64 { return &n }
@@ -156,7 +156,7 @@ func TestEndSentBeforeAResumeNeverCommits(t *testing.T) {
 func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	// Two invoices of 2027-28 committed by an issuer whose clock ran ahead.
 	if _, err := f.pool.Exec(ctx, `INSERT INTO series_counters (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
@@ -195,7 +195,7 @@ func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 func TestForcedEndCoversTheYearOfTomorrow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	now := time.Date(2027, 3, 31, 23, 48, 0, 0, gst.IST)
 	if _, err := series.TakeLease(ctx, f.pool, s, "till-7", "test", now); err != nil {

@@ -25,7 +25,7 @@ type fixture struct {
 func setup(t *testing.T) fixture {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, nil)
 	// A scratch table standing in for the caller's invoices: committed
 	// serials land here in the same transaction as the allocation.
@@ -73,7 +73,7 @@ func allocate(ctx context.Context, pool *pgxpool.Pool, s gst.Series, d time.Time
 
 func committed(t *testing.T, pool *pgxpool.Pool, s gst.Series, fy gst.FY) []int64 {
 	t.Helper()
-	rows, err := pool.Query(context.Background(), `SELECT serial FROM allocs WHERE series_id = $1 AND fy = $2 ORDER BY serial`, s.ID, int(fy))
+	rows, err := pool.Query(t.Context(), `SELECT serial FROM allocs WHERE series_id = $1 AND fy = $2 ORDER BY serial`, s.ID, int(fy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestConcurrentAllocationsWithRollbacksAreGapFree(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 	const workers, each = 32, 200
 	var (
@@ -170,7 +170,7 @@ func TestConcurrentFirstUseOfAYear(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 	const n = 24
 	start := make(chan struct{})
@@ -200,7 +200,7 @@ func TestSeriesDoNotBlockEachOther(t *testing.T) {
 	f := setup(t)
 	a := f.series(t, "A", "A/{FY}/{SEQ}")
 	b := f.series(t, "B", "B/{FY}/{SEQ}")
-	ctx := context.Background()
+	ctx := t.Context()
 	opt := testfactory.Options(t, series.Options{LockTimeout: 10 * time.Second})
 
 	// A library user holds A's counter lock and does not finish.
@@ -257,7 +257,7 @@ func TestLockTimeoutIsRestoredForTheRestOfTheTransaction(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "A", "A{SEQ}")
-	ctx := context.Background()
+	ctx := t.Context()
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +292,7 @@ func TestFinancialYearTurnover(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range []struct {
 		date   string
 		fy     gst.FY
@@ -332,7 +332,7 @@ func TestDateOrderAndIssueTimeWithinASeriesYear(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	next := func(d string, now time.Time) (series.Block, error) {
 		tx, err := f.pool.Begin(ctx)
 		if err != nil {
@@ -374,7 +374,7 @@ func TestExhaustedSeriesNeverWraps(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	s := f.series(t, "X", "X{SEQ:1}")
-	ctx := context.Background()
+	ctx := t.Context()
 	take := func(n int) (series.Block, error) {
 		tx, err := f.pool.Begin(ctx)
 		if err != nil {
@@ -409,7 +409,7 @@ func TestCreateSeriesRefusals(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	f.series(t, "CH1", "CH1/{FY}/{SEQ:5}")
-	ctx := context.Background()
+	ctx := t.Context()
 	for _, c := range []struct {
 		name string
 		n    series.NewSeries
@@ -436,7 +436,7 @@ func TestCreateSeriesRefusals(t *testing.T) {
 func TestConcurrentCreationOfOverlappingSeries(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	formats := []string{"A{SEQ}", "A1{SEQ}", "A11{SEQ}", "A{SEQ}1"} // every pair overlaps
 	var wg sync.WaitGroup
 	results := make([]error, len(formats))
@@ -467,7 +467,7 @@ func TestConcurrentCreationOfOverlappingSeries(t *testing.T) {
 func TestSellers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := series.CreateSeller(ctx, pool, "01AABCE2207R1Z5", "Bad"); !errors.Is(err, gst.ErrInvalidGSTIN) {
 		t.Fatalf("bad check character: got %v", err)
 	}
@@ -496,7 +496,7 @@ func TestSellers(t *testing.T) {
 func TestAdvanceChecksThePrediction(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "P1", "P1/{FY}/{SEQ:4}")
 	d := date("2026-11-29")
 	now := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
@@ -561,7 +561,7 @@ func TestAdvanceChecksThePrediction(t *testing.T) {
 func TestGetByIDNamesTheSeller(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "G1", "G1/{FY}/{SEQ:4}")
 	got, err := series.GetByID(ctx, f.pool, f.seller.ID, s.ID)
 	if err != nil || got.ID != s.ID || got.Code != "G1" {

@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"path/filepath"
@@ -24,7 +23,7 @@ import (
 func TestOfflineCancelsUpload(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := e.all.CreateWebhook(ctx, client.WebhookRequest{URL: "http://127.0.0.1:9/hook", Events: []string{client.EventInvoiceCancelled}}); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +113,7 @@ func TestOfflineCancelsUpload(t *testing.T) {
 func TestTamperedCancelUploadsStoreNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 4 {
@@ -204,7 +203,7 @@ func TestTamperedCancelUploadsStoreNothing(t *testing.T) {
 // cancelled returns the numbers of T07's cancelled invoices, in order.
 func (e *env) cancelled(t *testing.T) []string {
 	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT i.number FROM invoices i JOIN series s ON s.id = i.series_id
+	rows, err := e.pool.Query(t.Context(), `SELECT i.number FROM invoices i JOIN series s ON s.id = i.series_id
 		WHERE s.code = 'T07' AND i.status = 'cancelled' ORDER BY i.number`)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +227,7 @@ func (e *env) cancelled(t *testing.T) []string {
 func (e *env) chainLength(t *testing.T) int {
 	t.Helper()
 	var n int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM chain_records r JOIN series s ON s.id = r.series_id WHERE s.code = 'T07'`).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM chain_records r JOIN series s ON s.id = r.series_id WHERE s.code = 'T07'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

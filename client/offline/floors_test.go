@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -45,7 +44,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	t.Parallel()
 	srv := &clock{time.Date(2026, 11, 29, 18, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	online, err := e.all.IssueInvoice(ctx, "T07", sale(0))
 	if err != nil {
 		t.Fatal(err)

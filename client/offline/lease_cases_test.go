@@ -77,7 +77,7 @@ func TestLostEndAnswerNeverNumbersTwice(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 			l, err := e.all.Lease(ctx, "T07", "till-7")
 			if err != nil {
@@ -150,7 +150,7 @@ func TestDeviceLostAfterTheYearTurnsNeverNumbersTwice(t *testing.T) {
 	t.Parallel()
 	srv := &clock{time.Date(2027, 3, 30, 12, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	var p printed
 	for range 3 {
 		inv, err := e.all.IssueInvoice(ctx, "T07", sale(0))
@@ -231,11 +231,11 @@ func findings(sum reports.Summary, kind reports.FindingKind) []reports.Finding {
 // auditYear is audit for the year starting in fy.
 func (e *env) auditYear(t *testing.T, fy int) reports.Summary {
 	t.Helper()
-	s, err := series.Get(context.Background(), e.pool, e.seller.ID, "T07")
+	s, err := series.Get(t.Context(), e.pool, e.seller.ID, "T07")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := reports.AuditSummary(context.Background(), e.pool, e.seller, s, gst.FY(fy))
+	sum, err := reports.AuditSummary(t.Context(), e.pool, e.seller, s, gst.FY(fy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestLeaseEarlyInTheYearWithAClockBehind(t *testing.T) {
 	t.Parallel()
 	srv := &clock{time.Date(2027, 3, 31, 15, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	var p printed
 	for range 3 {
 		inv, err := e.all.IssueInvoice(ctx, "T07", sale(0))

@@ -24,7 +24,7 @@ func TestOneHolderAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, err := e.all.Lease(context.Background(), "T07", "till-"+itoa(i))
+			_, err := e.all.Lease(t.Context(), "T07", "till-"+itoa(i))
 			var ce *client.Error
 			switch {
 			case err == nil:
@@ -48,7 +48,7 @@ func TestOneHolderAtATime(t *testing.T) {
 func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	first, err := e.all.IssueInvoice(ctx, "T07", sale(0))
 	if err != nil {
@@ -85,7 +85,7 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 	}
 	wg.Wait()
 	// Cancelling appends to the chain the device continues: refused too.
-	_, err = e.all.CancelInvoice(context.Background(), first.ID, "wrong buyer")
+	_, err = e.all.CancelInvoice(t.Context(), first.ID, "wrong buyer")
 	wantCode(t, err, http.StatusConflict, client.CodeSeriesLeased)
 	if l.Next.Serial != issued.Load()+1 {
 		t.Fatalf("lease continues at %d after %d online invoices", l.Next.Serial, issued.Load())
@@ -103,7 +103,7 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := term.End(context.Background(), e.all); err != nil {
+	if _, err := term.End(t.Context(), e.all); err != nil {
 		t.Fatal(err)
 	}
 	wantExactly(t, e.serials(t, 2026), int(issued.Load())+5)

@@ -107,7 +107,7 @@ func TestLeaseLifecycleNeverNumbersTwice(t *testing.T) {
 			t.Fatalf("run %d failed: rerun it with -args -seed %d", run, seed)
 		}
 	}
-	rep, err := reports.Verify(context.Background(), e.pool, e.seller, "", 0)
+	rep, err := reports.Verify(t.Context(), e.pool, e.seller, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ type monthLock struct {
 // held (failures are logged on t).
 func lifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, settled map[string]bool, st *lifecycleStats) bool {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	rng := rand.New(rand.NewPCG(seed, 0x1ead))
 	kind := rng.IntN(3)
 	switch kind {

@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"testing"
@@ -21,7 +20,7 @@ import (
 func TestOfflineThenSync(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 60 {
@@ -105,7 +104,7 @@ func wantCode(t *testing.T, err error, status int, code string) {
 func TestTamperedUploadsStoreNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	var honest []client.DeviceInvoice
@@ -200,7 +199,7 @@ func deviceInvoice(r offline.Receipt, req client.IssueRequest) client.DeviceInvo
 func TestForcedEndShowsFinding(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for i := range 5 {
@@ -268,11 +267,11 @@ func TestForcedEndShowsFinding(t *testing.T) {
 
 func (e *env) audit(t *testing.T) reports.Summary {
 	t.Helper()
-	s, err := series.Get(context.Background(), e.pool, e.seller.ID, "T07")
+	s, err := series.Get(t.Context(), e.pool, e.seller.ID, "T07")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum, err := reports.AuditSummary(context.Background(), e.pool, e.seller, s, 2026)
+	sum, err := reports.AuditSummary(t.Context(), e.pool, e.seller, s, 2026)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 func TestTillKeepsRule46(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 9, 0, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	b2b := sale(0)

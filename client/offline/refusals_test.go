@@ -32,7 +32,7 @@ func TestSettledLeaseStopsTheTill(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := setup(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 			path := filepath.Join(e.dir, "till-7.journal")
 			l, err := e.all.Lease(ctx, "T07", "till-7")
@@ -149,7 +149,7 @@ func TestSyncUnderARateLimit(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
 	e := setupRate(t, func() time.Time { return serverNow.Add(time.Since(start)) }, 4)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for range 11 {
@@ -179,7 +179,7 @@ func TestSyncUnderARateLimit(t *testing.T) {
 func TestUnknownLeaseStopsTheTill(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	l, err := e.all.Lease(ctx, "T07", "till-7")
 	if err != nil {

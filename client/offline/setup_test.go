@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -47,7 +46,7 @@ func setupAt(t *testing.T, now func() time.Time) *env {
 func setupRate(t *testing.T, now func() time.Time, rate float64) *env {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{Name: "Offline Stall"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "T07"})
 	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
@@ -68,7 +67,7 @@ func (c *clock) now() time.Time { return c.t }
 // terminal leases T07 to device and opens a journal for it on clk.
 func (e *env) terminal(t *testing.T, device string, clk *clock) *offline.Terminal {
 	t.Helper()
-	l, err := e.all.Lease(context.Background(), "T07", device)
+	l, err := e.all.Lease(t.Context(), "T07", device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +87,7 @@ func sale(i int) client.IssueRequest {
 // serials returns the serials stored in T07 in fy, in order.
 func (e *env) serials(t *testing.T, fy int) []int64 {
 	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `SELECT i.serial FROM invoices i JOIN series s ON s.id = i.series_id
+	rows, err := e.pool.Query(t.Context(), `SELECT i.serial FROM invoices i JOIN series s ON s.id = i.series_id
 		WHERE s.code = 'T07' AND i.fy = $1 ORDER BY i.serial`, fy)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +109,7 @@ func (e *env) serials(t *testing.T, fy int) []int64 {
 // verify fails t unless invoiced's verification of the seller passes.
 func (e *env) verify(t *testing.T) {
 	t.Helper()
-	rep, err := reports.Verify(context.Background(), e.pool, e.seller, "", 0)
+	rep, err := reports.Verify(t.Context(), e.pool, e.seller, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

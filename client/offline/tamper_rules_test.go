@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"encoding/hex"
 	"net/http"
 	"testing"
@@ -59,7 +58,7 @@ func TestTamperedUploadsNameTheRule(t *testing.T) {
 	t.Parallel()
 	srv := &clock{time.Date(2026, 11, 29, 10, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	l, err := e.all.Lease(ctx, "T07", "till-7")
 	if err != nil {
 		t.Fatal(err)

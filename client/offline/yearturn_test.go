@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,7 +19,7 @@ func TestLeaseAtTheYearTurnContinuesTheLaterYear(t *testing.T) {
 	t.Parallel()
 	srv := &lockedClock{t: time.Date(2027, 4, 1, 0, 0, 0, 500_000_000, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := e.all.IssueInvoice(ctx, "T07", sale(0)); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +29,7 @@ import (
 // its getenv and a pool on it.
 func reportSetup(t *testing.T) (func(string) string, *pgxpool.Pool) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	url := dbtest.NewURL(t)
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

@@ -49,16 +49,19 @@ func TestServeOnANewerSchema(t *testing.T) {
 		go func() {
 			done <- run(srvCtx, []string{"serve", "--addr", "127.0.0.1:0", "--min-conns", "0"}, dbEnv(url), &out, &errOut)
 		}()
-		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var err error
+		stopped := false
+		testwait.Until(t, 15*time.Second, func() bool {
 			select {
-			case err := <-done:
-				return out.String(), err
+			case err = <-done:
+				stopped = true
+				return true
 			default:
 			}
-			if strings.Contains(out.String(), "listening") || strings.Contains(errOut.String(), "listening") {
-				cancel()
-				return out.String() + errOut.String(), <-done
-			}
+			return strings.Contains(out.String(), "listening") || strings.Contains(errOut.String(), "listening")
+		}, "serve to listen or stop (stdout %s, stderr %s)", &out, &errOut)
+		if stopped {
+			return out.String(), err
 		}
 		cancel()
 		return out.String() + errOut.String(), <-done

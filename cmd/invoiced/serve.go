@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -80,6 +81,31 @@ type serveConfig struct {
 func runServe(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--min-conns N] [--batching=false] [--stats]")
 	var c serveConfig
+	c.define(fs)
+	documentEnv(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := applyEnv(fs, e.getenv); err != nil {
+		return err
+	}
+	fs.Visit(func(f *flag.Flag) { c.metricsAddrGiven = c.metricsAddrGiven || f.Name == "metrics-addr" })
+	c.metricsAddrGiven = c.metricsAddrGiven || e.getenv(envName("metrics-addr")) != ""
+	if err := c.check(); err != nil {
+		return err
+	}
+	if err := c.limits.resolve(c.maxConns); err != nil {
+		return err
+	}
+	var err error
+	if c.publicURL, err = parsePublicURL(c.publicURL); err != nil {
+		return err
+	}
+	return serve(ctx, e, c)
+}
+
+// define registers serve's flags on fs, each writing into c.
+func (c *serveConfig) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the bound address is printed)")
 	fs.IntVar(&c.backdateDays, "backdate-days", 0, "how many days before today (IST) an invoice date may lie")
 	fs.DurationVar(&c.lockTimeout, "lock-timeout", 3*time.Second, "longest wait for a series lock before answering 503 with Retry-After")
@@ -107,15 +133,11 @@ func runServe(ctx context.Context, e env, args []string) error {
 	fs.StringVar(&c.buyerDetails, "buyer-details", "require", "an invoice without the buyer's particulars CGST Rule 46 asks for (a registered buyer's address; from ₹50,000, an unregistered buyer's name, address and delivery address): require refuses it (422 particulars_missing); warn issues it with a Warning header and a logged warning, for a transition while integrations learn to send addresses")
 	addIRPFlags(fs, &c.irp)
 	fs.IntVar(&c.irpWorkers, "irp-workers", registration.DefaultWorkers, "e-invoice registrations and IRN cancels settled at once by this process with the IRP (docs/e-invoice.md; several processes share the work); 0 settles none here: another process with --irp-url must")
-	documentEnv(fs)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if err := applyEnv(fs, e.getenv); err != nil {
-		return err
-	}
-	fs.Visit(func(f *flag.Flag) { c.metricsAddrGiven = c.metricsAddrGiven || f.Name == "metrics-addr" })
-	c.metricsAddrGiven = c.metricsAddrGiven || e.getenv(envName("metrics-addr")) != ""
+}
+
+// check returns a *usageError naming the first flag whose value c cannot
+// serve with, or nil.
+func (c *serveConfig) check() error {
 	switch {
 	case c.irpWorkers < 0:
 		return usageErrorf("serve: --irp-workers must be 0 or more")
@@ -150,58 +172,26 @@ func runServe(ctx context.Context, e env, args []string) error {
 	case c.keyRetention < minKeyRetention:
 		return usageErrorf("serve: --idempotency-retention must be at least %s (7 days): a client retrying a lost answer must find its invoice", minKeyRetention)
 	}
-	if err := c.limits.resolve(c.maxConns); err != nil {
-		return err
-	}
-	var err error
-	if c.publicURL, err = parsePublicURL(c.publicURL); err != nil {
-		return err
-	}
-	return serve(ctx, e, c)
+	return nil
 }
 
 // serve runs the API server described by c until ctx is cancelled, then
 // stops accepting connections, lets in-flight requests finish (at most
-// c.drainTimeout), stops the key purge and closes the pool. It prints
+// c.drainTimeout), stops the background work and closes the pool. It prints
 // "listening on http://ADDR" on stdout once the socket is bound. It returns
-// nil after a clean drain and an error when the database or the address is
-// unusable, the server fails, or the drain times out.
+// nil after a clean drain (or when ctx ends while the pool is still
+// opening) and an error when the database or the address is unusable, the
+// server fails, or the drain times out.
 func serve(ctx context.Context, e env, c serveConfig) error {
-	var h slog.Handler
-	if c.logFormat == "text" {
-		h = slog.NewTextHandler(e.stderr, nil)
-	} else {
-		h = slog.NewJSONHandler(e.stderr, nil)
-	}
+	h := logHandler(c.logFormat, e.stderr)
 	logger := slog.New(h)
-
-	minConns := c.minConns
-	if minConns < 0 {
-		minConns = c.maxConns
-	}
-	pool, err := openPoolSized(ctx, e.getenv, int32(c.maxConns), int32(minConns))
+	pool, err := openServePool(ctx, e.getenv, c)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	// Serving a schema this binary has not migrated, or a newer one that
-	// does not declare this binary compatible, fails requests in ways the
-	// code does not expect; refuse to start instead.
-	if err := migrations.CheckServable(ctx, pool); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if minConns > 0 {
-		// Before listening, so the first requests find the pool open.
-		t0 := time.Now()
-		n, err := warmPool(ctx, pool, minConns, 10*time.Second)
-		if ctx.Err() != nil {
-			return nil // stopped before serving anything
-		}
-		if err != nil {
-			logger.Warn("database pool: could not open every connection at start; the pool opens more on demand", "open", n, "wanted", minConns, "err", err)
-		} else {
-			logger.Info("database pool", "open", n, "took", time.Since(t0).Round(time.Millisecond).String())
-		}
+	if !warmServePool(ctx, pool, c, logger) {
+		return nil // stopped before serving anything
 	}
 
 	ln, err := net.Listen("tcp", c.addr)
@@ -212,142 +202,25 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 	maxConnections := c.limits.connectionLimit(c.maxConns)
 	ln = limitListener(ln, maxConnections)
 
-	citus, err := db.IsCitus(ctx, pool)
+	b, err := openBackend(ctx, pool, c, logger)
 	if err != nil {
 		return err
 	}
-	if citus {
-		// Settings the Citus paths depend on (a pooler may drop the
-		// session's own): refuse to start rather than serve with unbounded
-		// lock waits or refused uploads.
-		if err := db.CheckCitusSettings(ctx, pool); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		logger.Info("group commit", "citus", "one "+c.citusBatch+" per transaction")
-	}
-	inFlight := c.inFlight
-	if inFlight == 0 {
-		if inFlight, err = autoBatchesInFlight(ctx, pool, citus, c.maxConns, logger); err != nil {
-			return err
-		}
-	}
-	irpConfig, irpOn, err := c.irp.config("serve")
+	apiConfig, err := b.apiConfig(c)
 	if err != nil {
 		return err
-	}
-	var registrar *irp.Client
-	if irpOn {
-		if registrar, err = irp.New(irpConfig); err != nil {
-			return usageErrorf("serve: %v", err)
-		}
-	}
-	if err := checkEInvoicing(ctx, pool, irpOn, c.irpWorkers, logger); err != nil {
-		return err
-	}
-	m := metrics.New()
-	m.WatchPool(pool)
-	apiConfig := api.Config{
-		Pool:         pool,
-		PublicURL:    c.publicURL,
-		Logger:       logger,
-		LockTimeout:  c.lockTimeout,
-		BackdateDays: c.backdateDays,
-		ExposeStats:  c.stats,
-		KeyCacheTTL:  keyCacheTTL(c.keyCacheTTL),
-		Citus:        citus,
-		Metrics:      m,
-		MetricsToken: c.metricsToken,
-		LogRequests:  c.logRequests,
-
-		WebhookAllowPrivate: c.webhookAllowPrivate,
-		IRPTimeout:          irpConfig.Timeout,
-	}
-	if registrar != nil {
-		apiConfig.IRP = registrar
-	}
-	if apiConfig.BuyerDetails, err = api.ParseBuyerDetails(c.buyerDetails); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if apiConfig.BuyerDetails == api.WarnBuyerDetails {
-		logger.Warn("serve --buyer-details warn: invoices without the buyer's particulars CGST Rule 46 asks for are issued, with a warning; switch back to require once every integration sends them")
-	}
-	c.limits.apiLimits(&apiConfig)
-	// The batching policy is serve's (its flags and invoice.InFlightFor);
-	// the rest of the Committer's config is what the API's requests need.
-	cc := apiConfig.CommitterConfig()
-	cc.Batching, cc.Predict, cc.InFlight = c.batching, c.predict && c.batching, inFlight
-	cc.ShardBatches = citus && c.citusBatch == "shard"
-	if apiConfig.Committer, err = invoice.NewCommitter(pool, cc); err != nil {
-		return fmt.Errorf("serve: %w", err)
 	}
 	apiSrv := api.New(apiConfig)
 	con := console.New(console.Config{Pool: pool, Keys: apiSrv, Logger: logger, Now: time.Now, CookieSecure: c.cookieSecure})
-	mux := http.NewServeMux()
-	// The console's requests go in the API's request log and metrics.
-	mux.Handle("/console/", apiSrv.Observe(con)) // "/console" redirects here
-	mux.Handle("/", apiSrv.Handler())
-	srv := &http.Server{
-		Handler: mux,
-		// Request contexts must not derive from ctx: a signal would cancel
-		// the in-flight requests the drain is meant to finish.
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second, // bodies are at most 516 KiB
-		// Longer than the api's own bound on a request's database work
-		// (which includes the lock wait), so a committed invoice is never
-		// answered with a cut connection.
-		WriteTimeout:   max(api.DefaultRequestTimeout, c.lockTimeout) + 15*time.Second,
-		IdleTimeout:    c.limits.idleTimeout,
-		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
-	}
+	srv := newHTTPServer(c, apiSrv, con, h)
 
-	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	var background sync.WaitGroup // maintenance and webhook deliveries
-	mcfg := maintenance.Config{Logger: logger, Metrics: m}
-	background.Go(func() { maintenance.NewKeyPurger(pool, c.keyRetention, mcfg).Loop(bgCtx) })
-	background.Go(func() { maintenance.NewSessionPurger(con, mcfg).Loop(bgCtx) })
-	if c.webhookWorkers > 0 {
-		d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: pool, Logger: logger, Metrics: m,
-			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, Body: api.EventBody(c.publicURL)})
-		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
-		background.Go(func() { maintenance.NewEventPurger(pool, mcfg).Loop(bgCtx) })
+	stopBackground := b.startBackground(ctx, c, apiSrv, con)
+	defer stopBackground() // before the deferred pool.Close
+	metricsAt, stopSide, err := serveSideListeners(c, b.metrics, logger)
+	if err != nil {
+		return err
 	}
-	if registrar != nil && c.irpWorkers > 0 {
-		w := registration.NewWorker(registration.Config{Pool: pool, Registrar: registrar, Options: apiSrv.Options(),
-			Logger: logger, Metrics: m, Workers: c.irpWorkers, Timeout: irpConfig.Timeout})
-		background.Go(func() { _ = w.Run(bgCtx) }) // Run returns nil once bgCtx ends
-		logger.Info("e-invoicing", "irp", irpConfig.BaseURL, "workers", c.irpWorkers)
-	}
-	if c.verifyEvery > 0 {
-		vcfg := mcfg
-		vcfg.Interval = c.verifyEvery
-		background.Go(func() { maintenance.NewChainChecker(pool, vcfg).Loop(bgCtx) })
-	}
-	defer func() {
-		stopBackground()
-		background.Wait() // before the deferred pool.Close
-	}()
-
-	if c.debugAddr != "" {
-		stop, err := servePprof(c.debugAddr, logger)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	metricsAt := "" // the address serving /metrics; none when empty
-	if c.metricsAddr != metricsOff {
-		at, stop, err := serveMetrics(c.metricsAddr, m, logger)
-		switch {
-		case err != nil && !c.metricsAddrGiven:
-			logger.Warn("metrics: the default address is not free; serving no /metrics listener (set --metrics-addr)", "addr", c.metricsAddr, "err", err)
-		case err != nil:
-			return err
-		default:
-			defer stop()
-			metricsAt = "http://" + at + "/metrics"
-		}
-	}
+	defer stopSide()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -366,14 +239,272 @@ func serve(ctx context.Context, e env, c serveConfig) error {
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
+	return drain(ctx, srv, serveErr, c.drainTimeout, logger)
+}
 
-	logger.Info("shutting down: draining in-flight requests", "timeout", c.drainTimeout.String())
+// logHandler returns the handler of serve's log on w: JSON, or text when
+// format is "text".
+func logHandler(format string, w io.Writer) slog.Handler {
+	if format == "text" {
+		return slog.NewTextHandler(w, nil)
+	}
+	return slog.NewJSONHandler(w, nil)
+}
+
+// minConnsOf returns the connections serve opens before listening:
+// --min-conns, where -1 stands for --max-conns.
+func minConnsOf(c serveConfig) int {
+	if c.minConns < 0 {
+		return c.maxConns
+	}
+	return c.minConns
+}
+
+// openServePool opens the pool serve uses, sized by c, and checks that this
+// binary may serve the database's schema. It fails when the database is
+// unreachable or the schema is one this binary has not migrated (or a newer
+// one that does not declare this binary compatible): serving it would fail
+// requests in ways the code does not expect, so serve refuses to start.
+func openServePool(ctx context.Context, getenv func(string) string, c serveConfig) (*pgxpool.Pool, error) {
+	pool, err := openPoolSized(ctx, getenv, int32(c.maxConns), int32(minConnsOf(c)))
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.CheckServable(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return pool, nil
+}
+
+// warmServePool opens pool's minimum of connections before serve listens,
+// so the first requests find them open; a failure to open them all is
+// logged, and the pool opens more on demand. It returns false when ctx
+// ended meanwhile: serve then stops before serving anything.
+func warmServePool(ctx context.Context, pool *pgxpool.Pool, c serveConfig, logger *slog.Logger) bool {
+	minConns := minConnsOf(c)
+	if minConns <= 0 {
+		return true
+	}
+	t0 := time.Now()
+	n, err := warmPool(ctx, pool, minConns, 10*time.Second)
+	if ctx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		logger.Warn("database pool: could not open every connection at start; the pool opens more on demand", "open", n, "wanted", minConns, "err", err)
+	} else {
+		logger.Info("database pool", "open", n, "took", time.Since(t0).Round(time.Millisecond).String())
+	}
+	return true
+}
+
+// backend is what serve learns of the database and the IRP before it
+// builds its handlers.
+type backend struct {
+	pool     *pgxpool.Pool
+	logger   *slog.Logger
+	metrics  *metrics.Metrics
+	citus    bool // the database is a Citus coordinator
+	inFlight int  // group-commit transactions open at once
+	// registrar is the IRP's client, nil when no IRP is configured;
+	// irpConfig is its configuration (its Timeout is used either way).
+	registrar *irp.Client
+	irpConfig irp.Config
+}
+
+// openBackend returns the backend of pool: whether it is a Citus
+// coordinator (whose settings it checks), the batches in flight (c's, or
+// measured when 0), the IRP's client, and the metrics watching pool. It
+// fails when a Citus coordinator lacks the settings its paths depend on or
+// cannot list its workers, when the IRP's settings are wrong (a
+// *usageError), when sellers e-invoice and no IRP is configured
+// (checkEInvoicing), or with the database's error.
+func openBackend(ctx context.Context, pool *pgxpool.Pool, c serveConfig, logger *slog.Logger) (*backend, error) {
+	b := &backend{pool: pool, logger: logger, inFlight: c.inFlight}
+	var err error
+	if b.citus, err = db.IsCitus(ctx, pool); err != nil {
+		return nil, err
+	}
+	if b.citus {
+		// Settings the Citus paths depend on (a pooler may drop the
+		// session's own): refuse to start rather than serve with unbounded
+		// lock waits or refused uploads.
+		if err := db.CheckCitusSettings(ctx, pool); err != nil {
+			return nil, fmt.Errorf("serve: %w", err)
+		}
+		logger.Info("group commit", "citus", "one "+c.citusBatch+" per transaction")
+	}
+	if b.inFlight == 0 {
+		if b.inFlight, err = autoBatchesInFlight(ctx, pool, b.citus, c.maxConns, logger); err != nil {
+			return nil, err
+		}
+	}
+	irpConfig, irpOn, err := c.irp.config("serve")
+	if err != nil {
+		return nil, err
+	}
+	b.irpConfig = irpConfig
+	if irpOn {
+		if b.registrar, err = irp.New(irpConfig); err != nil {
+			return nil, usageErrorf("serve: %v", err)
+		}
+	}
+	if err := checkEInvoicing(ctx, pool, irpOn, c.irpWorkers, logger); err != nil {
+		return nil, err
+	}
+	b.metrics = metrics.New()
+	b.metrics.WatchPool(pool)
+	return b, nil
+}
+
+// apiConfig returns the api.Config that serves c on b, with its Committer
+// built. It fails when --buyer-details is neither require nor warn or the
+// Committer's configuration is refused.
+func (b *backend) apiConfig(c serveConfig) (api.Config, error) {
+	apiConfig := api.Config{
+		Pool:         b.pool,
+		PublicURL:    c.publicURL,
+		Logger:       b.logger,
+		LockTimeout:  c.lockTimeout,
+		BackdateDays: c.backdateDays,
+		ExposeStats:  c.stats,
+		KeyCacheTTL:  keyCacheTTL(c.keyCacheTTL),
+		Citus:        b.citus,
+		Metrics:      b.metrics,
+		MetricsToken: c.metricsToken,
+		LogRequests:  c.logRequests,
+
+		WebhookAllowPrivate: c.webhookAllowPrivate,
+		IRPTimeout:          b.irpConfig.Timeout,
+	}
+	if b.registrar != nil {
+		apiConfig.IRP = b.registrar
+	}
+	var err error
+	if apiConfig.BuyerDetails, err = api.ParseBuyerDetails(c.buyerDetails); err != nil {
+		return api.Config{}, fmt.Errorf("serve: %w", err)
+	}
+	if apiConfig.BuyerDetails == api.WarnBuyerDetails {
+		b.logger.Warn("serve --buyer-details warn: invoices without the buyer's particulars CGST Rule 46 asks for are issued, with a warning; switch back to require once every integration sends them")
+	}
+	c.limits.apiLimits(&apiConfig)
+	// The batching policy is serve's (its flags and invoice.InFlightFor);
+	// the rest of the Committer's config is what the API's requests need.
+	cc := apiConfig.CommitterConfig()
+	cc.Batching, cc.Predict, cc.InFlight = c.batching, c.predict && c.batching, b.inFlight
+	cc.ShardBatches = b.citus && c.citusBatch == "shard"
+	if apiConfig.Committer, err = invoice.NewCommitter(b.pool, cc); err != nil {
+		return api.Config{}, fmt.Errorf("serve: %w", err)
+	}
+	return apiConfig, nil
+}
+
+// newHTTPServer returns the HTTP server of the API and the console, with
+// serve's timeouts; its errors go to h at level Warn.
+func newHTTPServer(c serveConfig, apiSrv *api.Server, con *console.Console, h slog.Handler) *http.Server {
+	mux := http.NewServeMux()
+	// The console's requests go in the API's request log and metrics.
+	mux.Handle("/console/", apiSrv.Observe(con)) // "/console" redirects here
+	mux.Handle("/", apiSrv.Handler())
+	return &http.Server{
+		Handler: mux,
+		// Request contexts must not derive from ctx: a signal would cancel
+		// the in-flight requests the drain is meant to finish.
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second, // bodies are at most 516 KiB
+		// Longer than the api's own bound on a request's database work
+		// (which includes the lock wait), so a committed invoice is never
+		// answered with a cut connection.
+		WriteTimeout:   max(api.DefaultRequestTimeout, c.lockTimeout) + 15*time.Second,
+		IdleTimeout:    c.limits.idleTimeout,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(h, slog.LevelWarn),
+	}
+}
+
+// startBackground starts serve's background work — the key and session
+// purges, webhook deliveries and the event purge, the IRP workers, the
+// chain check, each as c asks — on a context that ctx's end does not
+// cancel, so requests still draining keep them. It returns the function
+// that stops them and waits until they have.
+func (b *backend) startBackground(ctx context.Context, c serveConfig, apiSrv *api.Server, con *console.Console) (stop func()) {
+	bgCtx, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	var background sync.WaitGroup // maintenance and webhook deliveries
+	pool, logger := b.pool, b.logger
+	mcfg := maintenance.Config{Logger: logger, Metrics: b.metrics}
+	background.Go(func() { maintenance.NewKeyPurger(pool, c.keyRetention, mcfg).Loop(bgCtx) })
+	background.Go(func() { maintenance.NewSessionPurger(con, mcfg).Loop(bgCtx) })
+	if c.webhookWorkers > 0 {
+		d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: pool, Logger: logger, Metrics: b.metrics,
+			AllowPrivate: c.webhookAllowPrivate, Workers: c.webhookWorkers, Body: api.EventBody(c.publicURL)})
+		background.Go(func() { _ = d.Run(bgCtx) }) // Run returns nil once bgCtx ends
+		background.Go(func() { maintenance.NewEventPurger(pool, mcfg).Loop(bgCtx) })
+	}
+	if b.registrar != nil && c.irpWorkers > 0 {
+		w := registration.NewWorker(registration.Config{Pool: pool, Registrar: b.registrar, Options: apiSrv.Options(),
+			Logger: logger, Metrics: b.metrics, Workers: c.irpWorkers, Timeout: b.irpConfig.Timeout})
+		background.Go(func() { _ = w.Run(bgCtx) }) // Run returns nil once bgCtx ends
+		logger.Info("e-invoicing", "irp", b.irpConfig.BaseURL, "workers", c.irpWorkers)
+	}
+	if c.verifyEvery > 0 {
+		vcfg := mcfg
+		vcfg.Interval = c.verifyEvery
+		background.Go(func() { maintenance.NewChainChecker(pool, vcfg).Loop(bgCtx) })
+	}
+	return func() {
+		stopBackground()
+		background.Wait()
+	}
+}
+
+// serveSideListeners starts the listeners beside the API's that c asks
+// for: pprof (--debug-addr) and the metrics (--metrics-addr). It returns
+// the URL serving /metrics ("" when none), and the function that stops
+// them. It fails when --debug-addr cannot be bound, or --metrics-addr when
+// it was set (the default address taken is only a warning).
+func serveSideListeners(c serveConfig, m *metrics.Metrics, logger *slog.Logger) (metricsAt string, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range slices.Backward(stops) {
+			s()
+		}
+	}
+	if c.debugAddr != "" {
+		stopPprof, err := servePprof(c.debugAddr, logger)
+		if err != nil {
+			return "", nil, err
+		}
+		stops = append(stops, stopPprof)
+	}
+	if c.metricsAddr != metricsOff {
+		at, stopMetrics, err := serveMetrics(c.metricsAddr, m, logger)
+		switch {
+		case err != nil && !c.metricsAddrGiven:
+			logger.Warn("metrics: the default address is not free; serving no /metrics listener (set --metrics-addr)", "addr", c.metricsAddr, "err", err)
+		case err != nil:
+			stop()
+			return "", nil, err
+		default:
+			stops = append(stops, stopMetrics)
+			metricsAt = "http://" + at + "/metrics"
+		}
+	}
+	return metricsAt, stop, nil
+}
+
+// drain stops srv accepting connections and waits at most timeout for its
+// in-flight requests, then for Serve's answer on serveErr. It returns nil
+// after a clean drain, and an error when the requests did not finish in
+// time (srv is then closed) or Serve failed.
+func drain(ctx context.Context, srv *http.Server, serveErr <-chan error, timeout time.Duration, logger *slog.Logger) error {
+	logger.Info("shutting down: draining in-flight requests", "timeout", timeout.String())
 	start := time.Now()
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.drainTimeout)
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if err := srv.Shutdown(drainCtx); err != nil {
 		srv.Close()
-		return fmt.Errorf("serve: in-flight requests did not finish within %s: %w", c.drainTimeout, err)
+		return fmt.Errorf("serve: in-flight requests did not finish within %s: %w", timeout, err)
 	}
 	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)

@@ -1,7 +1,6 @@
 package irp_test
 
 import (
-	"context"
 	"errors"
 	"net/http/httptest"
 	"regexp"
@@ -33,7 +32,7 @@ func setup(t *testing.T, timeout time.Duration) (*sandboxtest.Env, *irp.Client) 
 // test when it cannot.
 func register(t *testing.T, c *irp.Client, p *einvoice.Payload) *einvoice.Registration {
 	t.Helper()
-	reg, err := c.Register(context.Background(), p)
+	reg, err := c.Register(t.Context(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func TestRegister(t *testing.T) {
 func TestDuplicateIsRecovered(t *testing.T) {
 	t.Parallel()
 	env, c := setup(t, 5*time.Second)
-	ctx := context.Background()
+	ctx := t.Context()
 	p := einvoicetest.Payload(t, 2, buyer)
 	first := register(t, c, p)
 	_, err := c.Register(ctx, p)
@@ -103,7 +102,7 @@ func TestDuplicateIsRecovered(t *testing.T) {
 func TestLookups(t *testing.T) {
 	t.Parallel()
 	env, c := setup(t, 5*time.Second)
-	ctx := context.Background()
+	ctx := t.Context()
 	p := einvoicetest.Payload(t, 3, buyer)
 	reg := register(t, c, p)
 	key, _ := einvoice.KeyOf(p)
@@ -137,7 +136,7 @@ func TestLookups(t *testing.T) {
 func TestCancel(t *testing.T) {
 	t.Parallel()
 	env, c := setup(t, 5*time.Second)
-	ctx := context.Background()
+	ctx := t.Context()
 	cancel := func(irn string) (*einvoice.Cancellation, error) {
 		return c.Cancel(ctx, seller, einvoice.CancelRequest{IRN: irn, Reason: einvoice.CancelDataEntry, Remark: "Wrong buyer"})
 	}
@@ -181,7 +180,7 @@ func TestRefusedBeforeSending(t *testing.T) {
 	env, c := setup(t, 5*time.Second)
 	p := einvoicetest.Payload(t, 4, buyer)
 	p.ItemList[0].PrdDesc = "Ox"
-	_, err := c.Register(context.Background(), p)
+	_, err := c.Register(t.Context(), p)
 	if kindOf(t, err) != einvoice.KindRejected || !errors.Is(err, einvoice.ErrInvalidPayload) {
 		t.Errorf("Register = %v; want rejected, ErrInvalidPayload", err)
 	}
@@ -197,7 +196,7 @@ func TestBusinessRuleRefusal(t *testing.T) {
 	env, c := setup(t, 5*time.Second)
 	p := einvoicetest.Payload(t, 5, buyer) // inter-state: IGST
 	p.ItemList[0].CgstAmt, p.ItemList[0].SgstAmt = einvoice.NumString("0.5"), einvoice.NumString("0.5")
-	_, err := c.Register(context.Background(), p)
+	_, err := c.Register(t.Context(), p)
 	var e *einvoice.Error
 	if !errors.As(err, &e) || e.Kind != einvoice.KindRejected || !e.HasCode("2174") {
 		t.Errorf("Register = %v; want rejected with 2174", err)
@@ -220,7 +219,7 @@ func TestAuthentication(t *testing.T) {
 	cfg := env.ClientConfig(t, 5*time.Second)
 	cfg.Now = clock
 	c := sandboxtest.Client(t, cfg)
-	ctx := context.Background()
+	ctx := t.Context()
 	key, _ := einvoice.KeyOf(einvoicetest.Payload(t, 6, buyer))
 	lookup := func() {
 		t.Helper()
@@ -279,7 +278,7 @@ func TestUnverifiableAnswerIsUnknown(t *testing.T) {
 	env := sandboxtest.Start(t, irpsandbox.Config{})
 	cfg := env.ClientConfig(t, 5*time.Second)
 	cfg.SigningKey = cfg.PublicKey // the wrong certificate
-	_, err := sandboxtest.Client(t, cfg).Register(context.Background(), einvoicetest.Payload(t, 7, buyer))
+	_, err := sandboxtest.Client(t, cfg).Register(t.Context(), einvoicetest.Payload(t, 7, buyer))
 	if kindOf(t, err) != einvoice.KindUnknown {
 		t.Errorf("Register = %v; want unknown", err)
 	}
@@ -296,7 +295,7 @@ func TestUnreachableIsUnavailable(t *testing.T) {
 	dead.Close()
 	cfg := env.ClientConfig(t, 5*time.Second)
 	cfg.BaseURL = dead.URL
-	_, err := sandboxtest.Client(t, cfg).Register(context.Background(), einvoicetest.Payload(t, 8, buyer))
+	_, err := sandboxtest.Client(t, cfg).Register(t.Context(), einvoicetest.Payload(t, 8, buyer))
 	if k := kindOf(t, err); k != einvoice.KindUnavailable || k.Outcome() != einvoice.OutcomeNotDone {
 		t.Errorf("Register = %v; want unavailable", err)
 	}

@@ -54,7 +54,7 @@ func TestLostAnswers(t *testing.T) {
 			if err := env.Server.AddFault(c.fault); err != nil {
 				t.Fatal(err)
 			}
-			_, err := cl.Register(context.Background(), p)
+			_, err := cl.Register(t.Context(), p)
 			if k := kindOf(t, err); k != c.want {
 				t.Fatalf("Register = %v; want %s", err, c.want)
 			}
@@ -62,7 +62,7 @@ func TestLostAnswers(t *testing.T) {
 				t.Errorf("the sandbox acted on %d requests when the client returned; want %d", n, c.acted)
 			}
 			testwait.Until(t, 5*time.Second, func() bool { return requests(env.Server, key.IRN()) == c.settled }, "%d acted requests", c.settled)
-			reg, err := einvoice.RegisterOnce(context.Background(), cl, p)
+			reg, err := einvoice.RegisterOnce(t.Context(), cl, p)
 			if err != nil || reg.IRN != key.IRN() {
 				t.Fatalf("RegisterOnce = %+v, %v", reg, err)
 			}

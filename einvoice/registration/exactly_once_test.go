@@ -81,7 +81,7 @@ func exactlyOnceRun(t *testing.T, seed uint64) {
 	client := sandboxtest.Client(t, e.irp.ClientConfig(t, clientTimeout))
 	e.client = client
 
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(t.Context())
 	var crew sync.WaitGroup
 	// Two worker processes, each killed and restarted at random.
 	for k := range 2 {
@@ -168,7 +168,7 @@ func (e *env) killedAtRandom(ctx context.Context, t *testing.T, rng *rand.Rand, 
 		cfg := e.pool.Config().Copy()
 		cfg.ConnConfig.RuntimeParams["application_name"] = app
 		cfg.MaxConns = 4
-		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 		if err != nil {
 			t.Error(err)
 			return
@@ -184,7 +184,7 @@ func (e *env) killedAtRandom(ctx context.Context, t *testing.T, rng *rand.Rand, 
 		}
 		kill()
 		if rng.IntN(2) == 0 {
-			_, _ = e.pool.Exec(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+			_, _ = e.pool.Exec(t.Context(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
 		}
 		<-done
 		pool.Close()

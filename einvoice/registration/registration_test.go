@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -48,7 +47,7 @@ func TestRegistersB2BInvoicesOnly(t *testing.T) {
 		t.Fatalf("the IRP holds %d registrations, want 1", n)
 	}
 	var events int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = $1`, invoice.EventEInvoiceRegistered).Scan(&events); err != nil {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM events WHERE type = $1`, invoice.EventEInvoiceRegistered).Scan(&events); err != nil {
 		t.Fatal(err)
 	}
 	if events != 0 {
@@ -62,7 +61,7 @@ func TestRegistersB2BInvoicesOnly(t *testing.T) {
 func TestNotQueuedWhenOff(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	queued := e.issue(b2b())
 	if _, err := SetEInvoicing(ctx, e.pool, string(e.seller.GSTIN), false); err != nil {
 		t.Fatal(err)
@@ -94,7 +93,7 @@ func TestNotQueuedWhenOff(t *testing.T) {
 func TestOnNeedsAddress(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	other := e.addSeller("29AAGCB7383J1Z")
 	if _, err := SetEInvoicing(ctx, e.pool, string(other.GSTIN), true); !errors.Is(err, ErrAddressIncomplete) {
 		t.Fatalf("on without an address: %v, want ErrAddressIncomplete", err)
@@ -112,7 +111,7 @@ func TestCancelBeforeSendNeedsNoIRP(t *testing.T) {
 	e := setup(t)
 	inv := e.issue(b2b())
 	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
-	out, _, err := c.Cancel(context.Background(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "wrong buyer"}}, time.Now())
+	out, _, err := c.Cancel(t.Context(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "wrong buyer"}}, time.Now())
 	if err != nil || out.Status != document.StatusCancelled || out.EInvoice.Status != einvoice.StatusPending {
 		t.Fatalf("cancel: %v, %s/%s", err, out.Status, out.EInvoice.Status)
 	}
@@ -135,7 +134,7 @@ func TestCancelRegistered(t *testing.T) {
 	first, second, third := e.issue(b2b()), e.issue(b2b()), e.issue(b2b())
 	e.settleAll(w, 10*time.Second)
 	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
-	ctx := context.Background()
+	ctx := t.Context()
 	cancel := func(inv document.Invoice, now time.Time) (document.Invoice, error) {
 		out, _, err := c.Cancel(ctx, e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "order cancelled"},
 			Code: einvoice.CancelOrderCancelled}, now)
@@ -190,7 +189,7 @@ func TestLostCancelAnswerIsFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCanceller(e.pool, e.client, e.opt, clientTimeout)
-	_, _, err := c.Cancel(context.Background(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "duplicate"}, Code: einvoice.CancelDuplicate}, time.Now())
+	_, _, err := c.Cancel(t.Context(), e.seller, CancelRequest{CancelRequest: invoice.CancelRequest{ID: inv.ID, Reason: "duplicate"}, Code: einvoice.CancelDuplicate}, time.Now())
 	if !errors.Is(err, ErrIRPUnavailable) {
 		t.Fatalf("cancel with its answer lost: %v, want ErrIRPUnavailable", err)
 	}
@@ -216,7 +215,7 @@ func TestInvalidPayloadFails(t *testing.T) {
 	now := time.Now()
 	req := &document.Request{Buyer: b2b(), Items: []document.ItemInput{{Description: "Te", HSN: "0902", Quantity: "1", UnitPrice: "10", GSTRate: "5"}}}
 	d := e.draft(req, now)
-	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, e.opt)
+	inv, err := invoice.Issue(t.Context(), e.pool, e.seller, e.series, d, now, e.opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +224,7 @@ func TestInvalidPayloadFails(t *testing.T) {
 	if got.Status != einvoice.StatusFailed || got.Error == "" || got.IRN != "" {
 		t.Fatalf("refused payload: %+v", got)
 	}
-	if _, err := invoice.Cancel(context.Background(), e.pool, e.seller, inv.ID, "typo", now, e.opt); err != nil {
+	if _, err := invoice.Cancel(t.Context(), e.pool, e.seller, inv.ID, "typo", now, e.opt); err != nil {
 		t.Fatal(err)
 	}
 	e.settleAll(e.worker(e.pool), 10*time.Second)
@@ -241,7 +240,7 @@ func TestInvalidPayloadFails(t *testing.T) {
 func TestCancelDuringRegistration(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	w := e.worker(e.pool)
 	inv := e.issue(b2b())
 	if _, err := takeQueued(ctx, e.pool, e.seller.ID, 10, time.Now()); err != nil {
@@ -290,7 +289,7 @@ func testwaitUntil(t *testing.T, cond func() bool, what string) {
 func TestEInvoiceEventsOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := outbox.CreateWebhook(ctx, e.pool, e.seller.ID, "https://pos.example.com/hooks",
 		[]string{invoice.EventEInvoiceRegistered, invoice.EventEInvoiceCancelled}, "whsec_test"); err != nil {
 		t.Fatal(err)

@@ -40,7 +40,7 @@ const clientTimeout = 400 * time.Millisecond
 func setup(t *testing.T) *env {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, nil)
 	line1, city, pin := "12 MG Road", "Pune", "411001"
 	if _, err := series.UpdateSeller(ctx, pool, string(seller.GSTIN), series.SellerUpdate{Line1: &line1, City: &city, PIN: &pin}); err != nil {

@@ -128,7 +128,7 @@ func TestSalesSurviveTwoKills(t *testing.T) {
 	}
 	// The database agrees: exactly N invoices, serials 1..N.
 	var stored []int64
-	for page, err := range client.New(url, key).ListInvoices(context.Background(), "CH1", client.ListOptions{Limit: 1000}) {
+	for page, err := range client.New(url, key).ListInvoices(t.Context(), "CH1", client.ListOptions{Limit: 1000}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +154,7 @@ func TestFlags(t *testing.T) {
 		{"--key", "k", "extra"},
 	} {
 		var out, errOut bytes.Buffer
-		if err := run(context.Background(), args, func(string) string { return "" }, &out, &errOut); err == nil || out.Len() > 0 {
+		if err := run(t.Context(), args, func(string) string { return "" }, &out, &errOut); err == nil || out.Len() > 0 {
 			t.Errorf("%v: err %v, stdout %q", args, err, out.String())
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -157,7 +156,7 @@ func TestOfflineSurvivesKills(t *testing.T) {
 		t.Fatalf("sync: %v\n%s", err, errOut)
 	}
 	var stored, cancelled []int64
-	for page, err := range client.New(common[3], key).ListInvoices(context.Background(), "T07", client.ListOptions{Limit: 1000}) {
+	for page, err := range client.New(common[3], key).ListInvoices(t.Context(), "T07", client.ListOptions{Limit: 1000}) {
 		if err != nil {
 			t.Fatal(err)
 		}

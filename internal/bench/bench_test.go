@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -345,7 +344,7 @@ func TestCreateSeriesTakenIsErrSeriesTaken(t *testing.T) {
 	defer srv.Close()
 	a := newAPIClient(srv.URL, "key", 1)
 	defer a.close()
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := a.createSeries(ctx, "BTAKEN-1"); !errors.Is(err, errSeriesTaken) {
 		t.Fatalf("taken code: %v, want errSeriesTaken", err)
 	}

@@ -3,7 +3,6 @@
 package db_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 // a pool opened with db.ForCitus sets them itself, whatever the URL asked.
 func TestCitusSettingsChecked(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	url := dbtest.NewURL(t)
 	open := func(params map[string]string, forCitus bool) *pgxpool.Pool {
 		cfg, err := pgxpool.ParseConfig(url)

@@ -173,10 +173,10 @@ func TestViolatedAndSQLState(t *testing.T) {
 func setup(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool := dbtest.New(t)
-	if _, err := pool.Exec(context.Background(), `CREATE TABLE t (id int PRIMARY KEY, v int)`); err != nil {
+	if _, err := pool.Exec(t.Context(), `CREATE TABLE t (id int PRIMARY KEY, v int)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(context.Background(), `INSERT INTO t VALUES (1, 0)`); err != nil {
+	if _, err := pool.Exec(t.Context(), `INSERT INTO t VALUES (1, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -185,7 +185,7 @@ func setup(t *testing.T) *pgxpool.Pool {
 func TestClassifyLockTimeoutOnAHeldRow(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	holder, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestClassifyLockTimeoutOnAHeldRow(t *testing.T) {
 func TestClassifyUniqueViolation(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	_, err := pool.Exec(context.Background(), `INSERT INTO t VALUES (1, 1)`)
+	_, err := pool.Exec(t.Context(), `INSERT INTO t VALUES (1, 1)`)
 	if got := db.Classify(err); got != db.Constraint {
 		t.Fatalf("Classify(%v) = %v, want constraint", err, got)
 	}
@@ -226,14 +226,14 @@ func TestClassifyRowMovedFromRequire(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	// The requirement QueueAdvance checks under the counter locks.
-	_, err := pool.Exec(context.Background(), `SELECT invoiced_require(false, $1, 'counter row moved since it was predicted')`, db.CodeRowMoved)
+	_, err := pool.Exec(t.Context(), `SELECT invoiced_require(false, $1, 'counter row moved since it was predicted')`, db.CodeRowMoved)
 	if got := db.Classify(err); got != db.RowMoved {
 		t.Fatalf("Classify(%v) = %v, want row moved", err, got)
 	}
 	if err := db.Translate(err, "x"); !errors.Is(err, db.ErrRowMoved) {
 		t.Fatalf("Translate = %v, want ErrRowMoved", err)
 	}
-	_, err = pool.Exec(context.Background(), `SELECT invoiced_require(false, $1, 'key held')`, db.CodeKeyHeld)
+	_, err = pool.Exec(t.Context(), `SELECT invoiced_require(false, $1, 'key held')`, db.CodeKeyHeld)
 	if got, code := db.Classify(err), db.SQLState(err); got != db.None || code != db.CodeKeyHeld {
 		t.Fatalf("Classify(%v) = %v, SQLState %q; want none, %s", err, got, code, db.CodeKeyHeld)
 	}
@@ -244,7 +244,7 @@ func TestClassifyRowMovedFromRequire(t *testing.T) {
 func terminate(t *testing.T, pool *pgxpool.Pool, pid uint32) {
 	t.Helper()
 	var ok bool
-	if err := pool.QueryRow(context.Background(), `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&ok); err != nil || !ok {
+	if err := pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("terminate backend %d: %v, %v", pid, ok, err)
 	}
 }
@@ -252,7 +252,7 @@ func terminate(t *testing.T, pool *pgxpool.Pool, pid uint32) {
 func TestClassifyTerminatedBackend(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		t.Fatal(err)
@@ -268,7 +268,7 @@ func TestClassifyTerminatedBackend(t *testing.T) {
 func TestInTxCommitOnATerminatedBackendIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestInTxCommitOnATerminatedBackendIsOutcomeUnknown(t *testing.T) {
 func TestInTx(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	value := func() int {
 		t.Helper()
 		var v int
@@ -379,7 +379,7 @@ func TestInTx(t *testing.T) {
 func TestInTxCommitRefusedByADeferredConstraint(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := pool.Exec(ctx, `CREATE TABLE d (k int, CONSTRAINT d_k UNIQUE (k) DEFERRABLE INITIALLY DEFERRED)`); err != nil {
 		t.Fatal(err)
 	}
@@ -399,13 +399,13 @@ func TestInTxCommitRefusedByADeferredConstraint(t *testing.T) {
 func TestInTxBeginFails(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	closed, err := pgxpool.NewWithConfig(context.Background(), pool.Config())
+	closed, err := pgxpool.NewWithConfig(t.Context(), pool.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed.Close()
 	called := false
-	err = db.InTx(context.Background(), closed, func(pgx.Tx) error { called = true; return nil })
+	err = db.InTx(t.Context(), closed, func(pgx.Tx) error { called = true; return nil })
 	var te *db.TxError
 	if called || !errors.As(err, &te) || te.Op != db.OpBegin || db.Classify(err) != db.Unavailable {
 		t.Fatalf("InTx on a closed pool = %v (called %v, class %v); want BEGIN's unavailable *TxError", err, called, db.Classify(err))

@@ -2,7 +2,6 @@ package faults
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -28,7 +27,7 @@ type abuseEnv struct {
 
 func newAbuseEnv(t *testing.T) *abuseEnv {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	a := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: sellerGSTIN, Name: "Seller A"})
 	b := testfactory.Seller(t, pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Seller B"})

@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"crypto/sha256"
 	"fmt"
 	"net/http"
@@ -343,7 +342,7 @@ func TestStuckCounterLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	defer conn.Close(t.Context())
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

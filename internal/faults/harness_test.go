@@ -263,7 +263,7 @@ func (l *load) waitIssued(n int64, timeout time.Duration) bool {
 // first item.
 func storedInvoices(t testing.TB, dbURL string) []Stored {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	var conn *pgx.Conn
 	var err error

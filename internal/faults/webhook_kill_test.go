@@ -1,7 +1,6 @@
 package faults
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -122,7 +121,7 @@ func (r *killReceiver) waitFor(t *testing.T, d time.Duration, what string, cond 
 // again (at least once, not at most once).
 func TestWebhooksSurviveSIGKILL(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	dbURL := dbtest.NewURL(t)
 	f := seed(t, dbURL)
 	// One worker, so that the stalled attempts hold the claims of a

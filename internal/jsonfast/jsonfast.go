@@ -1,8 +1,9 @@
 // Package jsonfast holds the byte-level JSON code of the hot paths, each
 // piece held to encoding/json by its tests and fuzz tests: the scan of a
 // request body's shape before it is decoded (Scanner, Scan), finding one
-// member of an object without decoding it (Member), and writing a string
-// as json.Marshal does (AppendString). It knows nothing of HTTP: api words
+// member of an object without decoding it (Member), reading the plain case
+// of JSON in one pass (Plain), and writing a string as json.Marshal does
+// (AppendString). It knows nothing of HTTP: api words
 // its errors.
 package jsonfast
 

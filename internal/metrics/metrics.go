@@ -54,7 +54,21 @@ var latencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 
 // runtime and process metrics.
 func New() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.newHTTPMetrics()
+	m.newInvoiceMetrics()
+	m.newBatchMetrics()
+	m.newMaintenanceMetrics()
+	m.newWebhookMetrics()
+	m.newEInvoiceMetrics()
+	m.reg.MustRegister(m.eInvoices, m.requests, m.requestDuration, m.issued, m.cancelled, m.replays,
+		m.batchSize, m.batchCommit, m.lockWait, m.outcomeUnknown, m.mispredictions, m.keysPurged, m.keysPurgeErrors,
+		m.verifyRuns, m.brokenChains, m.verifyLast, m.verifyDuration, m.deliveries, m.deliveryTime, m.eventsPurged,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// newHTTPMetrics makes the metrics of HTTP requests, by route template.
+func (m *Metrics) newHTTPMetrics() {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_http_requests_total",
 		Help: "HTTP requests answered, by route template, method and status code.",
@@ -64,6 +78,11 @@ func New() *Metrics {
 		Help:    "Time from a request's arrival to its answer, by route template and method.",
 		Buckets: latencyBuckets,
 	}, []string{"route", "method"})
+}
+
+// newInvoiceMetrics makes the counts of invoices issued, cancelled and
+// replayed; each document type and source is present at 0 from the start.
+func (m *Metrics) newInvoiceMetrics() {
 	m.issued = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_invoices_issued_total",
 		Help: "Invoices issued (committed and answered 201; replays not counted), by document type and source: online (issued by the server) or device (numbered offline and uploaded).",
@@ -82,6 +101,12 @@ func New() *Metrics {
 		Name: "invoiced_idempotent_replays_total",
 		Help: "Requests answered with the invoice an earlier request with the same Idempotency-Key issued.",
 	})
+}
+
+// newBatchMetrics makes the metrics of group-commit transactions: their
+// size and time, the counter rows' lock wait, unknown outcomes and
+// mispredictions.
+func (m *Metrics) newBatchMetrics() {
 	m.batchSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "invoiced_batch_size",
 		Help:    "Invoices issued per committed group-commit transaction.",
@@ -105,6 +130,11 @@ func New() *Metrics {
 		Name: "invoiced_mispredictions_total",
 		Help: "Group-commit transactions predicted from remembered counter states that the database refused (then issued the ordinary way).",
 	})
+}
+
+// newMaintenanceMetrics makes the metrics of the background work: the
+// idempotency-key purge, the chain verification and the event purge.
+func (m *Metrics) newMaintenanceMetrics() {
 	m.keysPurged = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "invoiced_idempotency_keys_purged_total",
 		Help: "Idempotency keys deleted by the retention purge.",
@@ -132,6 +162,15 @@ func New() *Metrics {
 	for _, r := range []string{"intact", "broken", "failed"} {
 		m.verifyRuns.WithLabelValues(r) // present at 0 from the start
 	}
+	m.eventsPurged = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "invoiced_events_purged_total",
+		Help: "Events deleted after their retention (30 days).",
+	})
+}
+
+// newWebhookMetrics makes the metrics of webhook deliveries; each outcome
+// is present at 0 from the start.
+func (m *Metrics) newWebhookMetrics() {
 	m.deliveries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_webhook_deliveries_total",
 		Help: "Webhook delivery attempts, by outcome: delivered (2xx), retry (to be tried again), failed (given up).",
@@ -144,10 +183,11 @@ func New() *Metrics {
 		Help:    "Time of one webhook delivery attempt, from connecting to the receiver's answer.",
 		Buckets: latencyBuckets,
 	})
-	m.eventsPurged = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "invoiced_events_purged_total",
-		Help: "Events deleted after their retention (30 days).",
-	})
+}
+
+// newEInvoiceMetrics makes the count of the IRP workers' steps; each
+// outcome is present at 0 from the start.
+func (m *Metrics) newEInvoiceMetrics() {
 	m.eInvoices = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "invoiced_einvoice_settled_total",
 		Help: "Steps of the IRP workers on e-invoice registrations, by outcome: registered, failed (the IRP refused the document), cancelled, retry (asked again later: no answer, the IRP busy, credentials refused), unchanged.",
@@ -155,13 +195,6 @@ func New() *Metrics {
 	for _, o := range []string{"registered", "failed", "cancelled", "retry", "unchanged"} {
 		m.eInvoices.WithLabelValues(o)
 	}
-	for _, c := range []prometheus.Collector{m.eInvoices, m.requests, m.requestDuration, m.issued, m.cancelled, m.replays,
-		m.batchSize, m.batchCommit, m.lockWait, m.outcomeUnknown, m.mispredictions, m.keysPurged, m.keysPurgeErrors,
-		m.verifyRuns, m.brokenChains, m.verifyLast, m.verifyDuration, m.deliveries, m.deliveryTime, m.eventsPurged,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		f(c)
-	}
-	return m
 }
 
 // Handler returns the handler that serves the metrics in Prometheus' text

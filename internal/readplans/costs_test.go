@@ -3,7 +3,6 @@ package readplans_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -60,7 +59,7 @@ func served(b *testing.B, flags ...string) (*servetest.Server, *pgxpool.Pool) {
 		b.Fatal(binErr)
 	}
 	u := dbtest.NewURL(b)
-	pool, err := pgxpool.New(context.Background(), u)
+	pool, err := pgxpool.New(b.Context(), u)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,7 +124,7 @@ func newKeyed(b *testing.B, pool *pgxpool.Pool, gstin string) keyed {
 	b.Helper()
 	s := testfactory.Seller(b, pool, &testfactory.SellerOpts{GSTIN: gstin, Name: "Seller " + gstin})
 	testfactory.Series(b, pool, s, &testfactory.SeriesOpts{Code: "C1", Format: "C1/{FY}/{SEQ:7}"})
-	key, err := apikey.Create(context.Background(), pool, s.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
+	key, err := apikey.Create(b.Context(), pool, s.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +201,7 @@ func seedLargeInvoices(b *testing.B, pool *pgxpool.Pool, k keyed, n int) {
 	b.Helper()
 	line := `{"hsn": "0902", "cgst": "0.25", "igst": "0", "sgst": "0.25", "total": "10.50", "taxable": "10", "gst_rate": "5", "quantity": "1", "unit_price": "10", "description": "Darjeeling first flush, 250 g tin, lot 2026-11"}`
 	items := "[" + strings.Repeat(line+",", 249) + line + "]"
-	ctx := context.Background()
+	ctx := b.Context()
 	for _, q := range []string{`
 		INSERT INTO series_counters (seller_id, series_id, fy, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
 		SELECT $1, id, 2026, $2::int, 9999999, current_date, now(), 0, NULL FROM series WHERE seller_id = $1 AND code = 'C1' AND $3::text <> ''`, `
@@ -383,7 +382,7 @@ func BenchmarkSkewedSeller(b *testing.B) {
 	big, small := newKeyed(b, pool, "29AABCR1718E1ZL"), newKeyed(b, pool, testfactory.SellerGSTIN)
 	for _, k := range []keyed{big, small} {
 		var sr gst.Series
-		if err := pool.QueryRow(context.Background(), `SELECT id, seller_id, code FROM series WHERE seller_id = $1`, k.seller.ID).Scan(&sr.ID, &sr.SellerID, &sr.Code); err != nil {
+		if err := pool.QueryRow(b.Context(), `SELECT id, seller_id, code FROM series WHERE seller_id = $1`, k.seller.ID).Scan(&sr.ID, &sr.SellerID, &sr.Code); err != nil {
 			b.Fatal(err)
 		}
 		count := 3
@@ -393,7 +392,7 @@ func BenchmarkSkewedSeller(b *testing.B) {
 		seedSeries(b, pool, k.seller, sr, "C1/26-27/", count)
 	}
 	seedSmallSellers(b, pool, 500, 3)
-	if _, err := pool.Exec(context.Background(), `ANALYZE`); err != nil {
+	if _, err := pool.Exec(b.Context(), `ANALYZE`); err != nil {
 		b.Fatal(err)
 	}
 	base := "http://" + srv.Addr

@@ -151,7 +151,7 @@ func explainedPool(t *testing.T, maxConns int32) (*pgxpool.Pool, *plans) {
 		}
 		return nil
 	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package readplans_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,7 +76,7 @@ func (s *server) newTenant(t *testing.T, gstin string) *tenant {
 // tenantOf gives seller a key of every scope and a console client.
 func (s *server) tenantOf(t *testing.T, seller gst.Seller) *tenant {
 	t.Helper()
-	key, err := apikey.Create(context.Background(), s.pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
+	key, err := apikey.Create(t.Context(), s.pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +199,7 @@ func (s *server) issueBurst(t *testing.T, tn *tenant, code string, n int) string
 func noAutovacuum(t testing.TB, pool *pgxpool.Pool) {
 	t.Helper()
 	for _, tbl := range []string{"invoices", "chain_records", "series_counters", "events", "webhook_deliveries", "idempotency_keys", "series", "sellers", "api_keys", "webhooks", "console_sessions", "period_locks", "series_openings", "series_leases"} {
-		if _, err := pool.Exec(context.Background(), `ALTER TABLE `+tbl+` SET (autovacuum_enabled = off)`); err != nil {
+		if _, err := pool.Exec(t.Context(), `ALTER TABLE `+tbl+` SET (autovacuum_enabled = off)`); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,7 +2,6 @@ package readplans_test
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -34,7 +33,7 @@ func slack(rows int) float64 { return float64(4*rows + 1000) }
 // answer stands for.
 func reads(t *testing.T, s *server, tn *tenant, code, prefix string, n, today, cancelled int, lastDay, publicID string) []call {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	s.signIn(t, tn)
 	var dbID int64
 	if err := s.pool.QueryRow(ctx, `SELECT i.id FROM invoices i JOIN series s ON s.id = i.series_id WHERE i.seller_id = $1 AND s.code = $2 AND i.serial = $3`,
@@ -182,7 +181,7 @@ func TestReadPlansBounded(t *testing.T) {
 		}
 		bigLast := s.issueBurst(t, big, "B1", 1)
 		smallLast := s.issueBurst(t, small, "S1", 1)
-		if _, err := s.pool.Exec(context.Background(), `ANALYZE`); err != nil {
+		if _, err := s.pool.Exec(t.Context(), `ANALYZE`); err != nil {
 			t.Fatal(err)
 		}
 		lastDay := s.clock.now().Format("2006-01-02")

@@ -1,7 +1,6 @@
 package readplans_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,7 +17,7 @@ import (
 // a counter row for each), numbered <prefix><serial:7>.
 func seedSeries(t testing.TB, pool *pgxpool.Pool, seller gst.Seller, s gst.Series, prefix string, n int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	days := int(start.Sub(time.Date(2026, 4, 1, 0, 0, 0, 0, gst.IST)).Hours()/24) - 1
 	args := pgx.NamedArgs{"seller": seller.ID, "series": s.ID, "n": n, "prefix": prefix, "days": days}
 	for _, q := range []string{`
@@ -52,7 +51,7 @@ const itemsJSON = `[{"hsn": "0902", "cgst": "0", "igst": "1", "sgst": "0", "tota
 // counters and events, in a few statements.
 func seedSmallSellers(t testing.TB, pool *pgxpool.Pool, n, perSeller int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	args := pgx.NamedArgs{"n": n, "per": perSeller}
 	for _, q := range []string{`
 		INSERT INTO sellers (gstin, name, state_code)

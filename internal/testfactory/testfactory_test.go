@@ -1,7 +1,6 @@
 package testfactory_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -39,7 +38,7 @@ func TestDefaultsAndOptions(t *testing.T) {
 	if d.IdempotencyKey != "k" || string(d.RequestHash) != "h-k" || d.Buyer == nil || d.Buyer.GSTIN != testfactory.Buyer.GSTIN || len(d.Items) != 1 {
 		t.Fatalf("default draft %+v", d)
 	}
-	inv, err := invoice.Issue(context.Background(), pool, seller, s, d, now, series.Options{})
+	inv, err := invoice.Issue(t.Context(), pool, seller, s, d, now, series.Options{})
 	if err != nil || inv.Number != "CH1/26-27/00001" {
 		t.Fatalf("issue the default draft: %v, %q", err, inv.Number)
 	}

@@ -60,13 +60,13 @@ func TestDeliveryRefusesPrivateAddresses(t *testing.T) {
 	rc := newReceiver(t, http.StatusNoContent)
 	e.registerWebhook(e.seller, rc.srv.URL, "invoice.issued")
 	e.mustIssue(e.seller, e.series)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	d := newDeliverer(0, DelivererConfig{Pool: e.pool, Poll: 20 * time.Millisecond, RetryBase: time.Hour, Timeout: time.Second})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()
 	var lastErr *string
 	testwait.Until(t, 20*time.Second, func() bool {
-		e.pool.QueryRow(context.Background(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
+		e.pool.QueryRow(t.Context(), `SELECT last_error FROM webhook_deliveries`).Scan(&lastErr)
 		return lastErr != nil
 	}, "the delivery to record an error")
 	cancel()
@@ -104,7 +104,7 @@ func TestDeliveryGivesUpAfterGiveUpAfter(t *testing.T) {
 			var attempts int
 			var lastErr *string
 			testwait.Until(t, 20*time.Second, func() bool {
-				err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM webhook_deliveries`).Scan(&state, &attempts, &lastErr)
+				err := e.pool.QueryRow(t.Context(), `SELECT state, attempts, last_error FROM webhook_deliveries`).Scan(&state, &attempts, &lastErr)
 				return err == nil && attempts >= 2 || state == "failed"
 			}, "the delivery to be given up or tried twice")
 			stop()
@@ -147,7 +147,7 @@ func TestSlowSellerDelaysNoOther(t *testing.T) {
 	e.registerWebhook(other, quick.URL+"/hook", "invoice.issued")
 	e.mustIssue(other, otherSeries)
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(t.Context())
 	d := newDeliverer(0, DelivererConfig{Pool: e.pool, AllowPrivate: true, Workers: 4, Poll: 20 * time.Millisecond, Timeout: time.Minute})
 	done := make(chan struct{})
 	go func() { d.Run(ctx); close(done) }()

@@ -43,7 +43,7 @@ func TestDeliveryClaimsShareEverySellerOnce(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for {
-				ds, err := claimDeliveries(context.Background(), e.pool, 4, time.Hour)
+				ds, err := claimDeliveries(t.Context(), e.pool, 4, time.Hour)
 				if err != nil {
 					t.Error(err)
 					return
@@ -74,7 +74,7 @@ func TestDeliveryClaimsShareEverySellerOnce(t *testing.T) {
 		t.Fatalf("claimed %d deliveries of %d sellers, want %d of %d", len(claimed), len(perSeller), sellers*each, sellers)
 	}
 	var due int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE next_at <= now()`).Scan(&due); err != nil || due != 0 {
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*) FROM webhook_deliveries WHERE next_at <= now()`).Scan(&due); err != nil || due != 0 {
 		t.Fatalf("%d deliveries still due after the claims (%v)", due, err)
 	}
 }
@@ -86,7 +86,7 @@ func TestDeliveryClaimsShareEverySellerOnce(t *testing.T) {
 func TestStaleFinishChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	e.registerWebhook(e.seller, "http://127.0.0.1:9/hook", "invoice.issued")
 	e.mustIssue(e.seller, e.series)
 	first, err := claimDeliveries(ctx, e.pool, 1, 0) // a claim that has run out at once
@@ -115,7 +115,7 @@ func TestStaleFinishChangesNothing(t *testing.T) {
 func TestDeletedWebhookGetsNothingMore(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	w := e.registerWebhook(e.seller, "http://127.0.0.1:9/hook", "invoice.issued")
 	e.mustIssue(e.seller, e.series)
 	ds, err := claimDeliveries(ctx, e.pool, 1, time.Hour)

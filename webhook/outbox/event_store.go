@@ -43,18 +43,6 @@ func LookupEvent(ctx context.Context, q db.Querier, sellerID, invoiceID int64, t
 	return id, nil
 }
 
-// ListEvents returns up to limit of the seller's events with ids above
-// after, oldest first, with their invoices, read whole into a slice;
-// EachEvent reads them one at a time. It fails as EachEvent does.
-func ListEvents(ctx context.Context, q db.Querier, sellerID, after int64, limit int) ([]Event, error) {
-	var out []Event
-	err := EachEvent(ctx, q, sellerID, after, limit, func(ev Event) error {
-		out = append(out, ev)
-		return nil
-	})
-	return out, err
-}
-
 // EachEvent calls fn with each of the seller's events with an id above
 // after, oldest first, at most limit of them, with its invoice as it is
 // now, as they arrive from the database (invoice.EachEvent reads them in

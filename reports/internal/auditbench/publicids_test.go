@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 // id unique under its index, and reports both.
 func TestMeasurePublicIDs(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	var out strings.Builder
 	if err := measurePublicIDs(ctx, pool, 3000, 450, 7, &out); err != nil {

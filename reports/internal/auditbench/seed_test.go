@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // serial run and counter intact, with the counts asked for.
 func TestSeedsVerify(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	l := deepLayout{sellers: 2, seriesPer: 2, years: 3, per: 250, jobs: 2}
 	if err := seedDeep(ctx, pool, l, func(string) {}); err != nil {
