@@ -128,7 +128,23 @@ func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 			t.Fatalf("%s:\n%s\nwant a scan of %s", q, plan.String(), want)
 		}
 	}
+	// GetByPublicID's own query, not only the shapes above: this
+	// transaction's counters show it scanned the index of routed ids and
+	// never read invoices whole.
+	scans := func() (seq, routed int64) {
+		t.Helper()
+		if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_numscans('invoices'::regclass),
+			pg_stat_get_xact_numscans('invoices_routed_public_id_key'::regclass)`).Scan(&seq, &routed); err != nil {
+			t.Fatal(err)
+		}
+		return seq, routed
+	}
+	seq0, routed0 := scans()
 	if got, err := invoice.GetByPublicID(ctx, tx, inv.PublicID); err != nil || got.ID != inv.ID {
 		t.Fatalf("routed id without the global index: %v", err)
+	}
+	if seq, routed := scans(); seq != seq0 || routed != routed0+1 {
+		t.Fatalf("GetByPublicID of a routed id: %d sequential scans of invoices, %d scans of invoices_routed_public_id_key; want 0 and 1",
+			seq-seq0, routed-routed0)
 	}
 }

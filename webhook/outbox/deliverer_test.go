@@ -161,3 +161,38 @@ func TestSlowSellerDelaysNoOther(t *testing.T) {
 		t.Fatalf("%d of the slow seller's deliveries in flight at once with 4 workers, want 1 or 2 (its share)", n)
 	}
 }
+
+// A delivery never follows a redirect: a 307 from the registered URL is
+// a refusal like any other answer that is not 2xx, recorded as such and
+// retried later at the registered URL; the address it points to, which
+// the dial check never judged, is never called.
+func TestDeliveryNeverFollowsRedirects(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	target := newReceiver(t, http.StatusNoContent)
+	var redirects atomic.Int64
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirects.Add(1)
+		http.Redirect(w, r, target.srv.URL+"/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	e.registerWebhook(e.seller, redirector.URL+"/hook", "invoice.issued")
+	e.mustIssue(e.seller, e.series)
+	stop := startDelivererGivingUp(e, deliveryAge+time.Hour) // never given up here
+	var state string
+	var lastErr *string
+	testwait.Until(t, 20*time.Second, func() bool {
+		err := e.pool.QueryRow(context.Background(), `SELECT state, last_error FROM webhook_deliveries`).Scan(&state, &lastErr)
+		return err == nil && (lastErr != nil || state != "pending")
+	}, "the redirected delivery to be answered")
+	stop()
+	if calls := target.callCount(); calls != 0 {
+		t.Fatalf("the redirect's target was called %d times; a delivery must never follow a redirect", calls)
+	}
+	if state != "pending" || lastErr == nil || *lastErr != "HTTP 307" {
+		t.Fatalf("redirected delivery: %s (%v); want pending after HTTP 307", state, lastErr)
+	}
+	if redirects.Load() == 0 {
+		t.Fatal("the registered URL was never called")
+	}
+}
