@@ -31,8 +31,12 @@ const (
 	CodeLeaseYearsUndeclared = "lease_years_undeclared"
 	// Refusals of an upload outside the lease's time or scope.
 	CodeYearBeforeLease   = "year_before_lease"
+	CodeYearAfterLease    = "year_after_lease"
 	CodeIssuedBeforeLease = "issued_before_lease"
 	CodeInvoiceNotLeased  = "invoice_not_leased"
+	// CodeDeclaredTooLow (422): a settlement declared, for a year, fewer
+	// serials than the device uploaded or reported there.
+	CodeDeclaredTooLow = "declared_too_low"
 )
 
 // LeaseRequest is the body of a lease.
@@ -62,6 +66,10 @@ type Lease struct {
 	DocType     string    `json:"doc_type,omitempty"`
 	Format      string    `json:"format,omitempty"`
 	Next        *Position `json:"next,omitempty"` // where the device continues (when leased)
+	// Years (when leased): where the device continues in each financial
+	// year the lease reserves (Next is the first); it numbers in no other.
+	// A lease from a server without it reserves Next's year alone.
+	Years []Position `json:"years,omitempty"`
 	// NotBefore (when leased): the earliest issue time the device may
 	// use, the later of the server's time at the lease and the series'
 	// last issue time in any year.
@@ -82,6 +90,11 @@ type Lease struct {
 	// year the device may have issued.
 	EndYears []YearSerial `json:"end_years,omitempty"`
 	Declared []YearSerial `json:"declared,omitempty"`
+	// LastContactAt: the device's last upload, resume or end request the
+	// server accepted; Reported: the last serial the device reported in
+	// an end request (a settlement may declare no less).
+	LastContactAt string      `json:"last_contact_at,omitempty"`
+	Reported      *YearSerial `json:"reported,omitempty"`
 }
 
 // Lease end kinds, the values of Lease.EndKind (the server's
@@ -174,12 +187,29 @@ func (e *ContinuationError) Error() string { return e.Err.Error() }
 func (e *ContinuationError) Unwrap() error { return e.Err }
 
 // Lease leases series code to deviceID (POST /v1/series/{code}/lease,
-// scope manage). It fails with an *Error: 409 lease_held when the series
-// is held, 422 invalid_lease, 404. Like CreateSeries, a retry after a lost
-// answer that gets 409 lease_held has IsOutcomeUnknown true.
-func (cl *Client) Lease(ctx context.Context, code, deviceID string) (Lease, error) {
+// scope manage), retrying safely with one Idempotency-Key (a new one, or
+// IdempotencyKey's): an attempt whose answer was lost is answered again,
+// the same lease, while the device has not been in touch with the server.
+// It fails with an *Error: 409 lease_held when the series is held, 422
+// invalid_lease, 404; when the outcome stays unknown (no answer before
+// ctx ended), IsOutcomeUnknown is true and OutcomeKey gives the key to
+// ask again with.
+func (cl *Client) Lease(ctx context.Context, code, deviceID string, opts ...CallOption) (Lease, error) {
+	body, err := json.Marshal(LeaseRequest{DeviceID: deviceID})
+	if err != nil {
+		return Lease{}, err
+	}
+	c := &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + "/lease", body: body, mutating: true,
+		accept: "application/json", key: NewIdempotencyKey()}
+	for _, o := range opts {
+		o(c)
+	}
+	a, err := cl.do(ctx, c)
+	if err != nil {
+		return Lease{}, err
+	}
 	var l Lease
-	return l, cl.createJSON(ctx, "/v1/series/"+url.PathEscape(code)+"/lease", LeaseRequest{DeviceID: deviceID}, &l)
+	return l, decode(a.body, &l)
 }
 
 // UploadDeviceInvoices uploads invoices numbered offline under lease
