@@ -14,10 +14,11 @@ import (
 )
 
 // lease is a lease as the server gives it, for tests without a server:
-// series T07 starting at serial 1 of 2025-26.
+// series T07 starting at serial 1 of 2025-26, and reserving 2026-27.
 func lease() client.Lease {
 	return client.Lease{LeaseID: "ls_aaaaaaaaaaaaaaaaaaaaaaaaaa", DeviceID: "till-7", Series: "T07", SellerGSTIN: testfactory.SellerGSTIN,
-		DocType: "invoice", Format: "T07/{FY}/{SEQ:5}", Next: &client.Position{FY: "2025-26", Serial: 1}}
+		DocType: "invoice", Format: "T07/{FY}/{SEQ:5}", Next: &client.Position{FY: "2025-26", Serial: 1},
+		Years: []client.Position{{FY: "2025-26", Serial: 1}, {FY: "2026-27", Serial: 1}}}
 }
 
 // TestFYTurnsOverAtISTMidnight: the invoice issued at 23:59:59 IST on 31
