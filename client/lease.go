@@ -22,6 +22,9 @@ const (
 	// CodeLeaseNotFound (404): the Lease-Id is no lease of the series.
 	CodeLeaseNotFound    = "lease_not_found"
 	CodeLeaseNotUploaded = "lease_not_uploaded"
+	// CodeInvalidLease (422): a lease request breaks a rule (a bad device
+	// id, fy, serial or reason, a year the lease does not reserve).
+	CodeInvalidLease = "invalid_lease"
 	// CodeLeaseEndSuperseded (409): the device's end carried an
 	// EndEpoch older than the lease's (the device resumed after sending
 	// it); nothing ended.

@@ -142,29 +142,25 @@ func (t *Terminal) setLease(l client.Lease) error {
 		}
 		t.years[fy] = &year{last: p.Serial - 1, length: p.ChainLength, head: head, uploaded: p.Serial - 1}
 		t.reserved = append(t.reserved, fy)
-		if p.LastIssuedAt != "" {
-			at, err := time.Parse(time.RFC3339Nano, p.LastIssuedAt)
-			if err != nil {
-				return err
-			}
-			if at.After(t.lastAt) {
-				t.lastAt = at // issue times continue the series', whatever the device's clock says
-			}
-		}
 	}
 	t.lease = l
 	t.epoch = l.EndEpoch
 	t.seller = gst.Seller{GSTIN: g, StateCode: g.StateCode()}
 	t.series = gst.Series{Code: l.Series, DocType: dt, Format: f}
-	if l.NotBefore != "" {
-		at, err := time.Parse(time.RFC3339Nano, l.NotBefore)
+	// Issue times continue the series', whatever the device's clock says:
+	// from not_before (the later of the lease's time and the series' last
+	// issue time in any year), or from a server without it, the last
+	// issue time of Next's year.
+	floor := l.NotBefore
+	if floor == "" {
+		floor = l.Next.LastIssuedAt
+	}
+	if floor != "" {
+		at, err := time.Parse(time.RFC3339Nano, floor)
 		if err != nil {
 			return err
 		}
-		t.floor = at.UTC()
-		if at.After(t.lastAt) {
-			t.lastAt = at
-		}
+		t.floor, t.lastAt = at.UTC(), at.UTC()
 	}
 	return nil
 }
