@@ -120,12 +120,21 @@ func (r *lifecycleRun) settle(ln *lane, correct bool) {
 				mistake = noMistake
 			}
 		case belowKnown:
+			// Below what was uploaded, or (when the device reported more)
+			// at or above that and below its report.
 			mistake, want = noMistake, ""
 			for _, y := range years {
-				if known[y] > 0 {
-					mistake, want, decl[y] = belowKnown, client.CodeDeclaredTooLow, int64(r.rng.IntN(int(known[y])))
-					break
+				stored := r.stored(ln, y).Serial - 1
+				switch {
+				case known[y] > stored && r.rng.IntN(2) == 0:
+					decl[y] = stored + int64(r.rng.IntN(int(known[y]-stored)))
+				case known[y] > 0:
+					decl[y] = int64(r.rng.IntN(int(known[y])))
+				default:
+					continue
 				}
+				mistake, want = belowKnown, client.CodeDeclaredTooLow
+				break
 			}
 		case missingYear:
 			want = client.CodeLeaseYearsUndeclared
@@ -160,6 +169,7 @@ func (r *lifecycleRun) settle(ln *lane, correct bool) {
 	}
 	r.st.Settled++
 	r.settled[ln.code] = true
+	r.accountantSettled[h.LeaseID] = true
 	if mistake == belowPaper {
 		r.st.Under++
 		for s := decl[under] + 1; s <= paper[under]; s++ {
@@ -249,7 +259,7 @@ func (r *lifecycleRun) tamper(ln *lane) {
 		}
 		return true
 	}
-	switch r.rng.IntN(6) {
+	switch r.rng.IntN(8) {
 	case 0:
 		fy, code, rule = start, client.CodeIssuedBeforeLease, "an invoice issued before the lease"
 		if !upload(leasedAt.Add(-time.Millisecond)) {

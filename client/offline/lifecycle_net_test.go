@@ -81,6 +81,11 @@ func (n *tillNet) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	var f fate
 	th := faults[n.bad]
+	if r.Method == http.MethodDelete {
+		th[1] += 0.15 // a slow end request, given up on by a proxy that passed it on
+		th[2] += 0.15
+		th[3] += 0.15
+	}
 	switch x := n.rng.Float64(); {
 	case n.quiet:
 	case x < th[0]:

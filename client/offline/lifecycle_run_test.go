@@ -2,6 +2,7 @@ package offline_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -67,6 +68,8 @@ type lifecycleRun struct {
 	// trail (the accountant's mistake, which the server cannot see).
 	released map[string]bool
 	settled  map[string]bool // series a settlement declared serials of
+	// accountantSettled: leases the accountant settled (by lease id).
+	accountantSettled map[string]bool
 	locks    []monthLock
 	trace    []string
 	step     int
@@ -91,13 +94,15 @@ const (
 
 func newLifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, st *lifecycleStats) *lifecycleRun {
 	r := &lifecycleRun{t: t, e: e, srv: srv, run: run, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x1ead)), ctx: context.Background(), st: st,
-		printed: map[string]printing{}, released: map[string]bool{}, settled: map[string]bool{}, ok: true}
+		printed: map[string]printing{}, released: map[string]bool{}, settled: map[string]bool{}, accountantSettled: map[string]bool{}, ok: true}
 	r.kind = r.rng.IntN(runKinds)
 	switch r.kind {
-	case acrossYearEnd, pastTheLease:
+	case acrossYearEnd:
+		srv.set(time.Date(2027, 3, 31, 22, 0, 0, 0, gst.IST))
+	case pastTheLease:
 		srv.set(time.Date(2027, 3, 31, 23, 40, 0, 0, gst.IST))
 	case acrossJune:
-		srv.set(time.Date(2026, 6, 30, 23, 40, 0, 0, gst.IST))
+		srv.set(time.Date(2026, 6, 30, 21, 0, 0, 0, gst.IST))
 	default:
 		srv.set(time.Date(2026, 6, 10, 11, 0, 0, 0, gst.IST))
 	}
@@ -191,14 +196,16 @@ func (r *lifecycleRun) act(ln *lane) {
 		do     func()
 	}
 	till := ln.term != nil
+	pending := till && ln.term.EndPending()
 	ops := []op{
 		{map[bool]int{true: 0, false: 8}[till && !ln.lost], func() { r.takeLease(ln) }},
 		{map[bool]int{true: 10}[till], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), false) }},
 		{map[bool]int{true: 4}[till], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), true) }},
-		{map[bool]int{true: 4}[till], func() { r.cancel(ln) }},
+		{map[bool]int{true: 4, false: 0}[till] + map[bool]int{true: 4}[till && r.kind == acrossJune && len(r.locks) == 0], func() { r.cancel(ln) }},
 		{map[bool]int{true: 6}[till], func() { r.sync(ln) }},
-		{map[bool]int{true: 4}[till], func() { r.end(ln) }},
-		{map[bool]int{true: 2}[till], func() { r.crash(ln) }},
+		// Across 31 March, leases change hands often before midnight.
+		{map[bool]int{true: 4}[till] + map[bool]int{true: 8}[till && r.kind == acrossYearEnd && r.srv.now().In(gst.IST).Month() == time.March], func() { r.end(ln) }},
+		{map[bool]int{true: 2}[till] + map[bool]int{true: 6}[pending], func() { r.crash(ln) }},
 		{map[bool]int{true: 2}[till], func() { r.reprint(ln) }},
 		{map[bool]int{true: 1}[till], func() { r.damage(ln) }},
 		{map[bool]int{true: 1}[till], func() {
@@ -207,7 +214,9 @@ func (r *lifecycleRun) act(ln *lane) {
 			ln.term, ln.lost = nil, true
 		}},
 		{map[bool]int{true: 3}[ln.lost && !ln.broken], func() { r.turnUp(ln) }},
-		{2, func() { r.force(ln) }},
+		// The manager ends by force a lease whose till cannot learn
+		// whether its end went through.
+		{2 + map[bool]int{true: 4}[pending], func() { r.force(ln) }},
 		{3, func() { r.settle(ln, r.rng.IntN(3) == 0) }},
 		{r.lockWeight(), r.lockMonth},
 		{2, func() { r.tamper(ln) }},
@@ -448,12 +457,19 @@ func (r *lifecycleRun) bigPending(ln *lane) int {
 }
 
 // afterTill handles the outcome err of a till's Sync or End: a lease
-// settled otherwise ends the till; refused cancels are counted.
+// settled otherwise ends the till (and only a settlement by the
+// accountant may leave records unuploaded: the till's own end uploaded
+// everything, and it journals nothing after asking to end); refused
+// cancels are counted.
 func (r *lifecycleRun) afterTill(ln *lane, err error) {
 	r.heard(ln)
 	var cr *offline.CancelsRefusedError
 	if errors.As(err, &cr) {
 		r.st.Voided += len(cr.Cancels)
+	}
+	var nu *offline.NotUploadedError
+	if errors.As(err, &nu) && len(nu.Records) > 0 && !r.accountantSettled[ln.lease.LeaseID] {
+		r.fail("%s's lease %s ended by its device (%s at serial %d of %s), yet the till holds records never uploaded: %v", ln.code, ln.lease.LeaseID, nu.Lease.EndKind, nu.Lease.EndSerial, nu.Lease.EndFY, err)
 	}
 	r.noFutureDates(ln)
 	if errors.Is(err, offline.ErrEnded) {
@@ -532,9 +548,16 @@ func (r *lifecycleRun) damage(ln *lane) {
 		r.fail("read %s's journal: %v", ln.code, err)
 		return
 	}
-	at := r.rng.IntN(len(b))
-	if r.rng.IntN(2) == 0 {
-		at = len(b) - 1 - r.rng.IntN(min(len(b), 300))
+	// Anywhere, in a record's length, or in the last record.
+	var at int
+	switch starts := recordStarts(b); r.rng.IntN(3) {
+	case 0:
+		at = r.rng.IntN(len(b))
+	case 1:
+		at = starts[r.rng.IntN(len(starts))] + r.rng.IntN(4)
+	default:
+		last := starts[len(starts)-1]
+		at = last + r.rng.IntN(len(b)-last)
 	}
 	b[at] ^= 1 << r.rng.IntN(8)
 	if err := os.WriteFile(ln.path, b, 0o600); err != nil {
@@ -553,6 +576,16 @@ func (r *lifecycleRun) damage(ln *lane) {
 	r.logf("%s: the journal is damaged at %d of %d: %v", ln.code, at, len(b), err)
 	r.st.Damaged++
 	ln.lost, ln.broken = true, true
+}
+
+// recordStarts returns the offsets of the records of journal b (each a
+// 4-byte length, a 4-byte checksum and the payload).
+func recordStarts(b []byte) []int {
+	var out []int
+	for off := 0; off+8 <= len(b); off += 8 + int(binary.LittleEndian.Uint32(b[off:])) {
+		out = append(out, off)
+	}
+	return out
 }
 
 // turnUp reopens a lost device's journal.
