@@ -157,6 +157,13 @@ func (n *tillNet) calm() {
 	n.down, n.quiet = false, true
 }
 
+// goDown takes the link down.
+func (n *tillNet) goDown() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down = true
+}
+
 // weather changes the link between steps: down links come up at
 // random, and its quality changes now and then.
 func (n *tillNet) weather(rng *rand.Rand) {
@@ -217,6 +224,7 @@ type lane struct {
 	receipts []offline.Receipt
 	cancels  []offline.CancelReceipt
 	lastAt   time.Time // the till's last record's time, or the lease's floor
+	later    gst.FY    // the lease's later year, when it held serials already (0: not)
 	// unheard: the accountant settled the lease while the till could
 	// still sell, and no answer has reached the till since: what it prints
 	// meanwhile, online issuance may print too (the settlement said the

@@ -98,7 +98,7 @@ func newLifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint6
 	r.kind = r.rng.IntN(runKinds)
 	switch r.kind {
 	case acrossYearEnd:
-		srv.set(time.Date(2027, 3, 31, 22, 0, 0, 0, gst.IST))
+		srv.set(time.Date(2027, 3, 31, 23, 0, 0, 0, gst.IST))
 	case pastTheLease:
 		srv.set(time.Date(2027, 3, 31, 23, 40, 0, 0, gst.IST))
 	case acrossJune:
@@ -166,9 +166,20 @@ func (r *lifecycleRun) play() bool {
 		if r.kind == pastTheLease && r.step == jump {
 			r.srv.set(time.Date(2028, 3, 31, 23, 35, 0, 0, gst.IST))
 		}
-		r.srv.set(r.srv.now().Add(time.Duration(r.rng.IntN(15)) * time.Minute))
+		// Across 31 March the last hour goes slowly: leases change hands
+		// before midnight while tills ahead already number the new year.
+		tick := 15
+		if r.kind == acrossYearEnd && r.srv.now().In(gst.IST).Month() == time.March {
+			tick = 5
+		}
+		r.srv.set(r.srv.now().Add(time.Duration(r.rng.IntN(tick)) * time.Minute))
 		for _, ln := range r.lanes {
 			ln.net.weather(r.rng)
+			if r.kind == acrossJune && len(r.locks) == 0 && r.rng.IntN(3) > 0 {
+				// The shop's link is down this evening: sales and
+				// cancels of June wait for the upload, past June's lock.
+				ln.net.goDown()
+			}
 			if r.rng.IntN(5) == 0 {
 				if n := ln.net.release(); n > 0 {
 					r.logf("%s: %d requests held in flight reach the server", ln.code, n)
@@ -197,27 +208,43 @@ func (r *lifecycleRun) act(ln *lane) {
 	}
 	till := ln.term != nil
 	pending := till && ln.term.EndPending()
+	// Before midnight of 31 March, devices are lost and settled often:
+	// a settlement spends serials of the new year, and the next lease of
+	// the series holds them in its later year.
+	eve := map[bool]int{true: 4}[r.kind == acrossYearEnd && r.srv.now().In(gst.IST).Month() == time.March]
+	// Across 30 June the tills sell and cancel, and their devices stay:
+	// June's lock meets their cancels.
+	june := r.kind == acrossJune
+	calm := map[bool]int{false: 1}[june]
 	ops := []op{
 		{map[bool]int{true: 0, false: 8}[till && !ln.lost], func() { r.takeLease(ln) }},
-		{map[bool]int{true: 10}[till], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), false) }},
+		{map[bool]int{true: 10}[till] + map[bool]int{true: 10}[till && june], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), false) }},
 		{map[bool]int{true: 4}[till], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), true) }},
-		{map[bool]int{true: 4, false: 0}[till] + map[bool]int{true: 4}[till && r.kind == acrossJune && len(r.locks) == 0], func() { r.cancel(ln) }},
+		{map[bool]int{true: 4}[till] + map[bool]int{true: 4}[till && r.kind == acrossJune && len(r.locks) == 0] + map[bool]int{true: 6}[pending], func() { r.cancel(ln) }},
 		{map[bool]int{true: 6}[till], func() { r.sync(ln) }},
 		// Across 31 March, leases change hands often before midnight.
 		{map[bool]int{true: 4}[till] + map[bool]int{true: 8}[till && r.kind == acrossYearEnd && r.srv.now().In(gst.IST).Month() == time.March], func() { r.end(ln) }},
 		{map[bool]int{true: 2}[till] + map[bool]int{true: 6}[pending], func() { r.crash(ln) }},
 		{map[bool]int{true: 2}[till], func() { r.reprint(ln) }},
-		{map[bool]int{true: 1}[till], func() { r.damage(ln) }},
-		{map[bool]int{true: 1}[till], func() {
+		{map[bool]int{true: calm}[till], func() { r.damage(ln) }},
+		{map[bool]int{true: calm + eve}[till], func() {
+			// The device is lost; the manager often ends its lease by
+			// force at once, and the accountant settles it.
 			r.logf("%s: the device is lost", ln.code)
 			ln.term.Close()
 			ln.term, ln.lost = nil, true
+			if r.rng.IntN(3) > 0 {
+				r.force(ln)
+				if r.ok && r.rng.IntN(3) > 0 {
+					r.settle(ln, r.rng.IntN(3) == 0)
+				}
+			}
 		}},
 		{map[bool]int{true: 3}[ln.lost && !ln.broken], func() { r.turnUp(ln) }},
 		// The manager ends by force a lease whose till cannot learn
 		// whether its end went through.
-		{2 + map[bool]int{true: 4}[pending], func() { r.force(ln) }},
-		{3, func() { r.settle(ln, r.rng.IntN(3) == 0) }},
+		{2*calm + eve + map[bool]int{true: 4}[pending], func() { r.force(ln) }},
+		{3 + eve, func() { r.settle(ln, r.rng.IntN(3) == 0) }},
 		{r.lockWeight(), r.lockMonth},
 		{2, func() { r.tamper(ln) }},
 		{map[bool]int{true: 1}[till], func() {
@@ -262,6 +289,9 @@ func (r *lifecycleRun) lockWeight() int {
 // way, sometimes a day behind the lease (refused) or up to four days
 // ahead (its invoices are refused until the server's date nears theirs).
 func (r *lifecycleRun) skew() time.Duration {
+	if r.kind == acrossYearEnd && r.rng.IntN(2) == 0 {
+		return time.Duration(10+r.rng.IntN(30*60)) * time.Minute // into the new year before the server
+	}
 	switch x := r.rng.IntN(10); {
 	case x < 5:
 		return time.Duration(r.rng.IntN(6*60)-3*60) * time.Minute
@@ -328,8 +358,18 @@ func (r *lifecycleRun) startLease(ln *lane, l client.Lease, key string) {
 	nb, _ := time.Parse(time.RFC3339Nano, l.NotBefore)
 	ln.lastAt = nb
 	r.logf("%s: leased %s from %s (years %+v, not before %s), the till's clock %s off", ln.code, l.LeaseID, l.Next.FY, l.Years, l.NotBefore, ln.skew)
-	if len(l.Years) > 1 && l.Years[1].Serial > 1 {
-		r.st.LaterYear++
+	// The lease answers where each year stands (nothing else writes the
+	// series while it holds it).
+	ln.later = 0
+	for i, p := range l.Years {
+		fy, _ := gst.ParseFY(p.FY)
+		at := r.stored(ln, fy)
+		if p.Serial != at.Serial || p.ChainLength != at.ChainLength {
+			r.fail("the lease of %s answers %s at serial %d (chain %d); the series stands at %d (chain %d)", ln.code, fy, p.Serial, p.ChainLength, at.Serial, at.ChainLength)
+		}
+		if i > 0 && at.Serial > 1 {
+			ln.later = fy
+		}
 	}
 	var err error
 	if ln.term, err = offline.Create(ln.path, l, r.clock(ln)); err != nil {
@@ -361,6 +401,9 @@ func (r *lifecycleRun) sell(ln *lane, key string, big bool) (offline.Receipt, bo
 	case err == nil:
 		r.heard(ln)
 		r.print(rec.Number, "the till of "+ln.code, ln.unheard)
+		if gst.FYAt(want) == ln.later {
+			r.st.LaterYear++
+		}
 		ln.paper[gst.FYAt(want)] = max(ln.paper[gst.FYAt(want)], rec.Serial)
 		ln.receipts, ln.lastAt = append(ln.receipts, rec), rec.IssuedAt
 		return rec, true
@@ -459,14 +502,9 @@ func (r *lifecycleRun) bigPending(ln *lane) int {
 // afterTill handles the outcome err of a till's Sync or End: a lease
 // settled otherwise ends the till (and only a settlement by the
 // accountant may leave records unuploaded: the till's own end uploaded
-// everything, and it journals nothing after asking to end); refused
-// cancels are counted.
+// everything, and it journals nothing after asking to end).
 func (r *lifecycleRun) afterTill(ln *lane, err error) {
 	r.heard(ln)
-	var cr *offline.CancelsRefusedError
-	if errors.As(err, &cr) {
-		r.st.Voided += len(cr.Cancels)
-	}
 	var nu *offline.NotUploadedError
 	if errors.As(err, &nu) && len(nu.Records) > 0 && !r.accountantSettled[ln.lease.LeaseID] {
 		r.fail("%s's lease %s ended by its device (%s at serial %d of %s), yet the till holds records never uploaded: %v", ln.code, ln.lease.LeaseID, nu.Lease.EndKind, nu.Lease.EndSerial, nu.Lease.EndFY, err)
@@ -474,8 +512,7 @@ func (r *lifecycleRun) afterTill(ln *lane, err error) {
 	r.noFutureDates(ln)
 	if errors.Is(err, offline.ErrEnded) {
 		r.logf("%s: the till learnt its lease was settled", ln.code)
-		ln.term.Close()
-		ln.term = nil
+		r.retire(ln)
 	}
 }
 
@@ -496,9 +533,16 @@ func (r *lifecycleRun) end(ln *lane) bool {
 	}
 	r.heard(ln)
 	r.allUploaded(ln, l)
+	r.retire(ln)
+	return true
+}
+
+// retire closes ln's till, its lease ended, and counts the cancels the
+// server refused it for a locked month.
+func (r *lifecycleRun) retire(ln *lane) {
+	r.st.Voided += len(ln.term.RefusedCancels())
 	ln.term.Close()
 	ln.term = nil
-	return true
 }
 
 // crash closes ln's till's journal and opens it again, as after a power

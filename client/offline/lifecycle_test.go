@@ -47,7 +47,7 @@ type lifecycleStats struct {
 	Tampered       int // tampered uploads and end requests refused
 	ClockBehind    int // sales refused with the till's clock a day behind
 	YearNotLeased  int // sales refused in a year the lease does not reserve
-	LaterYear      int // leases whose later year held serials when taken
+	LaterYear      int // sales in a lease's later year that held serials when it was taken
 	AskedAgain     int // lease answers lost, then answered again
 	TurnedUp       int // lost devices that turned up
 }
