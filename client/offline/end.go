@@ -94,19 +94,27 @@ func (t *Terminal) End(ctx context.Context, cl *client.Client) (client.Lease, er
 		}
 	}
 	t.mu.Unlock()
-	for {
+	for try := 1; ; try++ {
 		last, epoch := m.last, m.epoch
 		l, err := cl.EndLease(ctx, t.lease.Series, t.lease.LeaseID, client.EndLeaseRequest{FY: m.fy.String(), LastSerial: &last, EndEpoch: &epoch})
 		if err == nil {
 			return l, t.settle(record{Kind: "end"})
 		}
 		l, again, err := t.learnEnd(ctx, cl, m, err)
-		if again == nil {
+		switch {
+		case again == nil:
 			return l, err
+		case try == maxEndTries:
+			return client.Lease{}, fmt.Errorf("%w: the lease's end epoch kept moving (%d tries)", ErrEndPending, try)
 		}
 		m = again
 	}
 }
+
+// maxEndTries bounds the ends one End asks for: each after a resume showed
+// the lease ended by force at another end epoch (a resume sent before, held
+// in flight, may still move it once more).
+const maxEndTries = 3
 
 // asking journals that the end at m is being asked for, and makes it the
 // pending end. t.mu is held.

@@ -108,7 +108,13 @@ func (r *lifecycleRun) settle(ln *lane, correct bool) {
 	mistake, want := noMistake, ""
 	var under gst.FY
 	if !correct {
-		switch mistake = 1 + r.rng.IntN(mistakes-1); mistake {
+		mistake = 1 + r.rng.IntN(mistakes-1)
+		for _, y := range years {
+			if known[y] > r.stored(ln, y).Serial-1 && r.rng.IntN(2) == 0 {
+				mistake = belowKnown // the device reported more than it uploaded: below its report
+			}
+		}
+		switch mistake {
 		case belowPaper:
 			for _, y := range years {
 				if paper[y] > known[y] {

@@ -81,8 +81,10 @@ func (n *tillNet) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	var f fate
 	th := faults[n.bad]
-	if r.Method == http.MethodDelete {
-		th[1] += 0.15 // a slow end request, given up on by a proxy that passed it on
+	if r.Method == http.MethodDelete || strings.HasSuffix(r.URL.Path, "/lease/resume") {
+		// A slow end or resume, given up on by a proxy that passed it
+		// on, or its answer lost.
+		th[1] += 0.15
 		th[2] += 0.15
 		th[3] += 0.15
 	}

@@ -70,10 +70,10 @@ type lifecycleRun struct {
 	settled  map[string]bool // series a settlement declared serials of
 	// accountantSettled: leases the accountant settled (by lease id).
 	accountantSettled map[string]bool
-	locks    []monthLock
-	trace    []string
-	step     int
-	ok       bool
+	locks             []monthLock
+	trace             []string
+	step              int
+	ok                bool
 }
 
 // printing is who printed a number, and whether a duplicate of it is
@@ -217,13 +217,14 @@ func (r *lifecycleRun) act(ln *lane) {
 	june := r.kind == acrossJune
 	calm := map[bool]int{false: 1}[june]
 	ops := []op{
-		{map[bool]int{true: 0, false: 8}[till && !ln.lost], func() { r.takeLease(ln) }},
-		{map[bool]int{true: 10}[till] + map[bool]int{true: 10}[till && june], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), false) }},
+		// A lane whose device is lost leases to a new one once the
+		// series is free (the lost device never turns up then).
+		{map[bool]int{false: 8}[till], func() { r.takeLease(ln) }},
+		{map[bool]int{true: 10}[till] + map[bool]int{true: 10}[till && june] + map[bool]int{true: 6}[till && eve > 0], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), false) }},
 		{map[bool]int{true: 4}[till], func() { r.sell(ln, fmt.Sprintf("%s-%d", ln.code, r.step), true) }},
 		{map[bool]int{true: 4}[till] + map[bool]int{true: 4}[till && r.kind == acrossJune && len(r.locks) == 0] + map[bool]int{true: 6}[pending], func() { r.cancel(ln) }},
 		{map[bool]int{true: 6}[till], func() { r.sync(ln) }},
-		// Across 31 March, leases change hands often before midnight.
-		{map[bool]int{true: 4}[till] + map[bool]int{true: 8}[till && r.kind == acrossYearEnd && r.srv.now().In(gst.IST).Month() == time.March], func() { r.end(ln) }},
+		{map[bool]int{true: 4}[till], func() { r.end(ln) }},
 		{map[bool]int{true: 2}[till] + map[bool]int{true: 6}[pending], func() { r.crash(ln) }},
 		{map[bool]int{true: 2}[till], func() { r.reprint(ln) }},
 		{map[bool]int{true: calm}[till], func() { r.damage(ln) }},
@@ -233,9 +234,9 @@ func (r *lifecycleRun) act(ln *lane) {
 			r.logf("%s: the device is lost", ln.code)
 			ln.term.Close()
 			ln.term, ln.lost = nil, true
-			if r.rng.IntN(3) > 0 {
+			if eve > 0 || r.rng.IntN(3) > 0 {
 				r.force(ln)
-				if r.ok && r.rng.IntN(3) > 0 {
+				if r.ok && (eve > 0 || r.rng.IntN(3) > 0) {
 					r.settle(ln, r.rng.IntN(3) == 0)
 				}
 			}
