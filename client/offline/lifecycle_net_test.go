@@ -82,11 +82,11 @@ func (n *tillNet) RoundTrip(r *http.Request) (*http.Response, error) {
 	var f fate
 	th := faults[n.bad]
 	if r.Method == http.MethodDelete || strings.HasSuffix(r.URL.Path, "/lease/resume") {
-		// A slow end or resume, given up on by a proxy that passed it
-		// on, or its answer lost.
-		th[1] += 0.15
-		th[2] += 0.15
-		th[3] += 0.15
+		// A slow end or resume: its answer lost as the link goes down,
+		// given up on by a proxy that passed it on, or its answer lost.
+		for i := range th {
+			th[i] += 0.05 + 0.10*float64(min(i, 1))
+		}
 	}
 	switch x := n.rng.Float64(); {
 	case n.quiet:

@@ -244,7 +244,7 @@ func (r *lifecycleRun) act(ln *lane) {
 		{map[bool]int{true: 3}[ln.lost && !ln.broken], func() { r.turnUp(ln) }},
 		// The manager ends by force a lease whose till cannot learn
 		// whether its end went through.
-		{2*calm + eve + map[bool]int{true: 4}[pending], func() { r.force(ln) }},
+		{2*calm + eve + map[bool]int{true: 8}[pending], func() { r.force(ln) }},
 		{3 + eve, func() { r.settle(ln, r.rng.IntN(3) == 0) }},
 		{r.lockWeight(), r.lockMonth},
 		{2, func() { r.tamper(ln) }},
