@@ -179,12 +179,8 @@ func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 	if err != nil || len(settled.DeclaredYears) != 2 || settled.DeclaredYears[gst.FY(2027)] != 4 {
 		t.Fatalf("settle with the clock before the lease's year: %v, %v; want 2027-28 through 4", settled.DeclaredYears, err)
 	}
-	if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2027)); err != nil || p.Serial != 5 {
-		t.Fatalf("2027-28 after the settlement continues at %d, %v; want 5", p.Serial, err)
-	}
-	if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2026)); err != nil || p.Serial != 1 {
-		t.Fatalf("2026-27, before the lease, was touched: next %d, %v", p.Serial, err)
-	}
+	f.wantNext(t, s, gst.FY(2027), 5, "after the settlement")
+	f.wantNext(t, s, gst.FY(2026), 1, "before the lease, untouched")
 }
 
 // TestLeaseReservesTwoYears: a lease reserves the year of its floor and
@@ -221,9 +217,7 @@ func TestLeaseReservesTwoYears(t *testing.T) {
 		t.Fatalf("settle: %v, %v", settled.DeclaredYears, err)
 	}
 	for fy, next := range map[gst.FY]int64{2026: 1, 2027: 2, 2028: 1} {
-		if p, err := series.NextPosition(ctx, f.pool, s, fy); err != nil || p.Serial != next {
-			t.Fatalf("%s continues at %d, %v; want %d", fy, p.Serial, err, next)
-		}
+		f.wantNext(t, s, fy, next, "after the settlement")
 	}
 }
 
@@ -262,16 +256,12 @@ func TestSettlementNeverDeclaresBelowWhatIsKnown(t *testing.T) {
 		if _, err := series.SettleLeaseYears(ctx, f.pool, s, d, "paper roll", "test", now); !errors.Is(err, series.ErrDeclaredTooLow) {
 			t.Fatalf("declaring %v: %v, want declared_too_low", d, err)
 		}
-		if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2026)); err != nil || p.Serial != 4 {
-			t.Fatalf("after a refused declaration 2026-27 continues at %d, %v; want 4", p.Serial, err)
-		}
+		f.wantNext(t, s, gst.FY(2026), 4, "after a refused declaration")
 	}
 	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 7, 2027: 0}, "paper roll to 7", "test", now); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := series.NextPosition(ctx, f.pool, s, gst.FY(2026)); err != nil || p.Serial != 8 {
-		t.Fatalf("after the settlement 2026-27 continues at %d, %v; want 8", p.Serial, err)
-	}
+	f.wantNext(t, s, gst.FY(2026), 8, "after the settlement")
 }
 
 // TestLeaseAskedAgainAnswersTheSameLease: a lease taken with an
@@ -303,5 +293,14 @@ func TestLeaseAskedAgainAnswersTheSameLease(t *testing.T) {
 	}
 	if _, _, err := series.TakeLeaseKeyed(ctx, f.pool, s, "till-7", "k1", "test", now); !errors.Is(err, series.ErrLeaseHeld) {
 		t.Fatalf("the same request after the device was in touch: %v, want lease_held", err)
+	}
+}
+
+// wantNext fails t unless series-year (s, fy) continues at serial next
+// (what names the moment, for the message).
+func (f fixture) wantNext(t *testing.T, s gst.Series, fy gst.FY, next int64, what string) {
+	t.Helper()
+	if p, err := series.NextPosition(context.Background(), f.pool, s, fy); err != nil || p.Serial != next {
+		t.Fatalf("%s: %s continues at %d, %v; want %d", what, fy, p.Serial, err, next)
 	}
 }

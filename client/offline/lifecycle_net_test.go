@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -105,21 +104,14 @@ func (n *tillNet) RoundTrip(r *http.Request) (*http.Response, error) {
 	case requestLost:
 		return nil, errors.New("request lost on the way")
 	case heldInFlight:
-		var body []byte
-		if r.Body != nil {
-			var err error
-			if body, err = io.ReadAll(r.Body); err != nil {
-				return nil, err
-			}
-			r.Body.Close()
+		kept, timeout, err := holdInFlight(r)
+		if err != nil {
+			return nil, err
 		}
-		kept := r.Clone(context.Background())
-		kept.Body, kept.ContentLength, kept.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 		n.mu.Lock()
 		n.held = append(n.held, kept)
 		n.mu.Unlock()
-		return &http.Response{StatusCode: http.StatusRequestTimeout, Status: "408 Request Timeout", Header: http.Header{},
-			Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+		return timeout, nil
 	}
 	res, err := n.base.RoundTrip(r)
 	if err != nil {

@@ -31,17 +31,30 @@ func (h *holdDeletes) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodDelete {
 		return h.base.RoundTrip(r)
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body.Close()
+	kept, timeout, err := holdInFlight(r)
 	if err != nil {
 		return nil, err
 	}
-	kept := r.Clone(context.Background())
-	kept.Body, kept.ContentLength, kept.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	h.mu.Lock()
 	h.held = append(h.held, kept)
 	h.mu.Unlock()
-	return &http.Response{StatusCode: http.StatusRequestTimeout, Status: "408 Request Timeout", Header: http.Header{},
+	return timeout, nil
+}
+
+// holdInFlight returns a copy of r (its body read) to send later, and the
+// 408 a proxy answers when it gives up waiting on a request it passed on.
+func holdInFlight(r *http.Request) (*http.Request, *http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, nil, err
+		}
+		r.Body.Close()
+	}
+	kept := r.Clone(context.Background())
+	kept.Body, kept.ContentLength, kept.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+	return kept, &http.Response{StatusCode: http.StatusRequestTimeout, Status: "408 Request Timeout", Header: http.Header{},
 		Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 }
 
