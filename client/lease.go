@@ -158,11 +158,11 @@ type UploadResult struct {
 }
 
 // EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
-// LastSerial (and EndEpoch) for the device's own end; Force with Reason for a lost
-// device; DeclaredThrough (a lease of one financial year) or Declared (one
-// serial per year from the lease's start to the year of the server's
-// tomorrow, or a later declared year) with Reason to settle a
-// forced end.
+// LastSerial (and EndEpoch) for the device's own end; Force with Reason for
+// a lost device; Declared (one serial for each of the two years the lease
+// reserves) with Reason to settle a forced end. DeclaredThrough alone, which
+// older clients sent for a lease of one year, is refused 422
+// lease_years_undeclared.
 type EndLeaseRequest struct {
 	FY         string `json:"fy,omitempty"`
 	LastSerial *int64 `json:"last_serial,omitempty"`
@@ -265,11 +265,12 @@ func (cl *Client) upload(ctx context.Context, code, route, leaseID string, v any
 // ends its own lease with req.FY and req.LastSerial, refused with 409
 // lease_not_uploaded until every serial up to it is uploaded; with leaseID
 // "" (scope manage) req.Force and req.Reason end a lost device's lease,
-// and req.DeclaredThrough (or req.Declared) and req.Reason settle it. It
-// returns the lease. The device's end is idempotent: after a lost answer
-// the retry gets the same 200; a 409 lease_not_held means the lease ended
-// otherwise (by force). A 503 commit_outcome_unknown or no answer leaves
-// the outcome open (IsOutcomeUnknown): read it with GetLease.
+// and req.Declared and req.Reason settle it (422 declared_too_low below
+// what the server knows the device numbered). It returns the lease. The
+// device's end is idempotent: after a lost answer the retry gets the same
+// 200; a 409 lease_not_held means the lease ended otherwise (by force). A
+// 503 commit_outcome_unknown or no answer leaves the outcome open
+// (IsOutcomeUnknown): a device learns it with ResumeLease.
 func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLeaseRequest) (Lease, error) {
 	body, err := json.Marshal(req)
 	if err != nil {

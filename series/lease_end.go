@@ -26,8 +26,9 @@ type EndRequest struct {
 	EndEpoch *int64
 	// Force ends the lease of a lost device (the seller's).
 	Force bool
-	// DeclaredThrough settles a forced end of a one-year lease; Declared
-	// one of several years, a serial per year (the seller's).
+	// Declared settles a forced end, a serial for each year the lease
+	// reserves (the seller's); DeclaredThrough, one serial (what older
+	// clients sent for a lease of one year), is refused by SettleLease.
 	DeclaredThrough *int64
 	Declared        []YearSerial
 	// Reason is the seller's, required to force or settle.
