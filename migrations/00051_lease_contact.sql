@@ -14,14 +14,14 @@
 SET LOCAL lock_timeout = '10s';
 ALTER TABLE series_leases ADD COLUMN take_key text, ADD COLUMN last_contact_at timestamptz,
     ADD COLUMN reported_fy integer, ADD COLUMN reported_serial bigint;
--- Binaries of 00030 serve this schema: they never read the columns; while
+-- Binaries of 00030 and later serve this schema: they never read the columns; while
 -- they serve, contacts and reports they handle are not recorded, and a
 -- lease they take has no key (asked again, it is refused lease_held, as
 -- before).
-INSERT INTO schema_compat (version, serves_from) VALUES (31, 30);
+INSERT INTO schema_compat (version, serves_from) VALUES (51, 30);
 
 -- +goose Down
 SET LOCAL lock_timeout = '10s';
 ALTER TABLE series_leases DROP COLUMN take_key, DROP COLUMN last_contact_at,
     DROP COLUMN reported_fy, DROP COLUMN reported_serial;
-DELETE FROM schema_compat WHERE version = 31;
+DELETE FROM schema_compat WHERE version = 51;
