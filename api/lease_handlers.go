@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
@@ -311,7 +312,7 @@ func (s *Server) endLease(c echo.Context) error {
 		return err
 	}
 	r := series.EndRequest{LeaseID: leaseID, FY: b.FY, LastSerial: b.LastSerial, EndEpoch: b.EndEpoch, Force: b.Force,
-		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason}
+		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason, Seal: invoice.DeclarationSeal(p.Seller.GSTIN)}
 	if b.Declared != nil {
 		r.Declared = make([]series.YearSerial, len(b.Declared))
 		for i, d := range b.Declared {

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -286,7 +287,7 @@ func (c *Console) leaseSettle(w http.ResponseWriter, r *http.Request) {
 		}
 		declared[y.FY] = n
 	}
-	if _, err := series.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now()); err != nil {
+	if _, err := series.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now(), invoice.DeclarationSeal(s.principal.Seller.GSTIN)); err != nil {
 		c.leaseRefused(w, r, s, "leasesettle", title, v, err)
 		return
 	}

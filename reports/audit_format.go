@@ -42,7 +42,11 @@ func (s Summary) fields() []summaryField {
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, dupS, dupN, regr, locked []string
+	var gaps, dupS, dupN, regr, locked, declared []string
+	for _, d := range s.Declared {
+		declared = append(declared, fmt.Sprintf("%d to %d (%s to %s, %d serials of device %s; declared %s by %s: %s)",
+			d.FirstSerial, d.LastSerial, d.FirstNumber, d.LastNumber, d.Count, d.DeviceID, d.DeclaredAt, d.DeclaredBy, d.Reason))
+	}
 	opening := "none"
 	if o := s.Opening; o != nil {
 		opening = fmt.Sprintf("1 to %d (last %s dated %s; declared %s by %s)", o.LastSerial, o.LastNumber, o.LastInvoiceDate, o.DeclaredAt, o.DeclaredBy)
@@ -98,6 +102,7 @@ func (s Summary) fields() []summaryField {
 		{"Chain head", s.ChainHead},
 		{"Intact", intact},
 		{"Issued before invoiced", opening},
+		{"Declared spent (lost device)", none(declared)},
 		{"Locked periods", none(locked)},
 	}
 	for _, f := range s.Findings {

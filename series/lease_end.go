@@ -31,6 +31,9 @@ type EndRequest struct {
 	// clients sent for a lease of one year), is refused by SettleLease.
 	DeclaredThrough *int64
 	Declared        []YearSerial
+	// Seal seals the chain records of a settlement's declarations
+	// (invoice.DeclarationSeal); required to settle.
+	Seal Seal
 	// Reason is the seller's, required to force or settle.
 	Reason string
 }
@@ -102,7 +105,7 @@ func EndLease(ctx context.Context, b db.Beginner, s gst.Series, r EndRequest, by
 	if err != nil {
 		return Lease{}, err
 	}
-	return SettleLeaseYears(ctx, b, s, declared, r.Reason, by, now)
+	return SettleLeaseYears(ctx, b, s, declared, r.Reason, by, now, r.Seal)
 }
 
 // parseDeclared returns a settlement's serials per year; ErrInvalidLease

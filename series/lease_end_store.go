@@ -2,6 +2,7 @@ package series
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -219,7 +220,7 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s gst.Series, reason, by 
 // them (settle with SettleLeaseYears); kept for the API's
 // declared_through, which older clients send.
 func SettleLease(ctx context.Context, b db.Beginner, s gst.Series, through int64, reason, by string, now time.Time) (Lease, error) {
-	return settleLease(ctx, b, s, nil, through, reason, by, now)
+	return settleLease(ctx, b, s, nil, through, reason, by, now, nil)
 }
 
 // SettleLeaseYears settles the lease of s ended by force whose device
@@ -237,16 +238,16 @@ func SettleLease(ctx context.Context, b db.Beginner, s gst.Series, through int64
 // ErrInvalidLease for a year the lease does not reserve, a serial past
 // the format's capacity or a bad reason, and db.ErrOutcomeUnknown when
 // the COMMIT's answer was lost.
-func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time) (Lease, error) {
+func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
 	if len(declared) == 0 {
 		return Lease{}, apperr.Errorf(ErrLeaseYearsUndeclared, "declare the last serial the device may have issued in each year of the lease")
 	}
-	return settleLease(ctx, b, s, declared, 0, reason, by, now)
+	return settleLease(ctx, b, s, declared, 0, reason, by, now, seal)
 }
 
 // settleLease is SettleLease (declared nil: through alone) and
 // SettleLeaseYears.
-func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time) (Lease, error) {
+func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -283,7 +284,7 @@ func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[
 				return apperr.Errorf(ErrLeaseYearsUndeclared, "declared has no serial for %s: the lease of series %s reserves %s, and device %s may have issued in each",
 					y, s.Code, span(), l.DeviceID)
 			}
-			if err := declareYear(ctx, tx, spend, s, l, y, n, at); err != nil {
+			if err := declareYear(ctx, tx, spend, s, l, y, n, declaration{at: at, by: by, reason: reason, seal: seal}); err != nil {
 				return err
 			}
 		}
@@ -301,22 +302,35 @@ func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[
 	return l, nil
 }
 
+// declaration is who declares a settlement's serials, when, why, and
+// how its chain records are sealed.
+type declaration struct {
+	at         time.Time
+	by, reason string
+	seal       Seal
+}
+
 // declareYear checks that n, the last serial the accountant declares
 // lease l's device may have issued in year fy, is not below what the
 // server knows it numbered there (l.Known) nor past the format's
-// capacity, and queues on spend, at at, the spending of the serials after
-// the last stored one through n: the year's counter moves past them (its
-// row made when the year had none), so online issuance never hands out a
-// number the device may have printed. It returns ErrDeclaredTooLow,
+// capacity, and queues on spend the declaration of the serials after the
+// last stored one through n: the year's counter moves past them (its row
+// made when the year had none), so online issuance never hands out a
+// number the device may have printed; the year's chain gains a record of
+// kind declared sealing them (d.seal), and serial_declarations a row
+// saying which serials, which lease, who, when and why, so that verify
+// and the audit read the year as intact with declared serials. It reads
+// the year's counter row under its lock. It returns ErrDeclaredTooLow
+// (also for a declaration that would leave stored serials after it),
 // ErrInvalidLease, or the failure of reading the year.
-func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series, l Lease, fy gst.FY, n int64, at time.Time) error {
-	p, err := position(ctx, tx, s, fy)
+func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series, l Lease, fy gst.FY, n int64, d declaration) error {
+	p, err := lockedPosition(ctx, tx, s, fy)
 	if err != nil {
 		return err
 	}
 	stored := p.Serial - 1
 	if known := l.Known(fy, stored); n < known {
-		what := fmt.Sprintf("the last serial stored (uploaded) there is %d", stored)
+		what := fmt.Sprintf("serials up to %d are stored (uploaded) there: a declaration names serials after them", stored)
 		if known > stored {
 			what = fmt.Sprintf("device %s reported having numbered through %d there", l.DeviceID, known)
 		}
@@ -325,13 +339,49 @@ func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series,
 	if n > s.Format.Capacity() {
 		return apperr.Errorf(ErrInvalidLease, "declared %d for %s is past the format's capacity, %d", n, fy, s.Format.Capacity())
 	}
-	if n > stored {
-		spend.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial`,
-			s.ID, int(fy), s.SellerID, n, s.Format.Capacity(), fy.Start(), at)
+	if n == stored {
+		return nil
 	}
+	if d.seal == nil {
+		return fmt.Errorf("series: declaring serials of %s %s without a seal for their chain record", s.Code, fy)
+	}
+	dec := Declaration{FY: fy, Position: p.ChainLength + 1, First: stored + 1, Last: n, LeaseID: l.ID, DeviceID: l.DeviceID,
+		DeclaredAt: d.at, DeclaredOn: declaredOn(fy, d.at), DeclaredBy: d.by, Reason: d.reason}
+	if dec.FirstNumber, err = s.Format.Render(fy, dec.First); err != nil {
+		return apperr.Errorf(ErrInvalidLease, "declared serials of %s: %v", fy, err)
+	}
+	if dec.LastNumber, err = s.Format.Render(fy, dec.Last); err != nil {
+		return apperr.Errorf(ErrInvalidLease, "declared serials of %s: %v", fy, err)
+	}
+	hash := d.seal(s, dec, p.ChainHead)
+	args := pgx.NamedArgs{"series_id": s.ID, "fy": int(fy), "seller_id": s.SellerID, "last": n, "capacity": s.Format.Capacity(),
+		"fy_start": fy.Start(), "at": d.at, "position": dec.Position, "hash": hash, "first": dec.First,
+		"lease_id": l.ID, "device_id": l.DeviceID, "on": dec.DeclaredOn, "by": d.by, "reason": d.reason}
+	spend.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
+		VALUES (@series_id, @fy, @seller_id, @last, @capacity, @fy_start, @at, @position, @hash)
+		ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial, chain_length = EXCLUDED.chain_length, chain_head = EXCLUDED.chain_head`, args)
+	spend.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id)
+		VALUES (@series_id, @fy, @position, 'declared', @last, @at, @hash, @seller_id)`, args)
+	spend.Queue(`INSERT INTO serial_declarations (seller_id, series_id, fy, position, first_serial, last_serial, lease_id, device_id, declared_at, declared_on, declared_by, reason)
+		VALUES (@seller_id, @series_id, @fy, @position, @first, @last, @lease_id, @device_id, @at, @on, @by, @reason)`, args)
 	return nil
+}
+
+// lockedPosition is position with the series-year's counter row locked
+// (when it has one) until the transaction ends.
+func lockedPosition(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (Position, error) {
+	p := Position{FY: fy, Serial: 1}
+	var last int64
+	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`,
+		s.ID, int(fy), s.SellerID).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, nil
+	}
+	if err != nil {
+		return Position{}, translate(err, "lock counter")
+	}
+	p.Serial = last + 1
+	return p, nil
 }
 
 func checkReason(reason string) error {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
@@ -72,7 +73,7 @@ func TestLostCommitOnLeaseRoutesIsAnUnknownOutcome(t *testing.T) {
 	}
 	_, err = series.ForceEndLease(ctx, lost, s, "stolen", "test", now)
 	want("forced end", err)
-	_, err = series.SettleLeaseYears(ctx, lost, s, map[gst.FY]int64{2026: 0, 2027: 0}, "nothing printed", "test", now)
+	_, err = series.SettleLeaseYears(ctx, lost, s, map[gst.FY]int64{2026: 0, 2027: 0}, "nothing printed", "test", now, testSeal)
 	want("settlement", err)
 	if _, err := series.HolderLease(ctx, f.pool, s); !errors.Is(err, series.ErrLeaseNotFound) {
 		t.Fatalf("after the settlement: %v, want no holder", err)
@@ -172,10 +173,10 @@ func TestForcedEndYearsNeverBeforeTheLeaseStart(t *testing.T) {
 	if err != nil || len(forced.EndYears) != 2 || forced.EndYears[gst.FY(2027)] != 2 || forced.EndYears[gst.FY(2028)] != 0 || forced.EndFY != gst.FY(2027) {
 		t.Fatalf("forced end with the clock before the lease's year: years %v, end %s/%d, %v; want 2027-28 through 2, 2028-29 through 0", forced.EndYears, forced.EndFY, forced.EndSerial, err)
 	}
-	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 4, 2028: 0}, "paper receipts to 4", "test", now); !errors.Is(err, series.ErrInvalidLease) {
+	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 4, 2028: 0}, "paper receipts to 4", "test", now, testSeal); !errors.Is(err, series.ErrInvalidLease) {
 		t.Fatalf("settle naming 2026-27, before the lease: %v, want invalid_lease", err)
 	}
-	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2027: 4, 2028: 0}, "paper receipts to 4", "test", now)
+	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2027: 4, 2028: 0}, "paper receipts to 4", "test", now, testSeal)
 	if err != nil || len(settled.DeclaredYears) != 2 || settled.DeclaredYears[gst.FY(2027)] != 4 {
 		t.Fatalf("settle with the clock before the lease's year: %v, %v; want 2027-28 through 4", settled.DeclaredYears, err)
 	}
@@ -206,13 +207,13 @@ func TestLeaseReservesTwoYears(t *testing.T) {
 	if _, err := series.SettleLease(ctx, f.pool, s, 0, "nothing printed", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
 		t.Fatalf("declared_through alone: %v, want lease_years_undeclared", err)
 	}
-	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0}, "nothing printed", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
+	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0}, "nothing printed", "test", now.Add(10*time.Minute), testSeal); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
 		t.Fatalf("2027-28 undeclared: %v, want lease_years_undeclared", err)
 	}
-	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute)); !errors.Is(err, series.ErrInvalidLease) {
+	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 1, 2028: 2}, "paper receipts", "test", now.Add(10*time.Minute), testSeal); !errors.Is(err, series.ErrInvalidLease) {
 		t.Fatalf("2028-29 declared: %v, want invalid_lease (not a year of the lease)", err)
 	}
-	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 1}, "paper receipts", "test", now.Add(10*time.Minute))
+	settled, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 0, 2027: 1}, "paper receipts", "test", now.Add(10*time.Minute), testSeal)
 	if err != nil || len(settled.DeclaredYears) != 2 {
 		t.Fatalf("settle: %v, %v", settled.DeclaredYears, err)
 	}
@@ -253,12 +254,12 @@ func TestSettlementNeverDeclaresBelowWhatIsKnown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range []map[gst.FY]int64{{2026: 2, 2027: 0}, {2026: 6, 2027: 0}} {
-		if _, err := series.SettleLeaseYears(ctx, f.pool, s, d, "paper roll", "test", now); !errors.Is(err, series.ErrDeclaredTooLow) {
+		if _, err := series.SettleLeaseYears(ctx, f.pool, s, d, "paper roll", "test", now, testSeal); !errors.Is(err, series.ErrDeclaredTooLow) {
 			t.Fatalf("declaring %v: %v, want declared_too_low", d, err)
 		}
 		f.wantNext(t, s, gst.FY(2026), 4, "after a refused declaration")
 	}
-	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 7, 2027: 0}, "paper roll to 7", "test", now); err != nil {
+	if _, err := series.SettleLeaseYears(ctx, f.pool, s, map[gst.FY]int64{2026: 7, 2027: 0}, "paper roll to 7", "test", now, testSeal); err != nil {
 		t.Fatal(err)
 	}
 	f.wantNext(t, s, gst.FY(2026), 8, "after the settlement")
@@ -304,3 +305,7 @@ func (f fixture) wantNext(t *testing.T, s gst.Series, fy gst.FY, next int64, wha
 		t.Fatalf("%s: %s continues at %d, %v; want %d", what, fy, p.Serial, err, next)
 	}
 }
+
+// testSeal seals declarations as the server does, for a seller whose
+// GSTIN the test does not need.
+var testSeal = invoice.DeclarationSeal("27AAPFU0939F1ZV")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -144,7 +145,7 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	l, err := series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock())
+	l, err := series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock(), invoice.DeclarationSeal(seller.GSTIN))
 	if err != nil {
 		return explain("leases settle", err)
 	}

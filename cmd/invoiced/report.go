@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
@@ -216,8 +217,16 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		if !c.OK() {
 			status = fmt.Sprintf("%d findings; chain %s", len(c.Findings)+c.Omitted, c.Verdict())
 		}
+		if n := c.DeclaredCount(); n > 0 && c.OK() {
+			status = fmt.Sprintf("intact with %d declared serials", n)
+		}
 		fmt.Fprintf(e.stdout, "%s %s: %d invoices (%d cancelled), %d chain records, serials %d..%d: %s\n",
 			c.Series, c.FY, c.Invoices, c.Cancelled, c.Records, c.FirstSerial, c.LastSerial, status)
+		for _, d := range c.Declared {
+			fmt.Fprintf(e.stdout, "%s %s: declared serials %s (%s to %s) of device %s, %s by %s: %s\n",
+				c.Series, c.FY, reports.SerialRange{From: d.First, To: d.Last}, d.FirstNumber, d.LastNumber, d.DeviceID,
+				d.DeclaredAt.UTC().Format(time.RFC3339), d.DeclaredBy, d.Reason)
+		}
 		head := "(none)"
 		if len(c.ChainHead) > 0 {
 			head = hex.EncodeToString(c.ChainHead)
