@@ -83,7 +83,7 @@ func TestSettledLeaseReadsIntactWithDeclaredSerials(t *testing.T) {
 	}
 
 	// Tampering with the declaration is a break of the chain.
-	if _, err := pool.Exec(ctx, `UPDATE serial_declarations SET last_serial = 3 WHERE series_id = $1`, s.ID); err != nil {
+	if _, err := pool.Exec(ctx, `UPDATE serial_declarations SET reason = 'paper roll ends at 3' WHERE series_id = $1`, s.ID); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = reports.Verify(ctx, pool, seller, "T07", 2026)

@@ -2,7 +2,6 @@ package series
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -365,23 +364,6 @@ func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series,
 	spend.Queue(`INSERT INTO serial_declarations (seller_id, series_id, fy, position, first_serial, last_serial, lease_id, device_id, declared_at, declared_on, declared_by, reason)
 		VALUES (@seller_id, @series_id, @fy, @position, @first, @last, @lease_id, @device_id, @at, @on, @by, @reason)`, args)
 	return nil
-}
-
-// lockedPosition is position with the series-year's counter row locked
-// (when it has one) until the transaction ends.
-func lockedPosition(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (Position, error) {
-	p := Position{FY: fy, Serial: 1}
-	var last int64
-	err := tx.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3 FOR UPDATE`,
-		s.ID, int(fy), s.SellerID).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return p, nil
-	}
-	if err != nil {
-		return Position{}, translate(err, "lock counter")
-	}
-	p.Serial = last + 1
-	return p, nil
 }
 
 func checkReason(reason string) error {

@@ -176,9 +176,21 @@ func leaseTxFailed(err error) error {
 // position returns where series-year (s, fy) stands, read without a row
 // lock (the caller holds the series' lease lock or the counter row's lock).
 func position(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (Position, error) {
+	return readPosition(ctx, q, s, fy, "")
+}
+
+// lockedPosition is position with the series-year's counter row locked
+// (when it has one) until the transaction ends.
+func lockedPosition(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (Position, error) {
+	return readPosition(ctx, tx, s, fy, " FOR UPDATE")
+}
+
+// readPosition reads the counter row of (s, fy), with lock (a locking
+// clause, or "") appended to its query.
+func readPosition(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, lock string) (Position, error) {
 	p := Position{FY: fy, Serial: 1}
 	var last int64
-	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`+lock,
 		s.ID, int(fy), s.SellerID).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
