@@ -53,6 +53,9 @@ type tillNet struct {
 	heard    bool // an answer reached the till since heard was reset
 	wentDown int  // times the link went down
 	quiet    bool // every request is answered (calm)
+	// ending, when set, is the fate of every end request (DELETE) and
+	// every resume, in that order of the pair, whatever the link.
+	ending *[2]fate
 }
 
 // faults are the thresholds of a request's fate on a link: below down it
@@ -87,8 +90,15 @@ func (n *tillNet) RoundTrip(r *http.Request) (*http.Response, error) {
 			th[i] += 0.05 + 0.10*float64(min(i, 1))
 		}
 	}
-	switch x := n.rng.Float64(); {
-	case n.quiet:
+	x := n.rng.Float64()
+	switch {
+	case n.ending != nil && r.Method == http.MethodDelete:
+		x, f = 1, n.ending[0]
+	case n.ending != nil && strings.HasSuffix(r.URL.Path, "/lease/resume"):
+		x, f = 1, n.ending[1]
+	}
+	switch {
+	case x == 1, n.quiet:
 	case x < th[0]:
 		f, n.down = answerLost, true
 		n.wentDown++
@@ -140,6 +150,17 @@ func (n *tillNet) op(ctx context.Context) (context.Context, func()) {
 		n.cancel = nil
 		n.mu.Unlock()
 		cancel()
+	}
+}
+
+// endWith makes every end request take fate del and every resume fate
+// res until endWith is called with ok false.
+func (n *tillNet) endWith(ok bool, del, res fate) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ending = nil
+	if ok {
+		n.ending = &[2]fate{del, res}
 	}
 }
 

@@ -253,6 +253,7 @@ func (r *lifecycleRun) act(ln *lane) {
 			r.logf("%s: the till's clock is set %s off", ln.code, ln.skew)
 		}},
 		{1, func() { r.askLeaseAgain(ln) }},
+		{map[bool]int{true: 2}[till && !pending], func() { r.stuckEnd(ln) }},
 		{4, func() { r.issueOnline(ln) }},
 	}
 	total := 0
@@ -536,6 +537,23 @@ func (r *lifecycleRun) end(ln *lane) bool {
 	r.allUploaded(ln, l)
 	r.retire(ln)
 	return true
+}
+
+// stuckEnd: ln's till asks to end its lease on a link that holds the end
+// request in flight and loses every resume's answer (the server moves the
+// lease's end epoch on; the till never learns it), so the end stays
+// pending; the manager then ends the lease by force. The till that turns
+// up must settle the lease with its own End, at the lease's epoch
+// (docs/offline.md, invariant 13): the wind-down fails the run otherwise.
+func (r *lifecycleRun) stuckEnd(ln *lane) {
+	r.logf("%s: the till ends on a link that holds its end and loses its resumes' answers", ln.code)
+	ln.net.endWith(true, heldInFlight, answerLost)
+	r.end(ln)
+	ln.net.endWith(false, 0, 0)
+	if ln.term != nil && ln.term.EndPending() && r.ok {
+		r.st.StuckEnds++
+		r.force(ln)
+	}
 }
 
 // retire closes ln's till, its lease ended, and counts the cancels the
