@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 )
@@ -79,10 +80,18 @@ type leaseJSON struct {
 	SettledAt       string `json:"settled_at,omitempty"`
 	SettleReason    string `json:"settle_reason,omitempty"`
 	DeclaredThrough int64  `json:"declared_through,omitempty"`
-	// EndYears: a forced end's last uploaded serial per year since the
-	// lease's start; DeclaredYears: a settlement's last serial per year.
+	// EndYears: a forced end's last uploaded serial per year the lease
+	// reserves; DeclaredYears: a settlement's last serial per year.
 	EndYears      []yearSerialJSON `json:"end_years,omitempty"`
 	DeclaredYears []yearSerialJSON `json:"declared,omitempty"`
+	// Years (when leased): where the device continues in each year the
+	// lease reserves; it numbers in no other.
+	Years []positionJSON `json:"years,omitempty"`
+	// LastContactAt: the device's last upload, resume or end request the
+	// server accepted; Reported: the last serial the device reported in
+	// an end request (a settlement may declare no less).
+	LastContactAt string          `json:"last_contact_at,omitempty"`
+	Reported      *yearSerialJSON `json:"reported,omitempty"`
 }
 
 // yearSerialJSON is a serial of one financial year.
@@ -118,6 +127,12 @@ func renderLease(l series.Lease, code string) leaseJSON {
 		out.SettledAt, out.SettleReason, out.DeclaredThrough = document.Timestamp(*l.SettledAt), l.SettleReason, l.DeclaredThrough
 	}
 	out.EndYears, out.DeclaredYears = renderYears(l.EndYears), renderYears(l.DeclaredYears)
+	if l.LastContactAt != nil {
+		out.LastContactAt = document.Timestamp(*l.LastContactAt)
+	}
+	if l.ReportedSerial > 0 {
+		out.Reported = &yearSerialJSON{FY: l.ReportedFY.String(), Through: l.ReportedSerial}
+	}
 	return out
 }
 
@@ -126,10 +141,16 @@ type leaseBody struct {
 }
 
 // takeLease serves POST /v1/series/{code}/lease (scope manage): 201 with
-// the lease and where the device continues; 409 lease_held when the
-// series is held.
+// the lease and where the device continues in each year it reserves; 409
+// lease_held when the series is held. With an Idempotency-Key, the same
+// request again answers the same lease (200, Idempotent-Replayed: true)
+// while its device has not been in touch (series.TakeLeaseKeyed).
 func (s *Server) takeLease(c echo.Context) error {
 	p, err := s.authorize(c, apikey.CanManage)
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(c.Request().Header)
 	if err != nil {
 		return err
 	}
@@ -146,15 +167,22 @@ func (s *Server) takeLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err := series.TakeLease(ctx, s.pool, sr, b.DeviceID, "key "+apikey.Tag+p.Prefix, s.now())
+	l, replayed, err := series.TakeLeaseKeyed(ctx, s.pool, sr, b.DeviceID, key, "key "+apikey.Tag+p.Prefix, s.now())
 	if err != nil {
 		return err
 	}
 	out := renderLease(l, sr.Code)
 	next := renderPosition(l.Next)
 	out.Next = &next
+	for _, y := range l.Start {
+		out.Years = append(out.Years, renderPosition(y))
+	}
 	out.SellerGSTIN, out.DocType, out.Format = string(p.Seller.GSTIN), string(sr.DocType), sr.Format.String()
 	out.NotBefore = document.Timestamp(l.NotBefore)
+	if replayed {
+		c.Response().Header().Set(headerReplayed, "true")
+		return writeJSON(c, http.StatusOK, out)
+	}
 	return writeJSON(c, http.StatusCreated, out)
 }
 
@@ -227,7 +255,7 @@ func (s *Server) resumeLease(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	l, err := series.ResumeLease(ctx, s.pool, sr, leaseID)
+	l, err := series.ResumeLease(ctx, s.pool, sr, leaseID, s.now())
 	if err != nil {
 		return err
 	}
@@ -252,9 +280,9 @@ type endLeaseBody struct {
 // the device ends its lease (scope issue) with fy and last_serial: refused
 // (409 lease_not_uploaded) until everything up to last_serial is stored.
 // Without it, scope manage: "force": true with a reason ends the lease of
-// a lost device, recording the last serial uploaded; "declared_through"
-// (a lease of one year) or "declared" (a serial per year from the lease's
-// start to the year of the server's tomorrow) with a reason settles a lease ended by force. 200 with
+// a lost device, recording the last serial uploaded; "declared" (a serial
+// for each year the lease reserves) with a reason settles a lease ended by
+// force ("declared_through" alone is refused, lease_years_undeclared). 200 with
 // the lease; the device's end is idempotent (the same fy and last_serial
 // again answer the ended lease).
 func (s *Server) endLease(c echo.Context) error {
@@ -284,7 +312,7 @@ func (s *Server) endLease(c echo.Context) error {
 		return err
 	}
 	r := series.EndRequest{LeaseID: leaseID, FY: b.FY, LastSerial: b.LastSerial, EndEpoch: b.EndEpoch, Force: b.Force,
-		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason}
+		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason, Seal: invoice.DeclarationSeal(p.Seller.GSTIN)}
 	if b.Declared != nil {
 		r.Declared = make([]series.YearSerial, len(b.Declared))
 		for i, d := range b.Declared {

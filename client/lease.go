@@ -22,6 +22,9 @@ const (
 	// CodeLeaseNotFound (404): the Lease-Id is no lease of the series.
 	CodeLeaseNotFound    = "lease_not_found"
 	CodeLeaseNotUploaded = "lease_not_uploaded"
+	// CodeInvalidLease (422): a lease request breaks a rule (a bad device
+	// id, fy, serial or reason, a year the lease does not reserve).
+	CodeInvalidLease = "invalid_lease"
 	// CodeLeaseEndSuperseded (409): the device's end carried an
 	// EndEpoch older than the lease's (the device resumed after sending
 	// it); nothing ended.
@@ -31,8 +34,12 @@ const (
 	CodeLeaseYearsUndeclared = "lease_years_undeclared"
 	// Refusals of an upload outside the lease's time or scope.
 	CodeYearBeforeLease   = "year_before_lease"
+	CodeYearAfterLease    = "year_after_lease"
 	CodeIssuedBeforeLease = "issued_before_lease"
 	CodeInvoiceNotLeased  = "invoice_not_leased"
+	// CodeDeclaredTooLow (422): a settlement declared, for a year, fewer
+	// serials than the device uploaded or reported there.
+	CodeDeclaredTooLow = "declared_too_low"
 )
 
 // LeaseRequest is the body of a lease.
@@ -62,6 +69,10 @@ type Lease struct {
 	DocType     string    `json:"doc_type,omitempty"`
 	Format      string    `json:"format,omitempty"`
 	Next        *Position `json:"next,omitempty"` // where the device continues (when leased)
+	// Years (when leased): where the device continues in each financial
+	// year the lease reserves (Next is the first); it numbers in no other.
+	// A lease from a server without it reserves Next's year alone.
+	Years []Position `json:"years,omitempty"`
 	// NotBefore (when leased): the earliest issue time the device may
 	// use, the later of the server's time at the lease and the series'
 	// last issue time in any year.
@@ -82,6 +93,11 @@ type Lease struct {
 	// year the device may have issued.
 	EndYears []YearSerial `json:"end_years,omitempty"`
 	Declared []YearSerial `json:"declared,omitempty"`
+	// LastContactAt: the device's last upload, resume or end request the
+	// server accepted; Reported: the last serial the device reported in
+	// an end request (a settlement may declare no less).
+	LastContactAt string      `json:"last_contact_at,omitempty"`
+	Reported      *YearSerial `json:"reported,omitempty"`
 }
 
 // Lease end kinds, the values of Lease.EndKind (the server's
@@ -143,11 +159,11 @@ type UploadResult struct {
 }
 
 // EndLeaseRequest is the body of DELETE /v1/series/{code}/lease: FY and
-// LastSerial (and EndEpoch) for the device's own end; Force with Reason for a lost
-// device; DeclaredThrough (a lease of one financial year) or Declared (one
-// serial per year from the lease's start to the year of the server's
-// tomorrow, or a later declared year) with Reason to settle a
-// forced end.
+// LastSerial (and EndEpoch) for the device's own end; Force with Reason for
+// a lost device; Declared (one serial for each of the two years the lease
+// reserves) with Reason to settle a forced end. DeclaredThrough alone, which
+// older clients sent for a lease of one year, is refused 422
+// lease_years_undeclared.
 type EndLeaseRequest struct {
 	FY         string `json:"fy,omitempty"`
 	LastSerial *int64 `json:"last_serial,omitempty"`
@@ -175,12 +191,29 @@ func (e *ContinuationError) Error() string { return e.Err.Error() }
 func (e *ContinuationError) Unwrap() error { return e.Err }
 
 // Lease leases series code to deviceID (POST /v1/series/{code}/lease,
-// scope manage). It fails with an *Error: 409 lease_held when the series
-// is held, 422 invalid_lease, 404. Like CreateSeries, a retry after a lost
-// answer that gets 409 lease_held has IsOutcomeUnknown true.
-func (cl *Client) Lease(ctx context.Context, code, deviceID string) (Lease, error) {
+// scope manage), retrying safely with one Idempotency-Key (a new one, or
+// IdempotencyKey's): an attempt whose answer was lost is answered again,
+// the same lease, while the device has not been in touch with the server.
+// It fails with an *Error: 409 lease_held when the series is held, 422
+// invalid_lease, 404; when the outcome stays unknown (no answer before
+// ctx ended), IsOutcomeUnknown is true and OutcomeKey gives the key to
+// ask again with.
+func (cl *Client) Lease(ctx context.Context, code, deviceID string, opts ...CallOption) (Lease, error) {
+	body, err := json.Marshal(LeaseRequest{DeviceID: deviceID})
+	if err != nil {
+		return Lease{}, err
+	}
+	c := &call{method: http.MethodPost, path: "/v1/series/" + url.PathEscape(code) + "/lease", body: body, mutating: true,
+		accept: "application/json", key: NewIdempotencyKey()}
+	for _, o := range opts {
+		o(c)
+	}
+	a, err := cl.do(ctx, c)
+	if err != nil {
+		return Lease{}, err
+	}
 	var l Lease
-	return l, cl.createJSON(ctx, "/v1/series/"+url.PathEscape(code)+"/lease", LeaseRequest{DeviceID: deviceID}, &l)
+	return l, decode(a.body, &l)
 }
 
 // UploadDeviceInvoices uploads invoices numbered offline under lease
@@ -233,11 +266,12 @@ func (cl *Client) upload(ctx context.Context, code, route, leaseID string, v any
 // ends its own lease with req.FY and req.LastSerial, refused with 409
 // lease_not_uploaded until every serial up to it is uploaded; with leaseID
 // "" (scope manage) req.Force and req.Reason end a lost device's lease,
-// and req.DeclaredThrough (or req.Declared) and req.Reason settle it. It
-// returns the lease. The device's end is idempotent: after a lost answer
-// the retry gets the same 200; a 409 lease_not_held means the lease ended
-// otherwise (by force). A 503 commit_outcome_unknown or no answer leaves
-// the outcome open (IsOutcomeUnknown): read it with GetLease.
+// and req.Declared and req.Reason settle it (422 declared_too_low below
+// what the server knows the device numbered). It returns the lease. The
+// device's end is idempotent: after a lost answer the retry gets the same
+// 200; a 409 lease_not_held means the lease ended otherwise (by force). A
+// 503 commit_outcome_unknown or no answer leaves the outcome open
+// (IsOutcomeUnknown): a device learns it with ResumeLease.
 func (cl *Client) EndLease(ctx context.Context, code, leaseID string, req EndLeaseRequest) (Lease, error) {
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -25,12 +26,16 @@ import (
 const pastLeases = 20
 
 // leaseYear is one financial year of a lease: the last serial stored in
-// it (uploaded, for a leased series), and for a forced end the last one
-// uploaded when it ended.
+// it (uploaded, for a leased series), for a forced end the last one
+// uploaded when it ended, the last one the device reported in an end
+// request, and the least a settlement may declare (Known).
 type leaseYear struct {
 	FY          gst.FY
 	Stored      int64
 	StoredNo    string // the number of serial Stored; "" when 0
+	Reported    int64  // the device's own report for this year; 0: none
+	ReportedNo  string
+	Known       int64 // the later of Stored and Reported
 	AtEnd       int64
 	AtEndNo     string
 	HasEnd      bool
@@ -73,18 +78,12 @@ func render(s gst.Series, fy gst.FY, serial int64) string {
 func (c *Console) lineOf(s gst.Series, l series.Lease, stored map[gst.FY]int64) leaseLine {
 	out := leaseLine{Series: s, Lease: l, StartNo: render(s, l.Next.FY, l.Next.Serial),
 		InForce: l.EndedAt == nil, Forced: l.EndedAt != nil && l.SettledAt == nil}
-	last := gst.FYAt(c.now())
-	if l.EndedAt != nil {
-		last = max(gst.FYAt(*l.EndedAt), l.EndFY)
-		if l.SettledAt != nil {
-			last = max(last, gst.FYAt(*l.SettledAt))
-		} else {
-			last = max(last, gst.FYAt(c.now()))
-		}
-	}
-	for _, y := range l.YearsThrough(last) {
-		ly := leaseYear{FY: y, Stored: stored[y]}
+	for _, y := range l.Years() {
+		ly := leaseYear{FY: y, Stored: stored[y], Known: l.Known(y, stored[y])}
 		ly.StoredNo = render(s, y, ly.Stored)
+		if l.ReportedFY == y {
+			ly.Reported, ly.ReportedNo = l.ReportedSerial, render(s, y, l.ReportedSerial)
+		}
 		if n, ok := l.EndYears[y]; ok {
 			ly.AtEnd, ly.HasEnd = n, true
 		} else if l.EndedAt != nil && y == l.EndFY {
@@ -255,7 +254,7 @@ func (c *Console) leaseSettleForm(w http.ResponseWriter, r *http.Request) {
 	}
 	v := leaseFormView{Line: line, Through: map[gst.FY]string{}}
 	for _, y := range line.Years {
-		v.Through[y.FY] = strconv.FormatInt(y.Stored, 10)
+		v.Through[y.FY] = strconv.FormatInt(y.Known, 10)
 	}
 	c.page(w, r, http.StatusOK, "leasesettle", s, "Settle the lease of "+line.Series.Code, v)
 }
@@ -283,12 +282,12 @@ func (c *Console) leaseSettle(w http.ResponseWriter, r *http.Request) {
 		v.Through[y.FY] = text
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || n < 0 {
-			c.leaseRefused(w, r, s, "leasesettle", title, v, apperr.Errorf(errBadThrough, "The last serial of %s must be a whole number, %d or more.", y.FY, y.Stored))
+			c.leaseRefused(w, r, s, "leasesettle", title, v, apperr.Errorf(errBadThrough, "The last serial of %s must be a whole number, %d or more.", y.FY, y.Known))
 			return
 		}
 		declared[y.FY] = n
 	}
-	if _, err := series.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now()); err != nil {
+	if _, err := series.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now(), invoice.DeclarationSeal(s.principal.Seller.GSTIN)); err != nil {
 		c.leaseRefused(w, r, s, "leasesettle", title, v, err)
 		return
 	}

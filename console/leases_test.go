@@ -1,10 +1,12 @@
 package console_test
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -115,18 +117,29 @@ func TestLeasesInConsole(t *testing.T) {
 		}
 	}
 
-	// Settle: the last serial printed may not be below the last uploaded.
+	// The device, turned up, asks to end its lease at serial 6, which it
+	// never uploaded: refused, but the server records the report.
+	if _, err := series.EndLeaseByDevice(ctx, f.pool, f.ch1, lease.ID, 2026, 6, nil, start.Add(3*time.Hour)); !errors.Is(err, series.ErrNotUploaded) {
+		t.Fatalf("the device's end with 6 not uploaded: %v", err)
+	}
+	// Settle: beside the form, what the server knows; the last serial
+	// printed may not be below the last uploaded, nor the device's report.
 	p = get(t, c, f.url+"/console/leases/CH1/settle")
-	if !strings.Contains(p.body, `name="through-2026-27"`) || !strings.Contains(p.body, `value="5"`) {
-		t.Fatalf("settle form: %.2000s", p.body)
+	for _, want := range []string{`name="through-2026-27"`, `name="through-2027-28"`, `value="6"`, "The device was last in touch", "29 Nov 2026, 13:00 IST",
+		"uploaded up to CH1/26-27/00005 (serial 5)", "the device itself reported numbering up to CH1/26-27/00006", "2027-28</dt><dd>nothing uploaded"} {
+		if !strings.Contains(p.body, want) {
+			t.Errorf("settle form lacks %q: %.3000s", want, p.body)
+		}
 	}
-	if p := post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {"4"}, "reason": {"Paper roll"}, "csrf_token": {token}}); p.status != http.StatusUnprocessableEntity {
-		t.Errorf("settle below the last uploaded serial: %d %.300s", p.status, p.body)
+	for _, low := range []string{"4", "5"} {
+		if p := post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {low}, "through-2027-28": {"0"}, "reason": {"Paper roll"}, "csrf_token": {token}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "declare 6 or more") {
+			t.Errorf("settle through %s, below what the server knows: %d %.300s", low, p.status, p.body)
+		}
 	}
-	if p := post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {"seven"}, "reason": {"Paper roll"}, "csrf_token": {token}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "whole number") {
+	if p := post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {"seven"}, "through-2027-28": {"0"}, "reason": {"Paper roll"}, "csrf_token": {token}}); p.status != http.StatusUnprocessableEntity || !strings.Contains(p.body, "whole number") {
 		t.Errorf("settle with a word: %d %.300s", p.status, p.body)
 	}
-	p = post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {"7"}, "reason": {"Paper roll ends at 00007"}, "csrf_token": {token}})
+	p = post(t, c, f.url+"/console/leases/CH1/settle", url.Values{"through-2026-27": {"7"}, "through-2027-28": {"0"}, "reason": {"Paper roll ends at 00007"}, "csrf_token": {token}})
 	if p.status != http.StatusSeeOther || p.location != "/console/leases?settled=CH1" {
 		t.Fatalf("settle: %d to %q %.300s", p.status, p.location, p.body)
 	}
@@ -140,7 +153,12 @@ func TestLeasesInConsole(t *testing.T) {
 		}
 	}
 	p = get(t, c, f.url+"/console/series/CH1/2026-27/check")
-	if !strings.Contains(p.body, "<dt>Missing numbers</dt><dd>6–7</dd>") || strings.Contains(p.body, "Offline device&#39;s invoices not uploaded") {
+	if !strings.Contains(p.body, "<dt>Missing numbers</dt><dd>0</dd>") || !strings.Contains(p.body, "CH1/26-27/00007</span> (2)") ||
+		strings.Contains(p.body, "Offline device&#39;s invoices not uploaded") {
 		t.Errorf("the audit after settling: %.4000s", p.body)
+	}
+	p = get(t, c, f.url+"/console/verify")
+	if !strings.Contains(p.body, "Every series-year is intact") || !strings.Contains(p.body, "CH1/26-27/00007</span> declared spent (2)") {
+		t.Errorf("the verify page after settling: %.4000s", p.body)
 	}
 }

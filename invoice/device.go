@@ -26,6 +26,10 @@ var (
 	// ErrYearBeforeLease: an invoice dated in a financial year before the
 	// one the lease started in.
 	ErrYearBeforeLease = apperr.New(apperr.Invalid, "year_before_lease", "the invoice is dated in a financial year before the lease's")
+	// ErrYearAfterLease: an invoice dated in a financial year after the
+	// ones the lease reserves (series.LeaseYears): a forced end and its
+	// settlement would not cover it.
+	ErrYearAfterLease = apperr.New(apperr.Invalid, "year_after_lease", "the invoice is dated in a financial year after the ones the lease reserves: end the lease and take a new one")
 	// ErrIssuedBeforeLease: an invoice issued before the lease was taken.
 	ErrIssuedBeforeLease = apperr.New(apperr.Invalid, "issued_before_lease", "the invoice's issue time is before the lease was taken")
 	// ErrNotLeasedInvoice: a device cancel of an invoice the lease did not

@@ -49,7 +49,7 @@ func UploadOfflineCancels(ctx context.Context, b db.Beginner, seller gst.Seller,
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID)
+		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID, now)
 		if err != nil {
 			return err
 		}

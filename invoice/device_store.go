@@ -45,14 +45,15 @@ type yearState struct {
 // hash) are replayed, and each new one must carry the next serial of its
 // series-year, the number the format renders for it, an invoice date and
 // issue time not before the previous invoice's nor before the lease was
-// taken (in a financial year not before the lease's), the amounts and the
+// taken (in a financial year the lease reserves), the amounts and the
 // chain hash the server computes (document.NumberOffline). Nothing is stored
 // otherwise.
 //
 // It returns series.ErrLeaseNotFound or series.ErrLeaseNotHeld for a lease
 // that cannot upload, a *ContinuationError (ErrNotContinuation) naming
 // the expected next serial and chain head when a serial does not
-// continue, ErrYearBeforeLease and ErrIssuedBeforeLease, and document.ErrInvalid (or the errors of document.PrepareContent) naming the
+// continue, ErrYearBeforeLease, ErrYearAfterLease and
+// ErrIssuedBeforeLease, and document.ErrInvalid (or the errors of document.PrepareContent) naming the
 // first bad invoice and field.
 func UploadOffline(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.Series, leaseID string, invs []OfflineInvoice, now time.Time) (UploadResult, error) {
 	if len(invs) == 0 || len(invs) > MaxOfflineBatch {
@@ -60,7 +61,7 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.
 	}
 	var res UploadResult
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
-		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID)
+		lease, err := series.WriteAsLeaseTx(ctx, tx, s, leaseID, now)
 		if err != nil {
 			return err
 		}
@@ -77,6 +78,10 @@ func UploadOffline(ctx context.Context, b db.Beginner, seller gst.Seller, s gst.
 			}
 			if y < lease.StartFY() {
 				return apperr.Errorf(ErrYearBeforeLease, "invoices[%d].invoice_date %s is in %s, before %s, the year lease %s started in", i, o.Request.InvoiceDate.Format(time.DateOnly), y, lease.StartFY(), lease.ID)
+			}
+			if !lease.Reserves(y) {
+				years := lease.Years()
+				return apperr.Errorf(ErrYearAfterLease, "invoices[%d].invoice_date %s is in %s; lease %s reserves %s and %s only", i, o.Request.InvoiceDate.Format(time.DateOnly), y, lease.ID, years[0], years[len(years)-1])
 			}
 			if st == nil || y != fy {
 				if st != nil && y < fy {

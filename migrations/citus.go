@@ -30,7 +30,7 @@ import (
 // failing.
 var distributedTables = []string{
 	"series", "series_leases", "series_counters", "invoices", "chain_records", "idempotency_keys",
-	"series_openings", "period_locks", "period_lock_events",
+	"series_openings", "serial_declarations", "period_locks", "period_lock_events",
 	"events", "webhooks", "webhook_deliveries", "e_invoices",
 }
 

@@ -72,6 +72,11 @@ type Summary struct {
 	// not gaps) and seals them in the chain's first record; null when the
 	// series-year started here (docs/openings.md).
 	Opening *OpeningSummary `json:"opening"`
+	// Declared are the serials settlements declared spent: printed, or
+	// perhaps printed, by a lost offline device and never uploaded
+	// (docs/offline.md); not gaps, each sealed by a declared record of
+	// the chain. Empty when there are none.
+	Declared []DeclaredSummary `json:"declared"`
 	// LockedPeriods are the months of the year locked after filing
 	// GSTR-1 (docs/periods.md), oldest first.
 	LockedPeriods []LockedPeriod `json:"locked_periods"`
@@ -150,6 +155,23 @@ type OpeningSummary struct {
 	DeclaredBy      string `json:"declared_by"`
 	Position        int64  `json:"position"` // always 1
 	Hash            string `json:"hash"`     // the opening record's stored hash
+}
+
+// DeclaredSummary is one settlement's declaration as the audit shows it,
+// with what a third party needs to rebuild its chain record.
+type DeclaredSummary struct {
+	FirstSerial int64  `json:"first_serial"`
+	LastSerial  int64  `json:"last_serial"`
+	FirstNumber string `json:"first_number"`
+	LastNumber  string `json:"last_number"`
+	Count       int64  `json:"count"`
+	DeviceID    string `json:"device_id"`
+	DeclaredAt  string `json:"declared_at"` // UTC, document.Timestamp
+	DeclaredOn  string `json:"declared_on"` // YYYY-MM-DD: the record's invoice_date, Table 13's date
+	DeclaredBy  string `json:"declared_by"`
+	Reason      string `json:"reason"`
+	Position    int64  `json:"position"`
+	Hash        string `json:"hash"` // the declared record's stored hash
 }
 
 // LockedPeriod is a month locked after filing.
@@ -343,6 +365,13 @@ func summaryOf(seller gst.Seller, s gst.Series, fy gst.FY, res ChainResult) Summ
 	if res.Opening != nil {
 		highest = max(highest, res.Opening.LastSerial)
 	}
+	declared := []DeclaredSummary{}
+	for _, d := range res.Declared {
+		highest = max(highest, d.Last)
+		declared = append(declared, DeclaredSummary{FirstSerial: d.First, LastSerial: d.Last, FirstNumber: d.FirstNumber, LastNumber: d.LastNumber,
+			Count: d.Count(), DeviceID: d.DeviceID, DeclaredAt: document.Timestamp(d.DeclaredAt), DeclaredOn: d.DeclaredOn.Format(time.DateOnly),
+			DeclaredBy: d.DeclaredBy, Reason: d.Reason, Position: d.Position, Hash: hex.EncodeToString(d.Hash)})
+	}
 	sum := Summary{
 		SellerGSTIN: string(seller.GSTIN), Series: s.Code, DocType: string(s.DocType), FY: fy.String(),
 		FirstNumber: res.FirstNumber, LastNumber: res.LastNumber,
@@ -353,7 +382,7 @@ func summaryOf(seller gst.Seller, s gst.Series, fy gst.FY, res ChainResult) Summ
 		CounterDrift: res.CounterLastSerial - highest,
 		ChainRecords: res.Records, Chain: res.Verdict(), Intact: res.OK(),
 		ChainLength: res.ChainLength, ChainHead: hex.EncodeToString(res.ChainHead),
-		Findings: nonNil(res.Findings), FindingsOmitted: res.Omitted,
+		Findings: nonNil(res.Findings), FindingsOmitted: res.Omitted, Declared: declared,
 	}
 	if op := res.Opening; op != nil {
 		sum.Opening = &OpeningSummary{LastSerial: op.LastSerial, LastNumber: op.LastNumber,

@@ -45,7 +45,14 @@ func (s Summary) fields() []summaryField {
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, twice, regr, locked []string
+	var gaps, twice, regr, locked, declared []string
+	var declaredCount int64
+	for _, d := range s.Declared {
+		declared = append(declared, fmt.Sprintf("%s to %s (serials %d to %d, %s of device %s; declared %s by %s: %s)",
+			d.FirstNumber, d.LastNumber, d.FirstSerial, d.LastSerial, Plural(d.Count, "number", "numbers"), d.DeviceID,
+			PlainInstant(d.DeclaredAt), Who(d.DeclaredBy), d.Reason))
+		declaredCount += d.Count
+	}
 	opening := "0"
 	if o := s.Opening; o != nil {
 		opening = fmt.Sprintf("serials 1 to %d, last %s dated %s; declared %s by %s", o.LastSerial, o.LastNumber,
@@ -78,6 +85,9 @@ func (s Summary) fields() []summaryField {
 		notStored = fmt.Sprintf("0; the counter is %d behind the stored invoices (at serial %d, invoices up to serial %d): the next invoice would repeat a number", -s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
 	}
 	verdict := "Intact: no number missing or used twice, no date out of order, nothing altered"
+	if declaredCount > 0 {
+		verdict += "; " + Plural(declaredCount, "number", "numbers") + " declared spent by a lost device's settlement"
+	}
 	if !s.Intact {
 		verdict = "NOT intact: " + Plural(len(s.Findings), "finding", "findings")
 		if s.FindingsOmitted > 0 {
@@ -105,6 +115,7 @@ func (s Summary) fields() []summaryField {
 		{"Numbers given out but not stored", notStored},
 		{"Tamper check", tamper + " (" + Plural(s.ChainRecords, "record", "records") + ")"},
 		{"Issued before invoiced (declared)", opening},
+		{"Declared spent (lost device)", list(declared)},
 		{"Locked months (GSTR-1 filed)", list(locked)},
 	}
 	for _, f := range s.Findings {

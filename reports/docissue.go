@@ -176,6 +176,9 @@ func DocIssueTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, period Period
 	if err != nil {
 		return DocIssueReport{}, err
 	}
+	if rows, err = declaredIn(ctx, tx, seller.ID, period.FirstDay(), period.LastDay(), rows); err != nil {
+		return DocIssueReport{}, err
+	}
 	groups := map[int]*DocDet{}
 	for _, r := range rows {
 		n := r.DocType.DocNum()

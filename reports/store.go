@@ -1,8 +1,11 @@
 package reports
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/invoiced/invoiced/document"
@@ -438,6 +441,66 @@ func docIssueRows(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.
 		return d, err
 	})
 	return out, translate(err, "documents issued")
+}
+
+// declaredIn adds to rows (docIssueRows of the same period) the serials
+// settlements declared spent on a date from..to (civil dates, inclusive):
+// each widens its series-year's range from..to and counts in totnum and as
+// cancelled; a series-year with nothing else in the period gets a row of
+// its own. The result is ordered by series code, then year.
+func declaredIn(ctx context.Context, tx pgx.Tx, sellerID int64, from, to time.Time, rows []docIssueRow) ([]docIssueRow, error) {
+	q, err := tx.Query(ctx, `
+		SELECT s.code, s.doc_type, s.format, d.fy, min(d.first_serial), max(d.last_serial), sum(d.last_serial - d.first_serial + 1)
+		FROM serial_declarations d JOIN series s ON s.seller_id = $1 AND s.id = d.series_id
+		WHERE d.seller_id = $1 AND d.declared_on BETWEEN $2 AND $3
+		GROUP BY s.code, s.doc_type, s.format, d.fy`, sellerID, from, to)
+	if err != nil {
+		return nil, translate(err, "declared serials")
+	}
+	type decl struct {
+		code, docType, format string
+		fy                    int
+		lo, hi, n             int64
+	}
+	ds, err := pgx.CollectRows(q, func(r pgx.CollectableRow) (decl, error) {
+		var d decl
+		err := r.Scan(&d.code, &d.docType, &d.format, &d.fy, &d.lo, &d.hi, &d.n)
+		return d, err
+	})
+	if err != nil {
+		return nil, translate(err, "declared serials")
+	}
+	for _, d := range ds {
+		f, err := gst.ParseFormat(d.format)
+		if err != nil {
+			return nil, fmt.Errorf("reports: series %s: %w", d.code, err)
+		}
+		fy := gst.FY(d.fy)
+		i := slices.IndexFunc(rows, func(r docIssueRow) bool { return r.Code == d.code && r.FY == fy })
+		if i < 0 {
+			rows = append(rows, docIssueRow{Code: d.code, DocType: gst.DocType(d.docType), FY: fy, Lo: d.lo, Hi: d.hi,
+				From: mustRender(f, fy, d.lo), To: mustRender(f, fy, d.hi)})
+			i = len(rows) - 1
+		}
+		r := &rows[i]
+		if d.lo < r.Lo {
+			r.Lo, r.From = d.lo, mustRender(f, fy, d.lo)
+		}
+		if d.hi > r.Hi {
+			r.Hi, r.To = d.hi, mustRender(f, fy, d.hi)
+		}
+		r.Count += d.n
+		r.Cancel += d.n
+	}
+	slices.SortFunc(rows, func(a, b docIssueRow) int { return cmp.Or(cmp.Compare(a.Code, b.Code), cmp.Compare(a.FY, b.FY)) })
+	return rows, nil
+}
+
+// mustRender renders a serial the format was checked to hold (a stored
+// declaration's).
+func mustRender(f gst.Format, fy gst.FY, serial int64) string {
+	s, _ := f.Render(fy, serial)
+	return s
 }
 
 // translate returns err as db.Translate does, wrapped as

@@ -59,8 +59,13 @@ const (
 	// stored declaration, or one of them is missing or misplaced.
 	OpeningMismatch FindingKind = "opening_mismatch"
 	// DeclaredSerial: an invoice holds a serial declared as issued before
-	// invoiced (1..the opening's last serial), or is dated before its date.
+	// invoiced (1..the opening's last serial), or is dated before its date,
+	// or a serial a settlement declared spent (a lost device's).
 	DeclaredSerial FindingKind = "declared_serial"
+	// DeclarationMismatch: a declared record (a settlement's declaration
+	// of a lost device's serials) does not match the stored declaration,
+	// or one of them is missing.
+	DeclarationMismatch FindingKind = "declaration_mismatch"
 
 	// SerialGap: serials Serial..To are missing.
 	SerialGap FindingKind = "serial_gap"
@@ -88,7 +93,8 @@ const (
 func (k FindingKind) Chain() bool {
 	switch k {
 	case HashMismatch, RecordMissing, InvoiceMissing, RecordedAtMismatch, RecordOrder, IssueRecordMissing,
-		IssueRecordDuplicate, CancelRecordMissing, CancelRecordUnexpected, ChainLengthMismatch, ChainHeadMismatch, CounterMissing, OpeningMismatch:
+		IssueRecordDuplicate, CancelRecordMissing, CancelRecordUnexpected, ChainLengthMismatch, ChainHeadMismatch, CounterMissing, OpeningMismatch,
+		DeclarationMismatch:
 		return true
 	}
 	return false
@@ -149,6 +155,10 @@ type ChainResult struct {
 	// when there is none): serials 1..Opening.LastSerial are not gaps.
 	Opening     *invoice.Opening
 	OpeningHash []byte // the opening record's stored hash
+	// Declared are the settlements' declarations of serials a lost
+	// device may have printed and never uploaded (docs/offline.md), in
+	// chain order, each with its record's stored hash: they are not gaps.
+	Declared []series.Declaration
 
 	Findings []Finding // in walk order: chain, then invoices, then counter
 	Omitted  int       // findings beyond MaxFindings, not kept
@@ -218,6 +228,24 @@ func (c ChainResult) Verdict() string {
 		return "unknown: " + Plural(c.Omitted, "finding", "findings") + " omitted"
 	}
 	return "ok"
+}
+
+// DeclaredCount returns how many serials the year's settlements declared.
+func (c ChainResult) DeclaredCount() int64 {
+	var n int64
+	for _, d := range c.Declared {
+		n += d.Count()
+	}
+	return n
+}
+
+// DeclaredRanges returns the declared serials as ranges, in chain order.
+func (c ChainResult) DeclaredRanges() []SerialRange {
+	out := make([]SerialRange, len(c.Declared))
+	for i, d := range c.Declared {
+		out[i] = SerialRange{d.First, d.Last}
+	}
+	return out
 }
 
 // NetIssued returns Invoices − Cancelled.

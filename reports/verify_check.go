@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/shopspring/decimal"
 )
@@ -24,6 +26,12 @@ type checker struct {
 	gstin string
 	sy    seriesYear
 	res   ChainResult
+	// next is the serial after the last one accounted for (stored,
+	// opened or declared) by the invoice walk.
+	next int64
+	// sealed marks the declarations (by index in res.Declared) whose
+	// chain record the walk met.
+	sealed map[int]bool
 }
 
 func (c *checker) add(f Finding) {
@@ -52,6 +60,10 @@ func check(ctx context.Context, tx pgx.Tx, gstin string, sy seriesYear) (ChainRe
 	if found {
 		c.res.Opening = &op
 	}
+	if c.res.Declared, err = series.DeclarationsOf(ctx, tx, sy.Series, sy.FY); err != nil {
+		return ChainResult{}, err
+	}
+	c.sealed = map[int]bool{}
 	lastHash, lastPos, err := c.walkChain(ctx, tx)
 	if err != nil {
 		return ChainResult{}, err
@@ -120,6 +132,13 @@ func (c *checker) checkPosition(at *chainPlace, group []recordRow) {
 		if c.res.Opening != nil {
 			at.lastIssueSerial = max(at.lastIssueSerial, c.res.Opening.LastSerial)
 		}
+		at.lastHash, at.lastPos = r.Hash, r.Position
+		c.res.Records++
+		return
+	}
+	if r.Kind == series.KindDeclared {
+		c.checkDeclared(r, at.lastHash, linkKnown)
+		at.lastIssueSerial = max(at.lastIssueSerial, r.Serial)
 		at.lastHash, at.lastPos = r.Hash, r.Position
 		c.res.Records++
 		return
@@ -215,6 +234,53 @@ func (c *checker) checkOpening(r recordRow, linkKnown bool) {
 	}
 }
 
+// checkDeclared checks the declared record r against the stored
+// declaration at its position, whose record it rebuilds on prev.
+func (c *checker) checkDeclared(r recordRow, prev []byte, linkKnown bool) {
+	i := slices.IndexFunc(c.res.Declared, func(d series.Declaration) bool { return d.Position == r.Position })
+	if i < 0 {
+		c.add(Finding{Kind: DeclarationMismatch, Position: r.Position, Serial: r.Serial,
+			Message: "a declared record has no stored declaration (the declaration was deleted)"})
+		return
+	}
+	c.sealed[i] = true
+	d := &c.res.Declared[i]
+	d.Hash = r.Hash
+	if linkKnown && !bytes.Equal(invoice.DeclarationRecord(c.gstin, c.sy.Series, *d, prev).Hash(), r.Hash) {
+		c.add(Finding{Kind: DeclarationMismatch, Position: r.Position, Serial: r.Serial,
+			Message: fmt.Sprintf("the declared record of serials %s does not match the stored declaration: the declaration or the record was altered", SerialRange{d.First, d.Last})})
+	}
+}
+
+// declaredAt returns the declaration whose serials hold serial, or nil.
+func (c *checker) declaredAt(serial int64) *series.Declaration {
+	for i := range c.res.Declared {
+		if d := &c.res.Declared[i]; d.First <= serial && serial <= d.Last {
+			return d
+		}
+	}
+	return nil
+}
+
+// gaps reports serials from..to that no declaration holds as gaps (why
+// appended to each message).
+func (c *checker) gaps(from, to int64, why string) {
+	for s := from; s <= to; {
+		if d := c.declaredAt(s); d != nil {
+			s = d.Last + 1
+			continue
+		}
+		end := to
+		for _, d := range c.res.Declared {
+			if d.First > s && d.First-1 < end {
+				end = d.First - 1
+			}
+		}
+		c.gap(s, end, why)
+		s = end + 1
+	}
+}
+
 // record rebuilds the chain record of kind for the invoice fields f; ok is
 // false when a stored amount does not parse.
 func (c *checker) record(kind string, f *invoiceFields, position int64, prev []byte) (document.Record, bool) {
@@ -284,7 +350,12 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 					Message: fmt.Sprintf("serial %d is held by more than one invoice (%s)", r.Serial, r.Number)})
 			}
 		case r.Serial > expected:
-			c.gap(expected, r.Serial-1, "")
+			c.gaps(expected, r.Serial-1, "")
+		}
+		if d := c.declaredAt(r.Serial); d != nil {
+			c.add(Finding{Kind: DeclaredSerial, Serial: r.Serial,
+				Message: fmt.Sprintf("%s (serial %d) is among the serials %s declared spent when the lease of device %s was settled (%s)",
+					r.Number, r.Serial, SerialRange{d.First, d.Last}, d.DeviceID, d.DeclaredAt.UTC().Format(time.RFC3339))})
 		}
 		if r.Serial <= declared || r.InvoiceDate.Before(openedOn) {
 			c.add(Finding{Kind: DeclaredSerial, Serial: r.Serial,
@@ -328,6 +399,7 @@ func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
 		havePrev, prevSerial, prevDate = true, r.Serial, r.InvoiceDate
 		return nil
 	})
+	c.next = expected
 	return err
 }
 
@@ -356,6 +428,12 @@ func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
 	if c.res.Opening != nil {
 		highest = max(highest, c.res.Opening.LastSerial)
 	}
+	for _, d := range c.res.Declared {
+		highest = max(highest, d.Last)
+	}
+	// Serials after the last invoice up to the last declared one that no
+	// declaration holds.
+	c.gaps(max(c.next, c.res.LastSerial+1), highest, "")
 	switch max := highest; {
 	case ctr.LastSerial > max:
 		c.gap(max+1, ctr.LastSerial, fmt.Sprintf(" (the counter says %d were issued)", ctr.LastSerial))
@@ -364,6 +442,12 @@ func (c *checker) checkCounter(lastHash []byte, lastPos int64) {
 	case ctr.LastSerial < max:
 		c.add(Finding{Kind: CounterBehind, Serial: ctr.LastSerial + 1, To: max,
 			Message: fmt.Sprintf("counter last_serial is %d but serials up to %d are stored (%d behind): the next issue would reuse a number", ctr.LastSerial, max, max-ctr.LastSerial)})
+	}
+	for i, d := range c.res.Declared {
+		if !c.sealed[i] {
+			c.add(Finding{Kind: DeclarationMismatch, Position: d.Position, Serial: d.Last,
+				Message: fmt.Sprintf("the declaration of serials %s has no declared record in the chain at position %d", SerialRange{d.First, d.Last}, d.Position)})
+		}
 	}
 	if ctr.ChainLength != c.res.Records || ctr.ChainLength != lastPos {
 		c.add(Finding{Kind: ChainLengthMismatch,

@@ -23,7 +23,18 @@ var (
 	// ErrEndSuperseded: a device's end carried an end epoch older than
 	// the lease's: the device resumed after sending it, so it is not done.
 	ErrEndSuperseded = apperr.New(apperr.Conflict, "lease_end_superseded", "the device resumed its lease after this end was sent: the lease holds; end it again with the lease's end_epoch")
+	// ErrDeclaredTooLow: a settlement declares, for a year, fewer serials
+	// than the server knows the device numbered: the last one it uploaded,
+	// or the last one it reported in an end request.
+	ErrDeclaredTooLow = apperr.New(apperr.Invalid, "declared_too_low", "the declaration is below the last serial the device uploaded or reported: those numbers were printed and may not be issued again")
 )
+
+// LeaseYears is how many financial years a lease reserves: the year of
+// its floor (NotBefore) and the next. The device numbers in no other year
+// (a till offline across 1 April continues into the next), uploads are
+// refused outside them, and a forced end and its settlement cover exactly
+// them (docs/offline.md, "Invariants").
+const LeaseYears = 2
 
 // Lease end kinds.
 const (
@@ -51,12 +62,31 @@ type Lease struct {
 	DeviceID string
 	LeasedAt time.Time
 	LeasedBy string
-	// Next is where the device continues when the lease is taken.
+	// Next is where the device continues when the lease is taken: the
+	// position of its first year (Years()[0]). Of a lease read back, only
+	// FY and Serial (start_fy, start_serial) are kept.
 	Next Position
+	// Start, given when the lease is taken, is the position of each year
+	// the lease reserves (Years), in order: the device numbers each from
+	// its own, never from serial 1 of a year it assumes empty. Not stored.
+	Start []Position
 	// NotBefore, given when the lease is taken, is the earliest issue
 	// time the device may use: the later of the server's time at the lease
 	// and the series' last issue time in any year. Not stored.
 	NotBefore time.Time
+	// TakeKey is the Idempotency-Key the lease was taken with ("" for
+	// none): the same request again answers the lease again while the
+	// device has not been in touch (TakeLeaseKeyed).
+	TakeKey string
+
+	// LastContactAt is when the server last accepted an upload, a resume
+	// or an end request of the device (nil: never, since it was taken).
+	LastContactAt *time.Time
+	// ReportedFY and ReportedSerial are the last serial the device
+	// reported having numbered (its end request's fy and last_serial,
+	// recorded even when the end was refused); ReportedSerial 0: never.
+	ReportedFY     gst.FY
+	ReportedSerial int64
 
 	// EndEpoch counts the device's resumes (ResumeLease): a device's
 	// end carries the epoch it was asked at and is refused when the
@@ -72,7 +102,7 @@ type Lease struct {
 	EndFY     gst.FY
 	EndSerial int64
 	// EndYears is, for a forced end, the last serial uploaded in each
-	// financial year from the lease's start to the year of the end.
+	// year the lease reserves.
 	EndYears map[gst.FY]int64
 
 	SettledAt    *time.Time
@@ -83,23 +113,37 @@ type Lease struct {
 	// were never uploaded and are declared cancelled.
 	DeclaredThrough int64
 	// DeclaredYears is, for a settled lease, the last serial the device
-	// may have issued in each financial year the settlement covers: from
-	// the lease's start to the year of the settlement.
+	// may have issued in each year the lease reserves.
 	DeclaredYears map[gst.FY]int64
 }
 
 // StartFY returns the financial year the lease started in.
 func (l Lease) StartFY() gst.FY { return l.Next.FY }
 
-// YearsThrough returns the financial years from the lease's start to
-// last (at least the start year), in order: the years a lease ended or
-// settled in last could have numbered.
-func (l Lease) YearsThrough(last gst.FY) []gst.FY {
-	out := []gst.FY{l.StartFY()}
-	for y := l.StartFY() + 1; y <= last; y++ {
-		out = append(out, y)
+// Years returns the financial years the lease reserves, in order: its
+// start year and the next (LeaseYears of them).
+func (l Lease) Years() []gst.FY {
+	out := make([]gst.FY, LeaseYears)
+	for i := range out {
+		out[i] = l.StartFY() + gst.FY(i)
 	}
 	return out
+}
+
+// Reserves reports whether fy is one of the years the lease reserves.
+func (l Lease) Reserves(fy gst.FY) bool {
+	return fy >= l.StartFY() && fy < l.StartFY()+LeaseYears
+}
+
+// Known returns the last serial the server knows the device numbered in
+// fy: the last one stored there (uploaded, or numbered before the lease),
+// or the one the device reported for fy in an end request when that is
+// later. A settlement may declare no less.
+func (l Lease) Known(fy gst.FY, stored int64) int64 {
+	if l.ReportedSerial > 0 && l.ReportedFY == fy {
+		return max(stored, l.ReportedSerial)
+	}
+	return stored
 }
 
 // Holds reports whether l still holds its series: not ended, or ended by

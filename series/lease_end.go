@@ -26,10 +26,14 @@ type EndRequest struct {
 	EndEpoch *int64
 	// Force ends the lease of a lost device (the seller's).
 	Force bool
-	// DeclaredThrough settles a forced end of a one-year lease; Declared
-	// one of several years, a serial per year (the seller's).
+	// Declared settles a forced end, a serial for each year the lease
+	// reserves (the seller's); DeclaredThrough, one serial (what older
+	// clients sent for a lease of one year), is refused by SettleLease.
 	DeclaredThrough *int64
 	Declared        []YearSerial
+	// Seal seals the chain records of a settlement's declarations
+	// (invoice.DeclarationSeal); required to settle.
+	Seal Seal
 	// Reason is the seller's, required to force or settle.
 	Reason string
 }
@@ -101,7 +105,7 @@ func EndLease(ctx context.Context, b db.Beginner, s gst.Series, r EndRequest, by
 	if err != nil {
 		return Lease{}, err
 	}
-	return SettleLeaseYears(ctx, b, s, declared, r.Reason, by, now)
+	return SettleLeaseYears(ctx, b, s, declared, r.Reason, by, now, r.Seal)
 }
 
 // parseDeclared returns a settlement's serials per year; ErrInvalidLease

@@ -2,7 +2,6 @@ package series
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -18,26 +17,32 @@ import (
 // its settlement.
 
 // EndLeaseByDevice ends lease leaseID of s as its device asks: the
-// device's last serial in fy is last, and every serial up to it must be
-// stored. A lease ended by force is settled the same way once its device
-// has uploaded late (declaring, for each earlier year since the lease's
-// start, the last serial stored). The end is idempotent: the same fy and
-// last on a lease this device already ended answer the lease as that end
-// left it, so a device whose answer was lost learns the outcome by asking
-// again. It returns the ended lease; ErrLeaseNotFound, ErrLeaseNotHeld
-// (the lease ended otherwise), ErrNotUploaded (with the serial stored
-// last) when the series-year's counter is behind last, ErrInvalidLease
-// when it is ahead (the device claims fewer invoices than were stored),
-// and db.ErrOutcomeUnknown when the COMMIT's answer was lost. With epoch
-// (not nil) the end is the one the device asked for at that end epoch: it
-// returns ErrEndSuperseded, and ends nothing, when the lease still holds
-// and its epoch has moved on (the device resumed after asking, see
-// ResumeLease).
+// device's last serial in fy (a year the lease reserves) is last, and
+// every serial up to it must be stored. A lease ended by force is settled
+// the same way once its device has uploaded late. The lease's other
+// reserved years are declared at their last stored serial (the device
+// uploads everything before it ends, and numbers no year after its
+// last). The end is idempotent: the same fy and last on a lease this
+// device already ended answer the lease as that end left it, so a device
+// whose answer was lost learns the outcome by asking again. Every end
+// request of a lease that still holds records the device's contact and
+// its report (fy, last) when it is later than the one recorded, even when
+// the end is refused: a settlement may not declare less. It returns the
+// ended lease; ErrLeaseNotFound, ErrLeaseNotHeld (the lease ended
+// otherwise), ErrNotUploaded (with the serial stored last) when the
+// series-year's counter is behind last, ErrInvalidLease when it is ahead
+// (the device claims fewer invoices than were stored) or fy is not a year
+// of the lease, and db.ErrOutcomeUnknown when the COMMIT's answer was
+// lost. With epoch (not nil) the end is the one the device asked for at
+// that end epoch: it returns ErrEndSuperseded, and ends nothing, when the
+// lease still holds and its epoch has moved on (the device resumed after
+// asking, see ResumeLease).
 func EndLeaseByDevice(ctx context.Context, b db.Beginner, s gst.Series, leaseID string, fy gst.FY, last int64, epoch *int64, now time.Time) (Lease, error) {
 	if !fy.Valid() || last < 0 {
 		return Lease{}, apperr.Errorf(ErrInvalidLease, "fy and last_serial must name a series-year and a serial")
 	}
 	var l Lease
+	var refusal error // refused, with the contact and report recorded
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
 		if l, err = lockLease(ctx, tx, s, leaseID); err != nil {
@@ -49,25 +54,39 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s gst.Series, leaseID 
 			}
 			return apperr.Errorf(ErrLeaseNotHeld, "lease %s of device %s ended at %s", l.ID, l.DeviceID, l.EndedAt.UTC().Format(time.RFC3339))
 		}
-		if epoch != nil && *epoch != l.EndEpoch {
-			// Sent before the device resumed (and sold on): ending the
-			// lease now would free serials the device has printed since.
-			return apperr.Errorf(ErrEndSuperseded, "this end was asked at end_epoch %d; device %s resumed the lease since (end_epoch %d)", *epoch, l.DeviceID, l.EndEpoch)
+		if !l.Reserves(fy) {
+			return apperr.Errorf(ErrInvalidLease, "fy %s is not a year of lease %s, which reserves %s and %s", fy, l.ID, l.Years()[0], l.Years()[LeaseYears-1])
 		}
 		p, err := position(ctx, tx, s, fy)
 		if err != nil {
 			return err
 		}
 		switch stored := p.Serial - 1; {
+		case epoch != nil && *epoch != l.EndEpoch:
+			// Sent before the device resumed (and sold on): ending the
+			// lease now would free serials the device has printed since.
+			refusal = apperr.Errorf(ErrEndSuperseded, "this end was asked at end_epoch %d; device %s resumed the lease since (end_epoch %d)", *epoch, l.DeviceID, l.EndEpoch)
 		case stored < last:
-			return apperr.Errorf(ErrNotUploaded, "series %s %s holds serials up to %d; upload %d to %d before ending the lease", s.Code, fy, stored, stored+1, last)
+			refusal = apperr.Errorf(ErrNotUploaded, "series %s %s holds serials up to %d; upload %d to %d before ending the lease", s.Code, fy, stored, stored+1, last)
 		case stored > last:
-			return apperr.Errorf(ErrInvalidLease, "series %s %s holds serials up to %d, beyond last_serial %d", s.Code, fy, stored, last)
+			refusal = apperr.Errorf(ErrInvalidLease, "series %s %s holds serials up to %d, beyond last_serial %d", s.Code, fy, stored, last)
+		}
+		report := &pgx.Batch{}
+		queueContact(report, s, &l, now)
+		if later := fy > l.ReportedFY || (fy == l.ReportedFY && last > l.ReportedSerial); later && last <= s.Format.Capacity() {
+			l.ReportedFY, l.ReportedSerial = fy, last
+			report.Queue(`UPDATE series_leases SET reported_fy = $2, reported_serial = $3 WHERE lease_id = $1 AND seller_id = $4`, l.ID, int(fy), last, s.SellerID)
+		}
+		if err := tx.SendBatch(ctx, report).Close(); err != nil {
+			return translate(err, "record the device's report")
+		}
+		if refusal != nil {
+			return nil
 		}
 		declared := map[gst.FY]int64{fy: last}
-		for _, y := range l.YearsThrough(fy - 1) {
-			if y >= fy {
-				break
+		for _, y := range l.Years() {
+			if y == fy {
+				continue
 			}
 			p, err := position(ctx, tx, s, y)
 			if err != nil {
@@ -92,28 +111,37 @@ func EndLeaseByDevice(ctx context.Context, b db.Beginner, s gst.Series, leaseID 
 	if err != nil {
 		return Lease{}, leaseTxFailed(err)
 	}
+	if refusal != nil {
+		return Lease{}, refusal
+	}
 	return l, nil
 }
 
 // ResumeLease is the device's resume after an end whose outcome it could
-// not learn: under lease leaseID's row lock it returns the lease as it
-// stands, and when it is in force (not ended) first moves its end epoch
-// on, so that every end the device asked for before (and that may still
-// be in flight) is refused (ErrEndSuperseded) and the device may sell on.
-// An ended lease is returned unchanged: the device learns the end. It
+// not learn, or an upload refused as not under the lease: under lease
+// leaseID's row lock it returns the lease as it stands, and when it is in
+// force (not ended) first moves its end epoch on, so that every end the
+// device asked for before (and that may still be in flight) is refused
+// (ErrEndSuperseded) and the device may sell on. An ended lease is
+// returned with its epoch unchanged: the device learns the end. Either way
+// the device's contact at now is recorded while the lease holds. It
 // returns ErrLeaseNotFound for a lease of another series or none, and
 // db.ErrOutcomeUnknown when the COMMIT's answer was lost (a resume again
 // is harmless: it only moves the epoch on once more).
-func ResumeLease(ctx context.Context, b db.Beginner, s gst.Series, leaseID string) (Lease, error) {
+func ResumeLease(ctx context.Context, b db.Beginner, s gst.Series, leaseID string, now time.Time) (Lease, error) {
 	var l Lease
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		var err error
-		if l, err = lockLease(ctx, tx, s, leaseID); err != nil || l.EndedAt != nil {
+		if l, err = lockLease(ctx, tx, s, leaseID); err != nil || !l.Holds() {
 			return err
 		}
-		err = tx.QueryRow(ctx, `UPDATE series_leases SET end_epoch = end_epoch + 1 WHERE lease_id = $1 AND seller_id = $2 RETURNING end_epoch`,
-			l.ID, s.SellerID).Scan(&l.EndEpoch)
-		return translate(err, "resume lease")
+		w := &pgx.Batch{}
+		queueContact(w, s, &l, now)
+		if l.EndedAt == nil {
+			w.Queue(`UPDATE series_leases SET end_epoch = end_epoch + 1 WHERE lease_id = $1 AND seller_id = $2 RETURNING end_epoch`,
+				l.ID, s.SellerID).QueryRow(func(r pgx.Row) error { return r.Scan(&l.EndEpoch) })
+		}
+		return translate(tx.SendBatch(ctx, w).Close(), "resume lease")
 	})
 	if err != nil {
 		return Lease{}, leaseTxFailed(err)
@@ -134,11 +162,10 @@ func (l Lease) endedByDevice(fy gst.FY, last int64) bool {
 	return l.EndKind == EndByDevice && l.EndFY == fy && l.EndSerial == last
 }
 
-// ForceEndLease ends the lease held on s, for a lost device, recording the
-// last serial uploaded (of the latest series-year the series numbered),
-// and in EndYears the last one of each year from the lease's start to
-// the year of the server's tomorrow (a till whose clock runs ahead numbers in the
-// new year before the server's midnight).
+// ForceEndLease ends the lease held on s, for a lost device, recording
+// the last serial uploaded (of the latest year the lease reserves that
+// holds any), and in EndYears the last one of each year the lease
+// reserves: the device may have numbered in each.
 // The series stays held until the lease is settled (SettleLease, or the
 // device's late upload and EndLeaseByDevice): until then the audit lists
 // the serials the device may have issued and never uploaded. It returns
@@ -162,24 +189,17 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s gst.Series, reason, by 
 		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		fy, last := l.Next.FY, l.Next.Serial-1
-		err = tx.QueryRow(ctx, `SELECT fy, last_serial FROM series_counters WHERE series_id = $1 AND fy >= $2 AND seller_id = $3 ORDER BY fy DESC LIMIT 1`,
-			s.ID, int(l.Next.FY), s.SellerID).Scan(&fy, &last)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return translate(err, "read counter")
-		}
-		// Every year from the lease's start to the year of the server's
-		// tomorrow (the latest invoice date an upload is accepted with: a
-		// till whose clock runs ahead numbers in the new year before the
-		// server's midnight): the device may have numbered in each,
-		// whether or not anything of it was uploaded.
 		years := map[gst.FY]int64{}
-		for _, y := range l.YearsThrough(max(lastYear(now), fy)) {
+		fy, last := l.StartFY(), l.Next.Serial-1
+		for _, y := range l.Years() {
 			p, err := position(ctx, tx, s, y)
 			if err != nil {
 				return err
 			}
 			years[y] = p.Serial - 1
+			if p.Serial > 1 {
+				fy, last = y, p.Serial-1
+			}
 		}
 		at := now.UTC().Truncate(time.Microsecond)
 		l.EndedAt, l.EndKind, l.EndedBy, l.EndReason, l.EndFY, l.EndSerial, l.EndYears = &at, EndForced, by, reason, fy, last, years
@@ -194,38 +214,39 @@ func ForceEndLease(ctx context.Context, b db.Beginner, s gst.Series, reason, by 
 }
 
 // SettleLease settles, as SettleLeaseYears, a lease of s ended by force
-// whose years (from its start to the year of the server's tomorrow) are
-// one: through is the last
-// serial the device may have issued in it. A lease spanning several years
-// is refused with ErrLeaseYearsUndeclared: settle it with
-// SettleLeaseYears.
+// through one serial. A lease reserves LeaseYears years, each of which
+// must be declared: it is refused with ErrLeaseYearsUndeclared, naming
+// them (settle with SettleLeaseYears); kept for the API's
+// declared_through, which older clients send.
 func SettleLease(ctx context.Context, b db.Beginner, s gst.Series, through int64, reason, by string, now time.Time) (Lease, error) {
-	return settleLease(ctx, b, s, nil, through, reason, by, now)
+	return settleLease(ctx, b, s, nil, through, reason, by, now, nil)
 }
 
 // SettleLeaseYears settles the lease of s ended by force whose device
 // never uploaded the rest: the accountant declares, with a reason, the
-// last serial the device may have issued in each financial year from the
-// lease's start to the year of the server's tomorrow, or to a later year
-// it names (a till whose clock ran ahead printed in it): declared, every
-// one of those years, none before the lease's start. In each year, serials after the last stored one up to the
-// declared one are spent (the counter moves past them, so no number the
-// device may have printed is issued again; the audit shows them as a
-// gap), and the series is free again. A declared serial may not be below
-// the year's last stored one. It returns ErrLeaseNotFound when no lease
-// ended by force holds the series, ErrLeaseYearsUndeclared when a year is
-// missing, ErrInvalidLease for a bad serial, year or reason, and
-// db.ErrOutcomeUnknown when the COMMIT's answer was lost.
-func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time) (Lease, error) {
+// last serial the device may have issued in each year the lease reserves
+// (declared: every one of them, no other). In each year, serials after
+// the last stored one up to the declared one are spent (the counter moves
+// past them, so no number the device may have printed is issued again;
+// the audit shows them as a gap), and the series is free again. A
+// declared serial may not be below what the server knows the device
+// numbered in its year (Known: the last stored serial, or the one the
+// device reported in an end request). It returns ErrLeaseNotFound when no
+// lease ended by force holds the series, ErrLeaseYearsUndeclared when a
+// year is missing, ErrDeclaredTooLow for a serial below what is known,
+// ErrInvalidLease for a year the lease does not reserve, a serial past
+// the format's capacity or a bad reason, and db.ErrOutcomeUnknown when
+// the COMMIT's answer was lost.
+func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
 	if len(declared) == 0 {
 		return Lease{}, apperr.Errorf(ErrLeaseYearsUndeclared, "declare the last serial the device may have issued in each year of the lease")
 	}
-	return settleLease(ctx, b, s, declared, 0, reason, by, now)
+	return settleLease(ctx, b, s, declared, 0, reason, by, now, seal)
 }
 
-// settleLease is SettleLease (declared nil: through for the lease's one
-// year) and SettleLeaseYears.
-func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time) (Lease, error) {
+// settleLease is SettleLease (declared nil: through alone) and
+// SettleLeaseYears.
+func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -242,54 +263,31 @@ func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[
 		if l, err = LockLeaseTx(ctx, tx, s, held.ID); err != nil {
 			return err
 		}
-		// From the lease's start to the year of the server's tomorrow (see
-		// ForceEndLease), or to a later year the accountant declares (a
-		// till whose clock ran further ahead printed in it).
-		last := max(lastYear(now), l.EndFY)
-		for y := range declared {
-			last = max(last, y)
-		}
-		years := l.YearsThrough(last)
+		years := l.Years()
+		span := func() string { return fmt.Sprintf("%s and %s", years[0], years[len(years)-1]) }
 		if declared == nil {
-			if len(years) > 1 {
-				return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s spans %s to %s: declare the last serial device %s may have issued in each of them (declared), not declared_through alone",
-					s.Code, years[0], years[len(years)-1], l.DeviceID)
-			}
-			declared = map[gst.FY]int64{years[0]: through}
+			return apperr.Errorf(ErrLeaseYearsUndeclared, "the lease of series %s reserves %s: declare the last serial device %s may have issued in each of them (declared), not declared_through %d alone",
+				s.Code, span(), l.DeviceID, through)
 		}
 		for y := range declared {
-			if y < years[0] || y > years[len(years)-1] {
-				return apperr.Errorf(ErrInvalidLease, "declared names %s, outside the lease's years %s to %s", y, years[0], years[len(years)-1])
+			if !l.Reserves(y) {
+				return apperr.Errorf(ErrInvalidLease, "declared names %s; the lease reserves %s only", y, span())
 			}
 		}
 		at := now.UTC().Truncate(time.Microsecond)
-		adv := &pgx.Batch{}
-		QueueLeaseName(adv, l.ID)
+		spend := &pgx.Batch{}
+		QueueLeaseName(spend, l.ID)
 		for _, y := range years {
 			n, ok := declared[y]
 			if !ok {
-				return apperr.Errorf(ErrLeaseYearsUndeclared, "declared has no serial for %s: the lease of series %s spans %s to %s, and device %s may have issued in each",
-					y, s.Code, years[0], years[len(years)-1], l.DeviceID)
+				return apperr.Errorf(ErrLeaseYearsUndeclared, "declared has no serial for %s: the lease of series %s reserves %s, and device %s may have issued in each",
+					y, s.Code, span(), l.DeviceID)
 			}
-			p, err := position(ctx, tx, s, y)
-			if err != nil {
+			if err := declareYear(ctx, tx, spend, s, l, y, n, declaration{at: at, by: by, reason: reason, seal: seal}); err != nil {
 				return err
 			}
-			stored := p.Serial - 1
-			if n < stored || n > s.Format.Capacity() {
-				return apperr.Errorf(ErrInvalidLease, "declared_through %d must lie between %d, the last serial stored in %s, and %d", n, stored, y, s.Format.Capacity())
-			}
-			if n > stored {
-				// The declared serials are spent: the series goes on after
-				// them, never reusing a number the lost device may have
-				// printed.
-				adv.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
-					VALUES ($1, $2, $3, $4, $5, $6, $7)
-					ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial`,
-					s.ID, int(y), s.SellerID, n, s.Format.Capacity(), y.Start(), at)
-			}
 		}
-		if err := tx.SendBatch(ctx, adv).Close(); err != nil {
+		if err := tx.SendBatch(ctx, spend).Close(); err != nil {
 			return translate(err, "advance counter")
 		}
 		l.SettledAt, l.SettledBy, l.SettleReason, l.DeclaredThrough, l.DeclaredYears = &at, by, reason, declared[l.EndFY], declared
@@ -303,10 +301,70 @@ func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[
 	return l, nil
 }
 
-// lastYear returns the latest financial year a device may have numbered
-// in by now: the year of the server's tomorrow (IST), the latest invoice
-// date an upload is accepted with.
-func lastYear(now time.Time) gst.FY { return gst.FYOf(gst.DateIST(now).AddDate(0, 0, 1)) }
+// declaration is who declares a settlement's serials, when, why, and
+// how its chain records are sealed.
+type declaration struct {
+	at         time.Time
+	by, reason string
+	seal       Seal
+}
+
+// declareYear checks that n, the last serial the accountant declares
+// lease l's device may have issued in year fy, is not below what the
+// server knows it numbered there (l.Known) nor past the format's
+// capacity, and queues on spend the declaration of the serials after the
+// last stored one through n: the year's counter moves past them (its row
+// made when the year had none), so online issuance never hands out a
+// number the device may have printed; the year's chain gains a record of
+// kind declared sealing them (d.seal), and serial_declarations a row
+// saying which serials, which lease, who, when and why, so that verify
+// and the audit read the year as intact with declared serials. It reads
+// the year's counter row under its lock. It returns ErrDeclaredTooLow
+// (also for a declaration that would leave stored serials after it),
+// ErrInvalidLease, or the failure of reading the year.
+func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series, l Lease, fy gst.FY, n int64, d declaration) error {
+	p, err := lockedPosition(ctx, tx, s, fy)
+	if err != nil {
+		return err
+	}
+	stored := p.Serial - 1
+	if known := l.Known(fy, stored); n < known {
+		what := fmt.Sprintf("serials up to %d are stored (uploaded) there: a declaration names serials after them", stored)
+		if known > stored {
+			what = fmt.Sprintf("device %s reported having numbered through %d there", l.DeviceID, known)
+		}
+		return apperr.Errorf(ErrDeclaredTooLow, "declared %d for %s, but %s: declare %d or more", n, fy, what, known)
+	}
+	if n > s.Format.Capacity() {
+		return apperr.Errorf(ErrInvalidLease, "declared %d for %s is past the format's capacity, %d", n, fy, s.Format.Capacity())
+	}
+	if n == stored {
+		return nil
+	}
+	if d.seal == nil {
+		return fmt.Errorf("series: declaring serials of %s %s without a seal for their chain record", s.Code, fy)
+	}
+	dec := Declaration{FY: fy, Position: p.ChainLength + 1, First: stored + 1, Last: n, LeaseID: l.ID, DeviceID: l.DeviceID,
+		DeclaredAt: d.at, DeclaredOn: declaredOn(fy, d.at), DeclaredBy: d.by, Reason: d.reason}
+	if dec.FirstNumber, err = s.Format.Render(fy, dec.First); err != nil {
+		return apperr.Errorf(ErrInvalidLease, "declared serials of %s: %v", fy, err)
+	}
+	if dec.LastNumber, err = s.Format.Render(fy, dec.Last); err != nil {
+		return apperr.Errorf(ErrInvalidLease, "declared serials of %s: %v", fy, err)
+	}
+	hash := d.seal(s, dec, p.ChainHead)
+	args := pgx.NamedArgs{"series_id": s.ID, "fy": int(fy), "seller_id": s.SellerID, "last": n, "capacity": s.Format.Capacity(),
+		"fy_start": fy.Start(), "at": d.at, "position": dec.Position, "hash": hash, "first": dec.First,
+		"lease_id": l.ID, "device_id": l.DeviceID, "on": dec.DeclaredOn, "by": d.by, "reason": d.reason}
+	spend.Queue(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at, chain_length, chain_head)
+		VALUES (@series_id, @fy, @seller_id, @last, @capacity, @fy_start, @at, @position, @hash)
+		ON CONFLICT (series_id, fy, seller_id) DO UPDATE SET last_serial = EXCLUDED.last_serial, chain_length = EXCLUDED.chain_length, chain_head = EXCLUDED.chain_head`, args)
+	spend.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id)
+		VALUES (@series_id, @fy, @position, 'declared', @last, @at, @hash, @seller_id)`, args)
+	spend.Queue(`INSERT INTO serial_declarations (seller_id, series_id, fy, position, first_serial, last_serial, lease_id, device_id, declared_at, declared_on, declared_by, reason)
+		VALUES (@seller_id, @series_id, @fy, @position, @first, @last, @lease_id, @device_id, @at, @on, @by, @reason)`, args)
+	return nil
+}
 
 func checkReason(reason string) error {
 	if reason == "" || len(reason) > 300 {

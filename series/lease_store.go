@@ -70,17 +70,30 @@ func QueueLeaseName(b *pgx.Batch, leaseID string) {
 // quoteLiteral returns s as an SQL string literal.
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// TakeLease leases s to deviceID at now (by names who asked, for the
-// record) and returns the lease with the position the device continues
-// from: the series-year (IST) of the lease's NotBefore (the later of now
-// and the series' last issue time), its next serial and chain head. It
-// returns ErrInvalidLease for a bad device id and ErrLeaseHeld when the
-// series is held by a lease (of this or another device) not yet settled.
+// TakeLease is TakeLeaseKeyed without a key: a request that is never
+// answered again.
 func TakeLease(ctx context.Context, b db.Beginner, s gst.Series, deviceID, by string, now time.Time) (Lease, error) {
+	l, _, err := TakeLeaseKeyed(ctx, b, s, deviceID, "", by, now)
+	return l, err
+}
+
+// TakeLeaseKeyed leases s to deviceID at now (by names who asked, for the
+// record) and returns the lease with where the device starts: NotBefore,
+// the later of now and the series' last issue time in any year; the
+// financial years it reserves, from NotBefore's (Years); and the
+// position of each (Start, Next the first). A request with key (its
+// Idempotency-Key, "" for none) made again, while the lease it took is in
+// force and its device has not been in touch, answers that lease again,
+// with replayed true: nothing but the device writes the series while the
+// lease holds, so every position is as it was. It returns ErrInvalidLease
+// for a bad device id and ErrLeaseHeld when the series is held by another
+// lease, or by this one when the device has been in touch or it ended.
+func TakeLeaseKeyed(ctx context.Context, b db.Beginner, s gst.Series, deviceID, key, by string, now time.Time) (Lease, bool, error) {
 	if err := CheckDeviceID(deviceID); err != nil {
-		return Lease{}, err
+		return Lease{}, false, err
 	}
 	var l Lease
+	replayed := false
 	err := db.InTx(ctx, b, func(tx pgx.Tx) error {
 		if err := lockLeases(ctx, tx, s); err != nil {
 			return err
@@ -89,36 +102,49 @@ func TakeLease(ctx context.Context, b db.Beginner, s gst.Series, deviceID, by st
 		if err != nil {
 			return err
 		}
-		if held != nil {
-			if held.EndedAt == nil {
-				return apperr.Errorf(ErrLeaseHeld, "series %s is leased to device %s since %s", s.Code, held.DeviceID, held.LeasedAt.UTC().Format(time.RFC3339))
-			}
+		switch {
+		case held != nil && key != "" && held.TakeKey == key && held.DeviceID == deviceID && held.EndedAt == nil && held.LastContactAt == nil:
+			l, replayed = *held, true
+		case held != nil && held.EndedAt == nil:
+			return apperr.Errorf(ErrLeaseHeld, "series %s is leased to device %s since %s", s.Code, held.DeviceID, held.LeasedAt.UTC().Format(time.RFC3339))
+		case held != nil:
 			return apperr.Errorf(ErrLeaseHeld, "series %s is held by device %s's lease, ended by force and not settled: device %s may have issued serials after %d of %s that were never uploaded; settle it first",
 				s.Code, held.DeviceID, held.DeviceID, held.EndSerial, held.EndFY)
+		default:
+			l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by, TakeKey: key}
 		}
-		l = Lease{ID: newLeaseID(), SeriesID: s.ID, DeviceID: deviceID, LeasedAt: now.UTC().Truncate(time.Microsecond), LeasedBy: by}
 		if l.NotBefore, err = notBefore(ctx, tx, s, l.LeasedAt); err != nil {
 			return err
 		}
-		// The year of the device's floor, not of now: an invoice of a
-		// later year committed by a process whose clock runs ahead puts
-		// the floor (and the device's first invoice) in that year, which
-		// must continue after its stored serials (docs/offline.md).
-		fy := gst.FYAt(l.NotBefore)
-		if l.Next, err = position(ctx, tx, s, fy); err != nil {
-			return err
+		if !replayed {
+			// The years from the device's floor's, not now's: an invoice
+			// of a later year committed by a process whose clock runs
+			// ahead puts the floor (and the device's first invoice) in
+			// that year.
+			l.Next.FY = gst.FYAt(l.NotBefore)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(fy), l.Next.Serial, s.SellerID)
+		for _, y := range l.Years() {
+			p, err := position(ctx, tx, s, y)
+			if err != nil {
+				return err
+			}
+			l.Start = append(l.Start, p)
+		}
+		l.Next = l.Start[0]
+		if replayed {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id, take_key)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(l.Next.FY), l.Next.Serial, s.SellerID, nullable(key))
 		if isUnique(err) {
 			return apperr.Errorf(ErrLeaseHeld, "series %s is already leased", s.Code)
 		}
 		return translate(err, "insert lease")
 	})
 	if err != nil {
-		return Lease{}, leaseTxFailed(err)
+		return Lease{}, false, leaseTxFailed(err)
 	}
-	return l, nil
+	return l, replayed, nil
 }
 
 // notBefore returns the earliest issue time a device leasing s at
@@ -150,9 +176,21 @@ func leaseTxFailed(err error) error {
 // position returns where series-year (s, fy) stands, read without a row
 // lock (the caller holds the series' lease lock or the counter row's lock).
 func position(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (Position, error) {
+	return readPosition(ctx, q, s, fy, "")
+}
+
+// lockedPosition is position with the series-year's counter row locked
+// (when it has one) until the transaction ends.
+func lockedPosition(ctx context.Context, tx pgx.Tx, s gst.Series, fy gst.FY) (Position, error) {
+	return readPosition(ctx, tx, s, fy, " FOR UPDATE")
+}
+
+// readPosition reads the counter row of (s, fy), with lock (a locking
+// clause, or "") appended to its query.
+func readPosition(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY, lock string) (Position, error) {
 	p := Position{FY: fy, Serial: 1}
 	var last int64
-	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`,
+	err := q.QueryRow(ctx, `SELECT last_serial, chain_length, chain_head, last_issued_at FROM series_counters WHERE series_id = $1 AND fy = $2 AND seller_id = $3`+lock,
 		s.ID, int(fy), s.SellerID).Scan(&last, &p.ChainLength, &p.ChainHead, &p.LastIssuedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, nil
@@ -172,16 +210,18 @@ func NextPosition(ctx context.Context, q db.Querier, s gst.Series, fy gst.FY) (P
 
 const leaseCols = `lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial,
 	ended_at, coalesce(end_kind, ''), coalesce(ended_by, ''), coalesce(end_reason, ''), coalesce(end_fy, 0), coalesce(end_serial, 0),
-	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years, end_epoch`
+	settled_at, coalesce(settled_by, ''), coalesce(settle_reason, ''), coalesce(declared_through, 0), end_years, declared_years, end_epoch,
+	coalesce(take_key, ''), last_contact_at, coalesce(reported_fy, 0), coalesce(reported_serial, 0)`
 
 func scanLease(row pgx.Row) (Lease, error) {
 	var l Lease
-	var startFY, endFY int
+	var startFY, endFY, reportedFY int
 	var endYears, declaredYears []byte
 	err := row.Scan(&l.ID, &l.SeriesID, &l.DeviceID, &l.LeasedAt, &l.LeasedBy, &startFY, &l.Next.Serial,
 		&l.EndedAt, &l.EndKind, &l.EndedBy, &l.EndReason, &endFY, &l.EndSerial,
-		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears, &l.EndEpoch)
-	l.Next.FY, l.EndFY = gst.FY(startFY), gst.FY(endFY)
+		&l.SettledAt, &l.SettledBy, &l.SettleReason, &l.DeclaredThrough, &endYears, &declaredYears, &l.EndEpoch,
+		&l.TakeKey, &l.LastContactAt, &reportedFY, &l.ReportedSerial)
+	l.Next.FY, l.EndFY, l.ReportedFY = gst.FY(startFY), gst.FY(endFY), gst.FY(reportedFY)
 	if err != nil {
 		return l, err
 	}
@@ -278,16 +318,26 @@ func Leases(ctx context.Context, q db.Querier, s gst.Series) ([]Lease, error) {
 
 // WriteAsLeaseTx locks lease leaseID of series s inside tx and names it
 // for the rest of tx, so that tx may write the leased series' counter rows
-// (an upload by the lease holder), and returns the lease. It returns
+// (an upload by the lease holder), records now as the device's last
+// contact (kept only if tx commits), and returns the lease. It returns
 // LockLeaseTx's errors, or the translated failure of naming the lease.
-func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s gst.Series, leaseID string) (Lease, error) {
+func WriteAsLeaseTx(ctx context.Context, tx pgx.Tx, s gst.Series, leaseID string, now time.Time) (Lease, error) {
 	l, err := LockLeaseTx(ctx, tx, s, leaseID)
 	if err != nil {
 		return Lease{}, err
 	}
 	b := &pgx.Batch{}
 	QueueLeaseName(b, leaseID)
+	queueContact(b, s, &l, now)
 	return l, translate(tx.SendBatch(ctx, b).Close(), "name lease")
+}
+
+// queueContact queues on b the record of the device's contact at now with
+// l (whose row the transaction has locked), and sets it on l.
+func queueContact(b *pgx.Batch, s gst.Series, l *Lease, now time.Time) {
+	at := now.UTC().Truncate(time.Microsecond)
+	l.LastContactAt = &at
+	b.Queue(`UPDATE series_leases SET last_contact_at = $2 WHERE lease_id = $1 AND seller_id = $3`, l.ID, at, s.SellerID)
 }
 
 // LockLeaseTx locks lease leaseID of series s inside tx and returns it,

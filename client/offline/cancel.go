@@ -40,14 +40,14 @@ type CancelReceipt struct {
 }
 
 // remember records di, numbered in fy (under the caller's key, "" for
-// none), as pending and cancellable.
-func (t *Terminal) remember(fy gst.FY, di client.DeviceInvoice, key string) {
+// none) after chain head prev, as pending and cancellable.
+func (t *Terminal) remember(fy gst.FY, di client.DeviceInvoice, key string, prev []byte) {
 	k := invoiceKey{fy, di.Serial}
 	t.invoices[k], t.byNumber[di.Number] = di, k
 	if key != "" {
 		t.keys[key] = k
 	}
-	t.queue = append(t.queue, pendingRecord{fy: fy, inv: di})
+	t.queue = append(t.queue, pendingRecord{fy: fy, inv: di, prev: prev})
 }
 
 // Cancel cancels an invoice this terminal numbered under its lease and
@@ -58,7 +58,8 @@ func (t *Terminal) remember(fy gst.FY, di client.DeviceInvoice, key string) {
 // (times never go back); its record (document.CancelOffline, the server's
 // own code) takes the next position of the invoice's series-year chain,
 // and the uploader sends it after that invoice. It fails with
-// ErrUnknownInvoice, ErrAlreadyCancelled, document.ErrInvalid for an empty
+// ErrUnknownInvoice, ErrAlreadyCancelled, ErrCancelRefused (the server
+// refused its cancellation before), document.ErrInvalid for an empty
 // or overlong reason (nothing journaled), ErrEndPending, ErrLeaseInDoubt,
 // ErrEnded, or ErrBroken.
 func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
@@ -80,6 +81,9 @@ func (t *Terminal) Cancel(ref, reason string) (CancelReceipt, error) {
 	}
 	if t.cancelled[k] {
 		return CancelReceipt{}, fmt.Errorf("%w: %s", ErrAlreadyCancelled, t.invoices[k].Number)
+	}
+	if r, ok := t.refusedCancel(k); ok {
+		return CancelReceipt{}, fmt.Errorf("%w: %s (%s)", ErrCancelRefused, r.Number, r.Reason)
 	}
 	di := t.invoices[k]
 	inv, err := t.rebuild(k.fy, di)
@@ -114,11 +118,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 	if err != nil {
 		return invoiceKey{}, false
 	}
-	var fy gst.FY
-	for y := range t.years {
-		fy = max(fy, y)
-	}
-	k := invoiceKey{fy, serial}
+	k := invoiceKey{t.latestYear(), serial}
 	_, ok := t.invoices[k]
 	return k, ok
 }
@@ -126,16 +126,7 @@ func (t *Terminal) find(ref string) (invoiceKey, bool) {
 // rebuild returns the invoice di as numbered (amounts, items and fields as
 // the server stores them), for its cancel record.
 func (t *Terminal) rebuild(fy gst.FY, di client.DeviceInvoice) (document.Invoice, error) {
-	r, err := request(client.IssueRequest{Buyer: di.Buyer, ShipTo: di.ShipTo, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
-	if err != nil {
-		return document.Invoice{}, err
-	}
-	at, err := time.Parse(time.RFC3339Nano, di.IssuedAt)
-	if err != nil {
-		return document.Invoice{}, err
-	}
-	r.InvoiceDate = gst.DateIST(at)
-	inv, _, err := document.NumberOffline(t.seller, t.series, r, di.Serial, 0, nil, at)
+	inv, _, err := t.renumber(di, 0, nil)
 	if err != nil {
 		return document.Invoice{}, err
 	}
@@ -145,16 +136,31 @@ func (t *Terminal) rebuild(fy gst.FY, di client.DeviceInvoice) (document.Invoice
 	return inv, nil
 }
 
+// renumber returns the invoice di numbered again, as Issue numbered it, at
+// chain position pos after head, and its chain hash.
+func (t *Terminal) renumber(di client.DeviceInvoice, pos int64, head []byte) (document.Invoice, []byte, error) {
+	r, err := request(client.IssueRequest{Buyer: di.Buyer, ShipTo: di.ShipTo, PlaceOfSupply: di.PlaceOfSupply, Items: di.Items, Original: di.Original})
+	if err != nil {
+		return document.Invoice{}, nil, err
+	}
+	at, err := time.Parse(time.RFC3339Nano, di.IssuedAt)
+	if err != nil {
+		return document.Invoice{}, nil, err
+	}
+	r.InvoiceDate = gst.DateIST(at)
+	return document.NumberOffline(t.seller, t.series, r, di.Serial, pos, head, at)
+}
+
 // applyCancel advances the chain of k's series-year with the cancel
 // record dc and queues it for upload.
 func (t *Terminal) applyCancel(k invoiceKey, dc client.DeviceCancel, hash []byte, at time.Time) {
 	y := t.year(k.fy)
+	t.queue = append(t.queue, pendingRecord{fy: k.fy, cancel: &dc, prev: y.head})
 	y.length, y.head = dc.Position, hash
 	if at.After(t.lastAt) {
 		t.lastAt = at
 	}
 	t.cancelled[k] = true
-	t.queue = append(t.queue, pendingRecord{fy: k.fy, cancel: &dc})
 }
 
 // replayCancel applies a journaled cancellation to t's state.
@@ -196,17 +202,10 @@ func (t *Terminal) Cancelled() []string {
 	return out
 }
 
-// LastSerial returns the last serial numbered in the latest series-year
-// (0 when none).
+// LastSerial returns the last serial of the latest series-year numbered
+// (latestYear; 0 when none).
 func (t *Terminal) LastSerial() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var fy gst.FY
-	for y := range t.years {
-		fy = max(fy, y)
-	}
-	if y := t.years[fy]; y != nil {
-		return y.last
-	}
-	return 0
+	return t.years[t.latestYear()].last
 }

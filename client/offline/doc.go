@@ -23,7 +23,12 @@
 // ErrClockBehind rather than guess the date. An upload refused because
 // the lease was ended by force and settled makes the terminal stop for
 // good (ErrEnded; Sync fails with a *NotUploadedError listing the printed
-// records the server never got); while a read of the lease has not said
+// records the server never got); while a resume of the lease has not said
 // so, Issue fails with ErrLeaseInDoubt. Sync halves its batches when they
-// carry more than the server's rate limit allows at once.
+// are too large for the server (its body limit, or its rate limit), and
+// voids a cancellation the server refuses because its month was locked
+// (RefusedCancels), so that everything else still uploads. A lease
+// reserves two financial years, each with its position given when the
+// lease is taken; a clock in any other year makes Issue fail with
+// ErrYearNotLeased.
 package offline

@@ -27,11 +27,20 @@ func wantRefusal(t *testing.T, what string, err error, status int, code, field s
 }
 
 // withoutFloor is l as a device that ignores its time floors (not_before
-// and the series' last issue time) would hold it.
-func withoutFloor(l client.Lease) client.Lease {
+// and the series' last issue times) would hold it, numbering also in the
+// years from before (the first year of l's, a serial 1 of the year before
+// it).
+func withoutFloor(l client.Lease, before bool) client.Lease {
 	next := *l.Next
 	next.LastIssuedAt = ""
 	l.NotBefore, l.Next = "", &next
+	years := []client.Position{next}
+	if before {
+		fy, _ := gst.ParseFY(next.FY)
+		years = []client.Position{{FY: (fy - 1).String(), Serial: 1}}
+		l.Next = &years[0]
+	}
+	l.Years = years
 	return l
 }
 
@@ -59,7 +68,7 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	}
 	// A till that ignores the floor, its clock an hour before the lease.
 	early := &clock{srv.t.Add(-30 * time.Minute)}
-	rogue, err := offline.Create(filepath.Join(e.dir, "rogue"), withoutFloor(l), early.now)
+	rogue, err := offline.Create(filepath.Join(e.dir, "rogue"), withoutFloor(l, false), early.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +81,12 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	wantRefusal(t, "issued before the lease", err, http.StatusUnprocessableEntity, client.CodeIssuedBeforeLease, "invoices[0].issued_at")
 	// One whose clock is in the year before the lease's.
 	lastYear := &clock{time.Date(2026, 3, 31, 23, 0, 0, 0, gst.IST)}
-	rogue2, err := offline.Create(filepath.Join(e.dir, "rogue2"), withoutFloor(l), lastYear.now)
+	rogue2, err := offline.Create(filepath.Join(e.dir, "rogue2"), withoutFloor(l, true), lastYear.now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rogue2.Close()
-	if r, err = rogue2.Issue(sale(0)); err != nil || r.FY != "2025-26" {
+	if r, err = rogue2.Issue(sale(0)); err != nil || r.FY != "2025-26" || r.Serial != 1 {
 		t.Fatalf("rogue till in 2025-26: %+v, %v", r, err)
 	}
 	_, err = e.all.UploadDeviceInvoices(ctx, "T07", l.LeaseID, []client.DeviceInvoice{deviceInvoice(r, sale(0))})
@@ -132,8 +141,14 @@ func TestUploadsOutsideTheLeaseStoreNothing(t *testing.T) {
 	if _, err := term.Cancel(r.Number, "customer returned the goods"); err != nil {
 		t.Fatal(err)
 	}
+	// The server refuses it (409 period_locked naming cancels[0].serial);
+	// the till voids the cancel and reports it.
 	_, err = term.Sync(ctx, e.all)
-	wantRefusal(t, "cancel in a locked month", err, http.StatusConflict, client.CodePeriodLocked, "cancels[0].serial")
+	var cr *offline.CancelsRefusedError
+	if !errors.As(err, &cr) || len(cr.Cancels) != 1 || cr.Cancels[0].Number != r.Number || !strings.Contains(cr.Cancels[0].Reason, "cancels[0].serial") ||
+		!strings.Contains(cr.Cancels[0].Reason, "locked") {
+		t.Fatalf("cancel in a locked month: %v, want the refusal (409 period_locked naming cancels[0].serial) reported", err)
+	}
 	var cancelled int
 	if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE status = 'cancelled'`).Scan(&cancelled); err != nil || cancelled != 0 {
 		t.Fatalf("%d invoices cancelled, %v; want none", cancelled, err)

@@ -21,11 +21,17 @@ import (
 // fsynced before the caller learns anything (an invoice number only comes
 // back after that). A power cut can therefore leave at most one record
 // incomplete, the last, and only one that no caller was ever told about;
-// open discards exactly such a tail: a header cut short, a length past the
-// end of the file, a CRC mismatch in the record that ends the file, or
-// zeros to the end (blocks allocated but never written). Anything else
-// that fails its check is corruption, and open refuses the file rather
-// than guess: a terminal never renumbers from a journal it cannot read.
+// open discards exactly such a tail: a header cut short, a payload cut
+// short, a last record whose payload ends in a zero byte (its last blocks
+// allocated but never written; a JSON payload ends in '}'), or zeros to
+// the end. Anything else that fails its check is damage, and open refuses
+// the file (ErrCorrupt) rather than guess: a terminal never renumbers from
+// a journal it cannot read. Damage can look like a tear: a length whose
+// bits flipped points past the end of the file, as a payload cut short
+// does; but then the payload's checksum matches a shorter length, the
+// true one (a torn payload matches none), and open refuses the journal. A
+// flipped bit in the last record's payload or checksum leaves its last
+// byte '}' (no single bit flip makes it zero), so it is damage too.
 
 const (
 	headerLen = 8
@@ -97,6 +103,9 @@ func scanRecords(data []byte) ([][]byte, int64, error) {
 		n := int(binary.LittleEndian.Uint32(rest[0:4]))
 		sum := binary.LittleEndian.Uint32(rest[4:8])
 		if n > len(rest)-headerLen {
+			if end := wholeAt(rest[headerLen:], sum); end > 0 {
+				return nil, 0, fmt.Errorf("%w: record at offset %d has length %d, past the end of the file, but its payload is whole at length %d: the length is damaged", ErrCorrupt, off, n, end)
+			}
 			break // the payload was cut short
 		}
 		if n == 0 || n > maxRecord {
@@ -104,8 +113,8 @@ func scanRecords(data []byte) ([][]byte, int64, error) {
 		}
 		payload := rest[headerLen : headerLen+n]
 		if crc32.Checksum(payload, crcTable) != sum {
-			if headerLen+n == len(rest) {
-				break // the last record, torn
+			if headerLen+n == len(rest) && payload[n-1] == 0 {
+				break // the last record, its end never written
 			}
 			return nil, 0, fmt.Errorf("%w: record at offset %d fails its checksum", ErrCorrupt, off)
 		}
@@ -113,6 +122,19 @@ func scanRecords(data []byte) ([][]byte, int64, error) {
 		off += headerLen + n
 	}
 	return out, int64(off), nil
+}
+
+// wholeAt returns the length (1 .. maxRecord) at which a prefix of b has
+// checksum sum, the first such; 0 when none does.
+func wholeAt(b []byte, sum uint32) int {
+	crc := uint32(0)
+	for i := range min(len(b), maxRecord) {
+		crc = crc32.Update(crc, crcTable, b[i:i+1])
+		if crc == sum {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func allZero(b []byte) bool {

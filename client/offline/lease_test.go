@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,4 +110,41 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 	}
 	wantExactly(t, e.serials(t, 2026), int(issued.Load())+5)
 	e.verify(t)
+}
+
+// TestLostLeaseAnswerIsUsable: the answer to a lease is lost after the
+// server took it. Asked again, the manager gets the lease (its position,
+// floor and format: what offline.Create needs), and the till sells and
+// ends on it; the series is never left held by a lease nobody has.
+func TestLostLeaseAnswerIsUsable(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	var posts atomic.Int64
+	mgr := e.clientDropping(func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lease") && posts.Add(1) == 1
+	})
+	l, err := mgr.Lease(ctx, "T07", "till-7")
+	if err != nil {
+		t.Fatalf("the lease asked again after its answer was lost: %v", err)
+	}
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
+	term, err := offline.Create(filepath.Join(e.dir, "till-7.journal"), l, clk.now)
+	if err != nil {
+		t.Fatalf("offline.Create with the lease asked again: %v", err)
+	}
+	defer term.Close()
+	if r, err := term.Issue(sale(0)); err != nil || r.Number != "T07/26-27/00001" {
+		t.Fatalf("sale: %+v, %v", r, err)
+	}
+	if l, err := term.End(ctx, e.all); err != nil || l.EndSerial != 1 {
+		t.Fatalf("End: %+v, %v", l, err)
+	}
+	// A second lease of the series by another call is still refused while
+	// a lease holds it.
+	if _, err := e.all.Lease(ctx, "T07", "till-8"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mgr.Lease(ctx, "T07", "till-7")
+	wantCode(t, err, http.StatusConflict, client.CodeLeaseHeld)
 }

@@ -16,10 +16,13 @@ import (
 
 // record is one journal record.
 type record struct {
-	// "lease", "inv", "cancel", "up", "upc"; "ending" (FY, Through)
-	// before the lease's end is asked for, then "end" when it ended or
-	// "resume" when it is shown to hold; "doubt" when the server refused
-	// an upload as not under the lease, then "end" or "resume" likewise.
+	// "lease", "inv", "cancel", "up", "upc"; "void" (FY, Position,
+	// Reason) when the server refused the cancellation at that position
+	// (its month was locked): the records after it are chained again;
+	// "ending" (FY, Through) before the lease's end is asked for, then
+	// "end" when it ended or "resume" when it is shown to hold; "doubt"
+	// when the server refused an upload as not under the lease, then
+	// "end" or "resume" likewise.
 	Kind string `json:"k"`
 	// Key is the caller's key of an invoice (IssueKeyed).
 	Key string `json:"key,omitempty"`
@@ -35,9 +38,10 @@ type record struct {
 	// cancellations uploaded through this chain position of FY.
 	Through int64 `json:"through,omitempty"`
 	// Epoch: of an "ending", the lease's end epoch the end is asked at;
-	// of a "resume" learnt by resuming (not by a read), the lease's new
-	// end epoch.
+	// of a "resume", the lease's new end epoch.
 	Epoch int64 `json:"epoch,omitempty"`
+	// Reason: of a "void", the server's refusal.
+	Reason string `json:"reason,omitempty"`
 }
 
 // replay applies one journal record to t's state.
@@ -65,11 +69,17 @@ func (t *Terminal) replay(r record, first bool) error {
 		if err != nil {
 			return err
 		}
+		t.remember(fy, *r.Invoice, r.Key, y.head)
 		y.last, y.length, y.head, t.lastAt = r.Invoice.Serial, r.Position, h, at
 		t.numbered++
-		t.remember(fy, *r.Invoice, r.Key)
 	case "cancel":
 		return t.replayCancel(r)
+	case "void":
+		fy, err := gst.ParseFY(r.FY)
+		if err != nil {
+			return err
+		}
+		return t.voidCancel(fy, r.Position, r.Reason)
 	case "up", "upc":
 		fy, err := gst.ParseFY(r.FY)
 		if err != nil {
@@ -95,7 +105,9 @@ func (t *Terminal) replay(r record, first bool) error {
 	return nil
 }
 
-// setLease sets the seller, series and starting position from l.
+// setLease sets the seller, series and the years the lease reserves, each
+// with its starting position, from l: l.Years, or (a lease from a server
+// that reserved no years) Next's year alone.
 func (t *Terminal) setLease(l client.Lease) error {
 	if l.Next == nil {
 		return errors.New("offline: the lease has no next position")
@@ -112,38 +124,43 @@ func (t *Terminal) setLease(l client.Lease) error {
 	if err != nil {
 		return err
 	}
-	fy, err := gst.ParseFY(l.Next.FY)
-	if err != nil {
-		return err
+	years := l.Years
+	if len(years) == 0 {
+		years = []client.Position{*l.Next}
 	}
-	head, err := hex.DecodeString(l.Next.ChainHead)
-	if err != nil {
-		return err
-	}
-	if len(head) == 0 {
-		head = nil
+	for _, p := range years {
+		fy, err := gst.ParseFY(p.FY)
+		if err != nil {
+			return err
+		}
+		head, err := hex.DecodeString(p.ChainHead)
+		if err != nil {
+			return err
+		}
+		if len(head) == 0 {
+			head = nil
+		}
+		t.years[fy] = &year{last: p.Serial - 1, length: p.ChainLength, head: head, uploaded: p.Serial - 1}
+		t.reserved = append(t.reserved, fy)
 	}
 	t.lease = l
 	t.epoch = l.EndEpoch
 	t.seller = gst.Seller{GSTIN: g, StateCode: g.StateCode()}
 	t.series = gst.Series{Code: l.Series, DocType: dt, Format: f}
-	t.years[fy] = &year{last: l.Next.Serial - 1, length: l.Next.ChainLength, head: head, uploaded: l.Next.Serial - 1}
-	if l.Next.LastIssuedAt != "" {
-		at, err := time.Parse(time.RFC3339Nano, l.Next.LastIssuedAt)
-		if err != nil {
-			return err
-		}
-		t.lastAt = at // issue times continue the series', whatever the device's clock says
+	// Issue times continue the series', whatever the device's clock says:
+	// from not_before (the later of the lease's time and the series' last
+	// issue time in any year), or from a server without it, the last
+	// issue time of Next's year.
+	floor := l.NotBefore
+	if floor == "" {
+		floor = l.Next.LastIssuedAt
 	}
-	if l.NotBefore != "" {
-		at, err := time.Parse(time.RFC3339Nano, l.NotBefore)
+	if floor != "" {
+		at, err := time.Parse(time.RFC3339Nano, floor)
 		if err != nil {
 			return err
 		}
-		t.floor = at.UTC()
-		if at.After(t.lastAt) {
-			t.lastAt = at
-		}
+		t.floor, t.lastAt = at.UTC(), at.UTC()
 	}
 	return nil
 }

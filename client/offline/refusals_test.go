@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,9 +19,9 @@ import (
 // settled (the accountant declares the serials on paper) while the till
 // still sells. Its next upload (by Sync, or by End) is refused 409
 // lease_not_held; from then on the till numbers nothing, also after a
-// restart, and it reports the serials it never uploaded. When the read of
-// the lease loses its answer the till still numbers nothing until a read
-// answers. Online issuance after the settlement never hands out a number
+// restart, and it reports the serials it never uploaded. When the resume
+// of the lease (how the till learns its state) loses its answer the till
+// still numbers nothing until a resume answers. Online issuance after the settlement never hands out a number
 // the till printed.
 func TestSettledLeaseStopsTheTill(t *testing.T) {
 	t.Parallel()
@@ -68,14 +69,14 @@ func TestSettledLeaseStopsTheTill(t *testing.T) {
 			if _, err := e.all.EndLease(ctx, "T07", "", client.EndLeaseRequest{Force: true, Reason: "till 7 missing"}); err != nil {
 				t.Fatal(err)
 			}
-			through := int64(5) // the paper trail
-			if _, err := e.all.EndLease(ctx, "T07", "", client.EndLeaseRequest{DeclaredThrough: &through, Reason: "paper receipts to 5"}); err != nil {
+			paper := []client.YearSerial{{FY: "2026-27", Through: 5}, {FY: "2027-28", Through: 0}} // the paper trail
+			if _, err := e.all.EndLease(ctx, "T07", "", client.EndLeaseRequest{Declared: paper, Reason: "paper receipts to 5"}); err != nil {
 				t.Fatal(err)
 			}
 			dev := e.all
 			var reads atomic.Int64
-			if c.lostRead { // every answer to a read of the lease is lost
-				dev = e.clientDropping(func(r *http.Request) bool { return r.Method == http.MethodGet && reads.Add(1) > 0 })
+			if c.lostRead { // every answer to a resume of the lease is lost
+				dev = e.clientDropping(func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/lease/resume") && reads.Add(1) > 0 })
 			}
 			syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			if c.end {

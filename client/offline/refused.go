@@ -2,7 +2,6 @@ package offline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -15,8 +14,8 @@ import (
 // the device's serials and online issuance continues after them, so a
 // till that kept numbering would print numbers online issuance hands out
 // too. The terminal first journals a "doubt" (it numbers nothing, also
-// after a restart), then reads the lease; only a read's answer decides: a
-// lost answer is not a no.
+// after a restart), then resumes the lease; only the resume's answer
+// decides: a lost answer is not a no.
 
 // Unuploaded is a record the terminal numbered and never uploaded: an
 // invoice, or (Cancel set) the cancellation of one.
@@ -80,22 +79,24 @@ func (t *Terminal) refused(ctx context.Context, cl *client.Client, refusal error
 	return refusal // the lease holds after all: nothing was stored
 }
 
-// learnLease reads the lease while in doubt, after refusal (nil: a doubt
-// left by an earlier Sync). Settled: it journals the end and returns a
-// *NotUploadedError. In force (not ended): it journals "resume" and
-// returns nil; when an end is pending, it resumes the lease first
-// (learnEnd), so that the pending end cannot commit after selling goes on. Ended by force and not settled (uploads are still taken):
-// the doubt stays, and it returns nil without a refusal (Sync uploads,
-// End settles the lease) and an error wrapping ErrLeaseInDoubt with one.
-// No answer, or any error: the doubt stays and the error wraps
-// ErrLeaseInDoubt.
+// learnLease resumes the lease while in doubt, after refusal (nil: a
+// doubt left by an earlier Sync): a resume, not a read, so that an end
+// the device asked for and that may still be in flight can no longer
+// commit once selling goes on. Settled: it journals the end and returns a
+// *NotUploadedError. In force (not ended): it journals "resume" with the
+// lease's new end epoch (which also settles an end pending: that end
+// can no longer commit) and returns nil. Ended by force and not settled
+// (uploads are still taken): the doubt stays, and it returns nil without
+// a refusal (Sync uploads, End settles the lease) and an error wrapping
+// ErrLeaseInDoubt with one. No answer, or any error: the doubt stays and
+// the error wraps ErrLeaseInDoubt.
 func (t *Terminal) learnLease(ctx context.Context, cl *client.Client, refusal error) error {
-	l, err := cl.GetLease(ctx, t.lease.Series, t.lease.LeaseID)
+	l, err := cl.ResumeLease(ctx, t.lease.Series, t.lease.LeaseID)
 	if err != nil {
 		if refusal != nil {
-			return fmt.Errorf("%w: %w (reading the lease: %v)", ErrLeaseInDoubt, refusal, err)
+			return fmt.Errorf("%w: %w (resuming the lease: %v)", ErrLeaseInDoubt, refusal, err)
 		}
-		return fmt.Errorf("%w (reading the lease: %v)", ErrLeaseInDoubt, err)
+		return fmt.Errorf("%w (resuming the lease: %v)", ErrLeaseInDoubt, err)
 	}
 	switch {
 	case l.SettledAt != "":
@@ -110,25 +111,7 @@ func (t *Terminal) learnLease(ctx context.Context, cl *client.Client, refusal er
 		}
 		return &NotUploadedError{Lease: l, Records: recs, Err: refusal}
 	case l.EndedAt == "":
-		t.mu.Lock()
-		pending := t.pending
-		t.mu.Unlock()
-		if pending != nil {
-			// An end was asked for and may be in flight: only a resume
-			// (learnEnd) stops it from committing after selling goes on.
-			held := errors.New("the lease's end is pending")
-			ended, err := t.learnEnd(ctx, cl, pending, held)
-			switch {
-			case errors.Is(err, held):
-				return nil // resumed: selling goes on
-			case err == nil:
-				return fmt.Errorf("%w: the lease ended at serial %d of %s", ErrEnded, ended.EndSerial, ended.EndFY)
-			case errors.Is(err, ErrEndPending):
-				return fmt.Errorf("%w: %w", ErrLeaseInDoubt, err)
-			}
-			return err
-		}
-		return t.settle(record{Kind: "resume"})
+		return t.settle(record{Kind: "resume", Epoch: l.EndEpoch})
 	case refusal != nil:
 		return fmt.Errorf("%w: %w (the lease was ended %s and is not settled)", ErrLeaseInDoubt, refusal, l.EndKind)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/client"
+	"github.com/invoiced/invoiced/client/offline"
 	"github.com/invoiced/invoiced/gst"
 )
 
@@ -29,17 +31,30 @@ func (h *holdDeletes) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodDelete {
 		return h.base.RoundTrip(r)
 	}
-	body, err := io.ReadAll(r.Body)
-	r.Body.Close()
+	kept, timeout, err := holdInFlight(r)
 	if err != nil {
 		return nil, err
 	}
-	kept := r.Clone(context.Background())
-	kept.Body, kept.ContentLength, kept.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
 	h.mu.Lock()
 	h.held = append(h.held, kept)
 	h.mu.Unlock()
-	return &http.Response{StatusCode: http.StatusRequestTimeout, Status: "408 Request Timeout", Header: http.Header{},
+	return timeout, nil
+}
+
+// holdInFlight returns a copy of r (its body read) to send later, and the
+// 408 a proxy answers when it gives up waiting on a request it passed on.
+func holdInFlight(r *http.Request) (*http.Request, *http.Response, error) {
+	var body []byte
+	if r.Body != nil {
+		var err error
+		if body, err = io.ReadAll(r.Body); err != nil {
+			return nil, nil, err
+		}
+		r.Body.Close()
+	}
+	kept := r.Clone(context.Background())
+	kept.Body, kept.ContentLength, kept.GetBody = io.NopCloser(bytes.NewReader(body)), int64(len(body)), nil
+	return kept, &http.Response{StatusCode: http.StatusRequestTimeout, Status: "408 Request Timeout", Header: http.Header{},
 		Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 }
 
@@ -128,4 +143,54 @@ func TestEndStuckInFlightNeverEndsAResumedLease(t *testing.T) {
 	p.add(t, inv.Number, "online after the end")
 	wantExactly(t, e.serials(t, 2026), 5)
 	e.verify(t)
+}
+
+// TestForcedEndAfterALostResumeSettlesByTheDevice: the till asks to end
+// its lease; the DELETE is stuck in flight and the answer to the resume
+// that follows is lost (the server moved the lease's end epoch on, the
+// till never learnt it). The lease is then ended by force. When the till
+// turns up, its End must settle the lease (everything was uploaded): the
+// table says "the device's end settles it", not only an accountant.
+func TestForcedEndAfterALostResumeSettlesByTheDevice(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
+	term := e.terminal(t, "till-7", clk)
+	for range 3 {
+		if _, err := term.Issue(sale(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := term.Sync(ctx, e.all); err != nil {
+		t.Fatal(err)
+	}
+	hold := &holdDeletes{base: &dropAnswers{base: http.DefaultTransport, drop: func(r *http.Request) bool {
+		return strings.HasSuffix(r.URL.Path, "/lease/resume")
+	}}}
+	dev := client.New(e.url, e.key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond), client.WithHTTPClient(&http.Client{Transport: hold}))
+	endCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err := term.End(endCtx, dev)
+	cancel()
+	if !errors.Is(err, offline.ErrEndPending) {
+		t.Fatalf("End with the DELETE stuck and the resume's answer lost: %v, want ErrEndPending", err)
+	}
+	if _, err := e.all.EndLease(ctx, "T07", "", client.EndLeaseRequest{Force: true, Reason: "till 7 not answering"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		l, err := term.End(ctx, e.all)
+		t.Logf("End %d after the forced end: %+v, %v", i, l.SettledAt, err)
+		if err == nil {
+			if l.SettledAt == "" || l.EndSerial != 3 {
+				t.Fatalf("End settled %+v, want the lease settled at serial 3", l)
+			}
+			inv, err := e.all.IssueInvoice(ctx, "T07", sale(0))
+			if err != nil || inv.Number != "T07/26-27/00004" {
+				t.Fatalf("online after the device's end: %+v, %v", inv, err)
+			}
+			return
+		}
+	}
+	t.Fatalf("the till's End never settled the lease ended by force: only the accountant can")
 }

@@ -45,6 +45,13 @@ func setupAt(t *testing.T, now func() time.Time) *env {
 // --rate-limit; 0: none).
 func setupRate(t *testing.T, now func() time.Time, rate float64) *env {
 	t.Helper()
+	return setupWith(t, api.Config{Now: now, KeyRate: rate})
+}
+
+// setupWith is setup with the server configured as cfg (its Pool, and
+// the failure rate and webhook policy every test uses, filled in).
+func setupWith(t *testing.T, cfg api.Config) *env {
+	t.Helper()
 	pool := dbtest.New(t)
 	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{Name: "Offline Stall"})
@@ -53,7 +60,8 @@ func setupRate(t *testing.T, now func() time.Time, rate float64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(api.New(api.Config{Pool: pool, FailureRate: -1, KeyRate: rate, WebhookAllowPrivate: true, Now: now}).Handler())
+	cfg.Pool, cfg.FailureRate, cfg.WebhookAllowPrivate = pool, -1, true
+	ts := httptest.NewServer(api.New(cfg).Handler())
 	t.Cleanup(ts.Close)
 	return &env{pool: pool, seller: seller, url: ts.URL, key: key, dir: t.TempDir(),
 		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}

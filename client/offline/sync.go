@@ -3,6 +3,7 @@ package offline
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/invoiced/invoiced/client"
@@ -34,23 +35,28 @@ func (t *Terminal) markUploaded(fy gst.FY, cancels bool, through int64) {
 
 // Sync uploads every pending invoice and cancellation through cl, in
 // batches in the chain's order, and returns how many the server newly
-// stored. The client retries what has no
-// answer; an upload is idempotent, so a batch whose answer was lost is
-// replayed. A batch refused 429 over_rate_limit (more records than the
-// server's --rate-limit lets one request carry) is halved and sent again,
-// down to one record, and later batches keep the smaller size.
+// stored. The client retries what has no answer; an upload is idempotent,
+// so a batch whose answer was lost is replayed. A batch refused as too
+// large (413 body_too_large: its body is past the server's limit; 429
+// over_rate_limit: more records than the server's --rate-limit lets one
+// request carry) is halved and sent again, down to one record, and later
+// batches keep the smaller size. A run of cancellations refused 409
+// period_locked is halved likewise until the refused one is found alone;
+// that one is voided (void.go: the invoice stands, the records after it
+// are chained again) and the rest uploads; Sync then fails with a
+// *CancelsRefusedError naming it.
 //
 // When the server refuses an upload as not under the lease (409
 // lease_not_held, 404 lease_not_found), Sync journals a "doubt" (Issue and
-// Cancel fail with ErrLeaseInDoubt from then on) and reads the lease: when
-// it has ended and is settled, Sync journals the end (Issue fails with
-// ErrEnded) and fails with a *NotUploadedError listing what was never
-// uploaded; when it holds, selling goes on and Sync fails with the
-// refusal; when the read has no answer (or 404), the doubt stays, across
-// a restart too, and Sync fails with an error wrapping ErrLeaseInDoubt:
-// the next Sync reads the lease first. It fails otherwise with the
-// client's errors (a *client.ContinuationError when the server's series
-// does not continue where the terminal's does).
+// Cancel fail with ErrLeaseInDoubt from then on) and resumes the lease
+// (learnLease): when it has ended and is settled, Sync journals the end
+// (Issue fails with ErrEnded) and fails with a *NotUploadedError listing
+// what was never uploaded; when it holds, selling goes on and Sync fails
+// with the refusal; when the resume has no answer (or 404), the doubt
+// stays, across a restart too, and Sync fails with an error wrapping
+// ErrLeaseInDoubt: the next Sync resumes first. It fails otherwise with
+// the client's errors (a *client.ContinuationError when the server's
+// series does not continue where the terminal's does).
 func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 	stored := 0
 	t.mu.Lock()
@@ -61,6 +67,8 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 			return stored, err
 		}
 	}
+	var refused []RefusedCancel
+	locked := maxBatch // the batch a period_locked refusal was halved to
 	for {
 		t.mu.Lock()
 		if t.broken {
@@ -70,7 +78,7 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 		// The longest run of one kind and one series-year: the pending
 		// records are in chain order, so a cancellation goes after the
 		// invoice it cancels, and marks stay simple.
-		n := min(len(t.queue), t.batch)
+		n := min(len(t.queue), t.batch, locked)
 		var batch []client.DeviceInvoice
 		var cancels []client.DeviceCancel
 		var fy gst.FY
@@ -87,6 +95,9 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 		}
 		t.mu.Unlock()
 		if len(batch) == 0 && len(cancels) == 0 {
+			if len(refused) > 0 {
+				return stored, &CancelsRefusedError{Cancels: refused}
+			}
 			return stored, nil
 		}
 		var res client.UploadResult
@@ -99,12 +110,25 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 			res, err = cl.UploadDeviceInvoices(ctx, t.lease.Series, t.lease.LeaseID, batch)
 			mark.Through = batch[len(batch)-1].Serial
 		}
+		sent := len(batch) + len(cancels)
 		var ce *client.Error
 		switch {
-		case errors.As(err, &ce) && ce.Code == client.CodeOverRateLimit && n > 1:
+		case errors.As(err, &ce) && (ce.Code == client.CodeOverRateLimit || ce.Status == http.StatusRequestEntityTooLarge) && sent > 1:
 			t.mu.Lock()
-			t.batch = max(1, n/2)
+			t.batch = max(1, sent/2)
 			t.mu.Unlock()
+			continue
+		case errors.As(err, &ce) && ce.Code == client.CodePeriodLocked && cancels != nil && sent > 1:
+			locked = max(1, sent/2)
+			continue
+		case errors.As(err, &ce) && ce.Code == client.CodePeriodLocked && cancels != nil:
+			t.mu.Lock()
+			r, err := t.void(fy, cancels[0].Position, ce.Message)
+			t.mu.Unlock()
+			if err != nil {
+				return stored, err
+			}
+			refused = append(refused, r)
 			continue
 		case errors.As(err, &ce) && (ce.Code == client.CodeLeaseNotHeld || ce.Code == client.CodeLeaseNotFound):
 			return stored, t.refused(ctx, cl, err)

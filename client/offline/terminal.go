@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,14 +34,18 @@ var (
 	// a date before the lease's not_before: the terminal will not guess
 	// the date (or the financial year) of the invoice. Set the clock.
 	ErrClockBehind = errors.New("offline: the device's clock is a day or more behind the time the lease was taken (or the series' last invoice)")
+	// ErrYearNotLeased is returned by Issue when the device's clock is in
+	// a financial year the lease does not reserve (it reserves the year it
+	// started in and the next): end the lease and take a new one.
+	ErrYearNotLeased = errors.New("offline: the device's clock is in a financial year the lease does not reserve")
 	// ErrKeyReused is returned by IssueKeyed for a key that numbered
 	// another sale.
 	ErrKeyReused = errors.New("offline: the key numbered a different sale")
 	// ErrLeaseInDoubt is returned by Issue, Cancel and Sync after the
 	// server refused an upload as not under the lease (409
-	// lease_not_held, 404 lease_not_found) and no read of the lease has
-	// answered whether it ended: the terminal numbers nothing, also
-	// after a restart, until Sync (or End) reads the lease: ended, and
+	// lease_not_held, 404 lease_not_found) and no resume of the lease
+	// has answered whether it ended: the terminal numbers nothing, also
+	// after a restart, until Sync (or End) resumes the lease: ended, and
 	// Issue returns ErrEnded; in force, and selling goes on.
 	ErrLeaseInDoubt = errors.New("offline: the server refused an upload under the lease and whether the lease ended is not known yet; call Sync again")
 )
@@ -83,6 +88,7 @@ type Terminal struct {
 	seller   gst.Seller
 	series   gst.Series
 	years    map[gst.FY]*year
+	reserved []gst.FY        // the years the lease reserves, in order
 	lastAt   time.Time       // last issue time: issue times never go back
 	queue    []pendingRecord // not yet uploaded, in chain order
 	numbered int64           // invoices in the journal
@@ -92,13 +98,19 @@ type Terminal struct {
 	byNumber  map[string]invoiceKey
 	cancelled map[invoiceKey]bool
 	keys      map[string]invoiceKey // caller's keys (IssueKeyed)
+	// refusedCancels: cancellations the server refused because the
+	// invoice's month was locked (void.go), in the order refused.
+	refusedCancels []RefusedCancel
 }
 
-// pendingRecord is an invoice or a cancellation not yet uploaded.
+// pendingRecord is an invoice or a cancellation not yet uploaded, with the
+// chain head before it (to chain it again after a refused cancellation,
+// void.go).
 type pendingRecord struct {
 	fy     gst.FY
 	inv    client.DeviceInvoice
 	cancel *client.DeviceCancel // nil for an invoice
+	prev   []byte
 }
 
 // maxBatch is the most records an upload carries (the server takes 1,000).
@@ -172,6 +184,20 @@ func newTerminal(j *journal, now func() time.Time) *Terminal {
 		keys: map[string]invoiceKey{}}
 }
 
+// latestYear returns the latest series-year numbered: the latest that
+// holds a serial (numbered by this terminal, or before the lease), else
+// the first year the lease reserves. The lease's end names it. t.mu is
+// held.
+func (t *Terminal) latestYear() gst.FY {
+	latest := t.reserved[0]
+	for fy, y := range t.years {
+		if y.last > 0 && fy > latest {
+			latest = fy
+		}
+	}
+	return latest
+}
+
 func (t *Terminal) year(fy gst.FY) *year {
 	y, ok := t.years[fy]
 	if !ok {
@@ -187,10 +213,12 @@ func (t *Terminal) year(fy gst.FY) *year {
 // last invoice's (or the lease's not_before) when the clock is behind it
 // on the same day (issue times never go back); its date is that time's
 // date in IST, so the financial year turns over at IST midnight on 1
-// April by the device's clock. It fails with the invoice package's
-// validation errors and document.ErrParticularsMissing (nothing
+// April by the device's clock, and it takes the next serial of that year
+// from where the lease said the year stands. It fails with the invoice
+// package's validation errors and document.ErrParticularsMissing (nothing
 // numbered), ErrClockBehind when the clock is on a date before the
-// lease's not_before, ErrEndPending while the lease's
+// lease's not_before, ErrYearNotLeased when the date is in a year the
+// lease does not reserve, ErrEndPending while the lease's
 // end has no known outcome, ErrLeaseInDoubt while an upload's refusal left
 // open whether the lease ended, ErrEnded, or ErrBroken after a journal write
 // failed. A sale that may be rung up again after a crash (journaled, not
@@ -236,6 +264,10 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 	}
 	r.InvoiceDate = gst.DateIST(at)
 	fy := gst.FYOf(r.InvoiceDate)
+	if !slices.Contains(t.reserved, fy) {
+		return Receipt{}, fmt.Errorf("%w: the clock says %s, in %s; the lease reserves %s to %s", ErrYearNotLeased,
+			clock.In(gst.IST).Format(time.DateOnly), fy, t.reserved[0], t.reserved[len(t.reserved)-1])
+	}
 	y := t.year(fy)
 	inv, hash, err := document.NumberOffline(t.seller, t.series, r, y.last+1, y.length+1, y.head, at)
 	if err != nil {
@@ -256,9 +288,9 @@ func (t *Terminal) IssueKeyed(key string, req client.IssueRequest) (Receipt, err
 	if err := t.write(record{Kind: "inv", Key: key, FY: fy.String(), Position: y.length + 1, Invoice: &di}); err != nil {
 		return Receipt{}, err
 	}
+	t.remember(fy, di, key, y.head)
 	y.last, y.length, y.head, t.lastAt = inv.Serial, y.length+1, hash, at
 	t.numbered++
-	t.remember(fy, di, key)
 	return Receipt{Serial: inv.Serial, Number: inv.Number, FY: fy.String(), IssuedAt: at, Invoice: inv, ChainHash: di.ChainHash}, nil
 }
 

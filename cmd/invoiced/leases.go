@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/invoice"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -22,7 +23,10 @@ func runLeases(ctx context.Context, e env, args []string) error {
 	})
 }
 
-// runLeasesList prints every lease of a series, oldest first.
+// runLeasesList prints every lease of a series, oldest first, with what
+// the server knows of each device: its last contact, its uploads in each
+// year the lease reserves and its own last reported serial (what a
+// settlement may declare no less than).
 func runLeasesList(ctx context.Context, e env, args []string) error {
 	fs := newFlagSet(e, "leases list", "--gstin GSTIN --series CODE")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
@@ -43,6 +47,19 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases list", err)
 	}
+	stored := map[gst.FY]int64{}
+	for _, l := range ls {
+		for _, y := range l.Years() {
+			if _, ok := stored[y]; ok {
+				continue
+			}
+			p, err := series.NextPosition(ctx, pool, s, y)
+			if err != nil {
+				return explain("leases list", err)
+			}
+			stored[y] = p.Serial - 1
+		}
+	}
 	ist := func(t *time.Time) string {
 		if t == nil {
 			return "-"
@@ -50,7 +67,7 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 		return t.In(gst.IST).Format("2006-01-02 15:04")
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tLEASED (IST)\tFROM\tENDED (IST)\tHOW\tLAST SERIAL\tSETTLED (IST)\tREASON")
+	fmt.Fprintln(tw, "DEVICE\tLEASED (IST)\tFROM\tLAST CONTACT (IST)\tSTORED NOW\tREPORTED\tENDED (IST)\tHOW\tLAST SERIAL\tSETTLED (IST)\tREASON")
 	for _, l := range ls {
 		last := "-"
 		if l.EndedAt != nil {
@@ -60,8 +77,16 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 		if l.SettleReason != "" {
 			reason += " / " + l.SettleReason
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %d\t%s\t%s\t%s\t%s\t%s\n", l.DeviceID, ist(&l.LeasedAt), l.Next.FY, l.Next.Serial,
-			ist(l.EndedAt), l.EndKind, last, ist(l.SettledAt), reason)
+		var now []string
+		for _, y := range l.Years() {
+			now = append(now, fmt.Sprintf("%s %d", y, stored[y]))
+		}
+		reported := "-"
+		if l.ReportedSerial > 0 {
+			reported = fmt.Sprintf("%s %d", l.ReportedFY, l.ReportedSerial)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", l.DeviceID, ist(&l.LeasedAt), l.Next.FY, l.Next.Serial,
+			ist(l.LastContactAt), strings.Join(now, ", "), reported, ist(l.EndedAt), l.EndKind, last, ist(l.SettledAt), reason)
 	}
 	return tw.Flush()
 }
@@ -95,21 +120,17 @@ func runLeasesEnd(ctx context.Context, e env, args []string) error {
 }
 
 // runLeasesSettle settles a lease ended by force: the last serial the lost
-// device may have printed (--through, a lease of one financial year), or
-// one per year from the lease's start to today's (--years
-// 2026-27:5,2027-28:2), with the reason.
+// device may have printed in each year the lease reserves (--years
+// 2026-27:5,2027-28:0), with the reason. A serial below what the server
+// knows (`leases list`: stored now, reported) is refused.
 func runLeasesSettle(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "leases settle", "--gstin GSTIN --series CODE (--through SERIAL | --years FY:SERIAL,...) --reason TEXT")
+	fs := newFlagSet(e, "leases settle", "--gstin GSTIN --series CODE --years FY:SERIAL,FY:SERIAL --reason TEXT")
 	gstin := fs.String("gstin", "", "the seller's GSTIN (required)")
 	code := fs.String("series", "", "the series (required)")
-	through := fs.Int64("through", -1, "the last serial the lost device may have printed, for a lease of one financial year")
-	yearsFlag := fs.String("years", "", "the last serial per financial year, for a lease spanning years: 2026-27:5,2027-28:2")
+	yearsFlag := fs.String("years", "", "the last serial the lost device may have printed in each year the lease reserves: 2026-27:5,2027-28:0 (required)")
 	reason := fs.String("reason", "", "how that is known, recorded (required)")
-	if err := parseFlags(fs, args, "gstin", "series", "reason"); err != nil {
+	if err := parseFlags(fs, args, "gstin", "series", "years", "reason"); err != nil {
 		return err
-	}
-	if (*through < 0) == (*yearsFlag == "") {
-		return fmt.Errorf("leases settle: give --through or --years, not both")
 	}
 	declared, err := parseYearsFlag(*yearsFlag)
 	if err != nil {
@@ -124,16 +145,11 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	var l series.Lease
-	if declared != nil {
-		l, err = series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock())
-	} else {
-		l, err = series.SettleLease(ctx, pool, s, *through, *reason, "cli", e.clock())
-	}
+	l, err := series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock(), invoice.DeclarationSeal(seller.GSTIN))
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	for _, y := range l.YearsThrough(gst.FYAt(*l.SettledAt)) {
+	for _, y := range l.Years() {
 		if n, ok := l.DeclaredYears[y]; ok {
 			fmt.Fprintf(e.stdout, "settled %s's lease of %s: it may have printed up to serial %d of %s; %s continues at %d\n",
 				l.DeviceID, s.Code, n, y, y, n+1)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/reports"
@@ -216,9 +217,17 @@ func runVerify(ctx context.Context, e env, args []string) error {
 		if !c.OK() {
 			status = fmt.Sprintf("%s; chain %s", reports.Plural(len(c.Findings)+c.Omitted, "finding", "findings"), c.Verdict())
 		}
+		if n := c.DeclaredCount(); n > 0 && c.OK() {
+			status = "intact with " + reports.Plural(n, "declared serial", "declared serials")
+		}
 		fmt.Fprintf(e.stdout, "%s %s: %s (%d cancelled), %s, serials %d..%d: %s\n",
 			c.Series, c.FY, reports.Plural(c.Invoices, "invoice", "invoices"), c.Cancelled, reports.Plural(c.Records, "chain record", "chain records"),
 			c.FirstSerial, c.LastSerial, status)
+		for _, d := range c.Declared {
+			fmt.Fprintf(e.stdout, "%s %s: declared serials %s (%s to %s) of device %s, %s by %s: %s\n",
+				c.Series, c.FY, reports.SerialRange{From: d.First, To: d.Last}, d.FirstNumber, d.LastNumber, d.DeviceID,
+				d.DeclaredAt.UTC().Format(time.RFC3339), d.DeclaredBy, d.Reason)
+		}
 		head := "(none)"
 		if len(c.ChainHead) > 0 {
 			head = hex.EncodeToString(c.ChainHead)

@@ -309,8 +309,6 @@ func TestLeasesCommands(t *testing.T) {
 	ctx := t.Context()
 	runL := func(args ...string) (string, error) {
 		var out, errOut bytes.Buffer
-		// The lease is dated 2026-11-30: the commands' clock stays in its
-		// year, or settling would ask for 2027-28 too from April 2027.
 		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, gst.IST) }}, args)
 		return out.String(), err
 	}
@@ -334,13 +332,26 @@ func TestLeasesCommands(t *testing.T) {
 	if out, err := runL("list", "--gstin", demoGSTIN, "--series", "CH1"); err != nil || !strings.Contains(out, "till-3") || !strings.Contains(out, "forced") {
 		t.Fatalf("list: %q, %v", out, err)
 	}
-	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--through", "2", "--reason", "x"); !errors.Is(err, series.ErrInvalidLease) {
+	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:2,2027-28:0", "--reason", "x"); !errors.Is(err, series.ErrDeclaredTooLow) {
 		t.Fatalf("settle below the stored serials: %v", err)
 	}
-	if out, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--through", "5", "--reason", "paper roll ends at 5"); err != nil || !strings.Contains(out, "continues at 6") {
+	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:5", "--reason", "x"); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
+		t.Fatalf("settle without 2027-28: %v", err)
+	}
+	if out, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:5,2027-28:0", "--reason", "paper roll ends at 5"); err != nil || !strings.Contains(out, "continues at 6") {
 		t.Fatalf("settle: %q, %v", out, err)
 	}
 	if p, err := series.NextPosition(ctx, pool, s, 2026); err != nil || p.Serial != 6 {
 		t.Fatalf("next after settling: %+v, %v", p, err)
+	}
+	// The settlement is a declaration in the chain: the year verifies
+	// intact, listing the declared serials (issue 39: before, verify
+	// exited 1 with serial_gap and counter_ahead for 4-5).
+	var vout, verr bytes.Buffer
+	err = runVerify(ctx, env{getenv: getenv, stdout: &vout, stderr: &verr}, []string{"--gstin", demoGSTIN, "--series", "CH1", "--fy", "2026-27"})
+	if err != nil || !strings.Contains(vout.String(), "intact with 2 declared serials") ||
+		!strings.Contains(vout.String(), "declared serials 4-5 (CH1/26-27/00004 to CH1/26-27/00005) of device till-3") ||
+		!strings.Contains(vout.String(), "verdict: intact") {
+		t.Fatalf("verify after the settlement: %v\n%s", err, vout.String())
 	}
 }

@@ -240,3 +240,41 @@ func TestEventPurgeKeepsTheRetention(t *testing.T) {
 		t.Fatalf("invoiced_events_purged_total = %v (%v), want 3", got["invoiced_events_purged_total"], err)
 	}
 }
+
+// TestChainCheckCountsNoSettledLeaseAsBroken: a lost till's lease ended
+// by force and settled through the paper roll's last serial leaves its
+// serials declared in the chain: the background check counts no broken
+// series-year, so InvoicedChainBroken does not fire (issue 39: it fired
+// for good after docs/offline.md's procedure).
+func TestChainCheckCountsNoSettledLeaseAsBroken(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := t.Context()
+	seller := testfactory.Seller(t, pool, nil)
+	s := testfactory.Series(t, pool, seller, nil)
+	now := time.Now()
+	if _, err := invoice.Issue(ctx, pool, seller, s, testfactory.Draft(t, seller, s, now, nil), now, testfactory.Options(t, series.Options{})); err != nil {
+		t.Fatalf("issue: %v", err)
+	}
+	l, err := series.TakeLease(ctx, pool, s, "till-7", "test", now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := series.ForceEndLease(ctx, pool, s, "till stolen", "cli", now.Add(2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	declared := map[gst.FY]int64{}
+	for i, fy := range l.Years() {
+		declared[fy] = int64(3 * (1 - i)) // the paper roll: 2-3 in the first year, nothing in the next
+	}
+	if _, err := series.SettleLeaseYears(ctx, pool, s, declared, "paper roll ends at 3", "cli", now.Add(3*time.Second), invoice.DeclarationSeal(seller.GSTIN)); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	if res, err := NewChainChecker(pool, Config{Metrics: m}).runOnce(ctx); err != nil || res.Broken != 0 {
+		t.Fatalf("after the settlement: %d broken, %v; want 0", res.Broken, err)
+	}
+	if got, _ := m.Gather(); got["invoiced_chain_broken_series_years"] != 0 {
+		t.Fatalf("invoiced_chain_broken_series_years %v after the settlement", got["invoiced_chain_broken_series_years"])
+	}
+}
