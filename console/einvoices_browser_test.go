@@ -32,37 +32,29 @@ func TestEInvoicesInBrowser(t *testing.T) {
 	}
 	ctx := browsertest.Start(t)
 	dir := browsertest.ScreenshotDir(t)
-	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		browsertest.Do(t, ctx, what, steps...)
-	}
-	text := func(sel string) string {
-		t.Helper()
-		return browsertest.Text(t, ctx, sel)
-	}
-	do("sign in", chromedp.Navigate(f.url+"/console/login"), chromedp.WaitVisible(chromedp.CSS("#key")),
+	browsertest.Do(t, ctx, "sign in", chromedp.Navigate(f.url+"/console/login"), chromedp.WaitVisible(chromedp.CSS("#key")),
 		chromedp.SetValue(chromedp.CSS("#key"), f.read), chromedp.Submit(chromedp.CSS("#key")), chromedp.WaitVisible(chromedp.CSS("#series")))
-	do("open CH1 2026-27", chromedp.Navigate(f.url+"/console/series/CH1/2026-27"), chromedp.WaitVisible(chromedp.CSS("#rows")))
+	browsertest.Do(t, ctx, "open CH1 2026-27", chromedp.Navigate(f.url+"/console/series/CH1/2026-27"), chromedp.WaitVisible(chromedp.CSS("#rows")))
 	for number, want := range map[string][]string{
 		f.invs[0].Number: {"registered", "Ack 112610000000042"},
 		f.invs[1].Number: {"pending", "no answer within 30s"},
 		f.invs[2].Number: {"failed"},
 	} {
-		got := text(`tr[data-number="` + number + `"] td.einvoice`)
+		got := browsertest.Text(t, ctx, `tr[data-number="`+number+`"] td.einvoice`)
 		for _, w := range want {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s's e-invoice cell %q lacks %q", number, got, w)
 			}
 		}
 	}
-	if got := text(`tr[data-number="` + f.invs[3].Number + `"] td.einvoice`); strings.TrimSpace(got) != "" {
+	if got := browsertest.Text(t, ctx, `tr[data-number="`+f.invs[3].Number+`"] td.einvoice`); strings.TrimSpace(got) != "" {
 		t.Errorf("an invoice without a registration shows %q", got)
 	}
 	browsertest.Shoot(t, ctx, dir, "console-series-einvoices")
 
-	do("follow the failed one", chromedp.Click(chromedp.CSS(`tr[data-number="`+f.invs[2].Number+`"] td.einvoice a`)),
+	browsertest.Do(t, ctx, "follow the failed one", chromedp.Click(chromedp.CSS(`tr[data-number="`+f.invs[2].Number+`"] td.einvoice a`)),
 		chromedp.WaitVisible(chromedp.CSS("#problems")))
-	got := text("#problems")
+	got := browsertest.Text(t, ctx, "#problems")
 	if !strings.Contains(got, f.invs[2].Number) || !strings.Contains(got, "2172 IGST cannot be charged") || !strings.Contains(got, "failed") {
 		t.Fatalf("the E-invoices page lists:\n%s", got)
 	}
