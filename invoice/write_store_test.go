@@ -92,7 +92,7 @@ func TestSendWritesLostSessionBeforeCommitIsUnknown(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep')`, pid).Scan(&sleeping)
 		return err == nil && sleeping
 	}, "the pipeline to reach pg_sleep")
-	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend($1::int)`, pid); err != nil {
 		t.Fatal(err)
 	}
 	var got result

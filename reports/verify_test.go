@@ -130,7 +130,9 @@ func TestVerifyCatchesTampering(t *testing.T) {
 		// The record's time is sealed in its hash, which verify rebuilds
 		// from the invoice's time: only the comparison of the two finds
 		// an edited recorded_at.
-		{"edited recorded_at", []string{`UPDATE chain_records SET recorded_at = recorded_at + interval '1 second' WHERE ` + ch1 + ` AND position = 5`},
+		// The edit in UTC: timestamptz + interval is STABLE, which Citus
+		// refuses in an UPDATE with column references.
+		{"edited recorded_at", []string{`UPDATE chain_records SET recorded_at = ((recorded_at AT TIME ZONE 'UTC') + interval '1 second') AT TIME ZONE 'UTC' WHERE ` + ch1 + ` AND position = 5`},
 			[]want{{reports.RecordedAtMismatch, "CH1", "2026-27", 5, 4}}},
 		{"dated outside its year", []string{`UPDATE invoices SET invoice_date = '2027-04-02' WHERE ` + ch1 + ` AND serial = 6`},
 			[]want{{reports.DateOutsideFY, "CH1", "2026-27", 0, 6}}},
