@@ -33,6 +33,23 @@ type summaryField struct {
 	value any // string or int64
 }
 
+// declaredLines returns the summary's line for each range of serials a
+// settlement declared spent, in plain words, and what an intact verdict
+// adds about them ("" when there are none).
+func (s Summary) declaredLines() (lines []string, verdict string) {
+	var count int64
+	for _, d := range s.Declared {
+		lines = append(lines, fmt.Sprintf("%s to %s (serials %d to %d, %s of device %s; declared %s by %s: %s)",
+			d.FirstNumber, d.LastNumber, d.FirstSerial, d.LastSerial, Plural(d.Count, "number", "numbers"), d.DeviceID,
+			PlainInstant(d.DeclaredAt), Who(d.DeclaredBy), d.Reason))
+		count += d.Count
+	}
+	if count > 0 {
+		verdict = "; " + Plural(count, "number", "numbers") + " declared spent by a lost device's settlement"
+	}
+	return lines, verdict
+}
+
 // fields returns the summary as labelled lines in the console's words
 // (words.go): dates and instants in IST as a person writes them, 0 for
 // nothing, lists joined with "; " and ranges written "7 to 9" (so
@@ -45,14 +62,8 @@ func (s Summary) fields() []summaryField {
 		}
 		return strings.Join(parts, "; ")
 	}
-	var gaps, twice, regr, locked, declared []string
-	var declaredCount int64
-	for _, d := range s.Declared {
-		declared = append(declared, fmt.Sprintf("%s to %s (serials %d to %d, %s of device %s; declared %s by %s: %s)",
-			d.FirstNumber, d.LastNumber, d.FirstSerial, d.LastSerial, Plural(d.Count, "number", "numbers"), d.DeviceID,
-			PlainInstant(d.DeclaredAt), Who(d.DeclaredBy), d.Reason))
-		declaredCount += d.Count
-	}
+	var gaps, twice, regr, locked []string
+	declared, declaredVerdict := s.declaredLines()
 	opening := "0"
 	if o := s.Opening; o != nil {
 		opening = fmt.Sprintf("serials 1 to %d, last %s dated %s; declared %s by %s", o.LastSerial, o.LastNumber,
@@ -84,10 +95,7 @@ func (s Summary) fields() []summaryField {
 	case s.CounterDrift < 0:
 		notStored = fmt.Sprintf("0; the counter is %d behind the stored invoices (at serial %d, invoices up to serial %d): the next invoice would repeat a number", -s.CounterDrift, s.CounterLastSerial, s.MaxSerial)
 	}
-	verdict := "Intact: no number missing or used twice, no date out of order, nothing altered"
-	if declaredCount > 0 {
-		verdict += "; " + Plural(declaredCount, "number", "numbers") + " declared spent by a lost device's settlement"
-	}
+	verdict := "Intact: no number missing or used twice, no date out of order, nothing altered" + declaredVerdict
 	if !s.Intact {
 		verdict = "NOT intact: " + Plural(len(s.Findings), "finding", "findings")
 		if s.FindingsOmitted > 0 {

@@ -320,15 +320,10 @@ func (c *checker) invoice(f *invoiceFields) (document.Invoice, bool) {
 
 // walkInvoices walks the invoices in serial order.
 func (c *checker) walkInvoices(ctx context.Context, tx pgx.Tx) error {
-	var (
-		expected   int64 = 1
-		havePrev   bool
-		prevSerial int64
-		prevDate   time.Time
-		dupOf      int64 = -1
-		declared   int64 // serials 1..declared were issued before invoiced
-		openedOn   time.Time
-	)
+	expected, dupOf := int64(1), int64(-1)
+	var havePrev bool
+	var prevSerial, declared int64 // serials 1..declared were issued before invoiced
+	var prevDate, openedOn time.Time
 	if op := c.res.Opening; op != nil {
 		declared, openedOn, expected = op.LastSerial, op.LastInvoiceDate, op.LastSerial+1
 	}

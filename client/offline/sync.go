@@ -33,6 +33,28 @@ func (t *Terminal) markUploaded(fy gst.FY, cancels bool, through int64) {
 	t.queue = kept
 }
 
+// nextRun returns the next upload from the head of t's queue, at most
+// limit records (and the batch size t has learnt): the longest run of one
+// kind (invoices or cancels) and one series-year, and that year. The
+// pending records are in chain order, so a cancellation goes after the
+// invoice it cancels, and marks stay simple. It is called with t.mu held;
+// an empty queue gives empty slices.
+func (t *Terminal) nextRun(limit int) (batch []client.DeviceInvoice, cancels []client.DeviceCancel, fy gst.FY) {
+	n := min(len(t.queue), t.batch, limit)
+	for i, p := range t.queue[:n] {
+		if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
+			break
+		}
+		fy = p.fy
+		if p.cancel != nil {
+			cancels = append(cancels, *p.cancel)
+		} else {
+			batch = append(batch, p.inv)
+		}
+	}
+	return batch, cancels, fy
+}
+
 // Sync uploads every pending invoice and cancellation through cl, in
 // batches in the chain's order, and returns how many the server newly
 // stored. The client retries what has no answer; an upload is idempotent,
@@ -75,24 +97,7 @@ func (t *Terminal) Sync(ctx context.Context, cl *client.Client) (int, error) {
 			t.mu.Unlock()
 			return stored, ErrBroken
 		}
-		// The longest run of one kind and one series-year: the pending
-		// records are in chain order, so a cancellation goes after the
-		// invoice it cancels, and marks stay simple.
-		n := min(len(t.queue), t.batch, locked)
-		var batch []client.DeviceInvoice
-		var cancels []client.DeviceCancel
-		var fy gst.FY
-		for i, p := range t.queue[:n] {
-			if i > 0 && (p.fy != fy || (p.cancel != nil) != (cancels != nil)) {
-				break
-			}
-			fy = p.fy
-			if p.cancel != nil {
-				cancels = append(cancels, *p.cancel)
-			} else {
-				batch = append(batch, p.inv)
-			}
-		}
+		batch, cancels, fy := t.nextRun(locked)
 		t.mu.Unlock()
 		if len(batch) == 0 && len(cancels) == 0 {
 			if len(refused) > 0 {
