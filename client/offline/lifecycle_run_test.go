@@ -445,7 +445,7 @@ func bigSale(n int) client.IssueRequest {
 	var req client.IssueRequest
 	for i := range n {
 		req.Items = append(req.Items, client.ItemInput{Description: "Hand-loomed cotton saree, pattern " + strconv.Itoa(i) + strings.Repeat(" with zari border", 12),
-			HSN: "5208", Quantity: "1", UnitPrice: "1250.00", GSTRate: "5"})
+			HSN: "5208", Quantity: "1", UnitPrice: "12.50", GSTRate: "5"}) // under ₹50,000 a sale: Rule 46(e) asks no address
 	}
 	return req
 }
