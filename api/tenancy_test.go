@@ -191,6 +191,21 @@ func nothing(t *testing.T, what string, v any, err error, x, y *tenant) {
 
 // render returns v as text for namesOnly: its JSON (every exported field,
 // through pointers; a String method would hide the fields) and err.
+// eventsProbe is the probe of a store function that lists a seller's
+// events one at a time: each, asked for x's events, passes each to add;
+// the list may name only x, and holds x's four (three issued, one
+// cancelled).
+func eventsProbe(name string, each func(x *tenant, add func(any)) error) storeProbe {
+	return func(t *testing.T, x, y *tenant) {
+		var v []any
+		err := each(x, func(e any) { v = append(v, e) })
+		namesOnly(t, name, render(v, err), x, y)
+		if len(v) != 4 {
+			t.Errorf("%s by %s: %d events, want its 4 (3 issued, 1 cancelled)", name, x.name, len(v))
+		}
+	}
+}
+
 func render(v any, err error) string {
 	b, jerr := json.Marshal(v)
 	if jerr != nil {
@@ -362,17 +377,12 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 			v, err = invoice.Get(ctx, pool, x.seller.ID, y.ids[0])
 			nothing(t, "invoice.Get", v, err, x, y)
 		},
-		"invoice.EachEvent": func(t *testing.T, x, y *tenant) {
-			var v []document.Invoice
-			err := invoice.EachEvent(ctx, pool, x.seller.ID, 0, 1000, func(_ int64, _ string, _ time.Time, inv document.Invoice) error {
-				v = append(v, inv)
+		"invoice.EachEvent": eventsProbe("invoice.EachEvent", func(x *tenant, add func(any)) error {
+			return invoice.EachEvent(ctx, pool, x.seller.ID, 0, 1000, func(_ int64, _ string, _ time.Time, inv document.Invoice) error {
+				add(inv)
 				return nil
 			})
-			namesOnly(t, "invoice.EachEvent", render(v, err), x, y)
-			if len(v) != 4 {
-				t.Errorf("invoice.EachEvent by %s: %d events, want its 4 (3 issued, 1 cancelled)", x.name, len(v))
-			}
-		},
+		}),
 		"invoice.IDBySerial": func(t *testing.T, x, y *tenant) {
 			id, err := invoice.IDBySerial(ctx, pool, x.seller.ID, x.ch1.ID, fy, 1)
 			if err != nil || id != x.ids[0] {
@@ -624,17 +634,12 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 				t.Errorf("reports.Verify by %s: %d invoices in its chains, want its 3", x.name, n)
 			}
 		},
-		"outbox.EachEvent": func(t *testing.T, x, y *tenant) {
-			var v []outbox.Event
-			err := outbox.EachEvent(ctx, pool, x.seller.ID, 0, 1000, func(ev outbox.Event) error {
-				v = append(v, ev)
+		"outbox.EachEvent": eventsProbe("outbox.EachEvent", func(x *tenant, add func(any)) error {
+			return outbox.EachEvent(ctx, pool, x.seller.ID, 0, 1000, func(ev outbox.Event) error {
+				add(ev)
 				return nil
 			})
-			namesOnly(t, "outbox.EachEvent", render(v, err), x, y)
-			if len(v) != 4 {
-				t.Errorf("outbox.EachEvent by %s: %d events, want its 4 (3 issued, 1 cancelled)", x.name, len(v))
-			}
-		},
+		}),
 		"outbox.LookupEvent": func(t *testing.T, x, y *tenant) {
 			if _, err := outbox.LookupEvent(ctx, pool, x.seller.ID, x.ids[0], invoice.EventIssued); err != nil {
 				t.Errorf("outbox.LookupEvent by %s: %v", x.name, err)
