@@ -185,7 +185,7 @@ type blocker struct {
 // longer than the cap for a lock other than a virtualxid (the lock
 // discipline above).
 type watcher struct {
-	cancel    context.CancelFunc
+	quit      chan struct{}
 	done      chan struct{}
 	mu        sync.Mutex
 	last      []blocker
@@ -193,10 +193,12 @@ type watcher struct {
 }
 
 // watchLocks starts a watcher of the session named app with the cap max;
-// stop ends it.
+// stop ends it. Stopping never interrupts a poll in flight: a cancel the
+// server has carried out must be counted, or the migration's "canceling
+// statement due to user request" would be reported as a failure of its
+// own instead of a lock wait naming the blocker.
 func watchLocks(ctx context.Context, pool *pgxpool.Pool, app string, max time.Duration) *watcher {
-	ctx, cancel := context.WithCancel(ctx)
-	w := &watcher{cancel: cancel, done: make(chan struct{})}
+	w := &watcher{quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -204,6 +206,8 @@ func watchLocks(ctx context.Context, pool *pgxpool.Pool, app string, max time.Du
 		for {
 			select {
 			case <-ctx.Done():
+				return
+			case <-w.quit:
 				return
 			case <-t.C:
 			}
@@ -223,7 +227,7 @@ func watchLocks(ctx context.Context, pool *pgxpool.Pool, app string, max time.Du
 // stop ends the polling and returns the blockers seen last, and whether
 // the watcher cancelled a statement of the migration.
 func (w *watcher) stop() ([]blocker, bool) {
-	w.cancel()
+	close(w.quit)
 	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
