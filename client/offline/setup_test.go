@@ -1,6 +1,7 @@
 package offline_test
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -65,6 +67,25 @@ func setupWith(t *testing.T, cfg api.Config) *env {
 	t.Cleanup(ts.Close)
 	return &env{pool: pool, seller: seller, url: ts.URL, key: key, dir: t.TempDir(),
 		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}
+}
+
+// runsPerSeller is how many runs of TestLeaseLifecycleNeverNumbersTwice
+// share a seller: each run adds two series, and one seller may have
+// series.MaxPerSeller.
+const runsPerSeller = series.MaxPerSeller/2 - 1
+
+// anotherSeller returns e for the n-th other seller (n from 1), with a key
+// of all scopes, on e's database and server.
+func (e *env) anotherSeller(t *testing.T, n int) *env {
+	t.Helper()
+	seller := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{Name: fmt.Sprintf("Offline Stall %d", n+1),
+		GSTIN: testfactory.GSTIN(t, fmt.Sprintf("27AAPFU%04dF1Z", n))})
+	key, err := apikey.Create(t.Context(), e.pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{pool: e.pool, seller: seller, url: e.url, key: key, dir: e.dir,
+		all: client.New(e.url, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}
 }
 
 // clock is a settable device clock.
