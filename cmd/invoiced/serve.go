@@ -47,7 +47,7 @@ type serveConfig struct {
 	citusBatch   string
 	// deprecated names the deprecated flags given (flag or environment):
 	// parsed for one release, with no effect but a warning.
-	deprecated []string
+	deprecated   []string
 	stats        bool
 	debugAddr    string
 	keyCacheTTL  time.Duration
