@@ -22,7 +22,7 @@ type member struct {
 	cl       *call
 	claim    int   // index in txMembers.claims; -1: no idempotency key
 	replayID int64 // the invoice the key replays; 0: none
-	replay   document.Invoice
+	replay   *document.Invoice
 	settled  bool
 }
 
@@ -31,7 +31,6 @@ type member struct {
 // distinct idempotency keys they claim.
 type txMembers struct {
 	parts  [][]member
-	calls  []*call
 	claims []KeyClaim
 }
 
@@ -43,7 +42,6 @@ func membersOf(parts [][]*call) *txMembers {
 	for p, part := range parts {
 		t.parts[p] = make([]member, len(part))
 		for i, cl := range part {
-			t.calls = append(t.calls, cl)
 			m := member{cl: cl, claim: -1}
 			if d := cl.req.Draft; d.IdempotencyKey != "" {
 				id := keyID(cl.req.Seller.ID, d.IdempotencyKey) + "\x00" + string(d.RequestHash)
@@ -84,8 +82,11 @@ func (m *member) settle(r Result) {
 // returns the transaction's error, nil when it committed; on an error the
 // members not yet answered are the caller's (attempt).
 func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Options) (err error) {
-	t := membersOf(parts)
-	defer c.observeTx(time.Now(), t.calls, &err)
+	var calls []*call
+	for _, p := range parts {
+		calls = append(calls, p...)
+	}
+	defer c.observeTx(time.Now(), calls, &err)
 
 	rows, predicted := c.registerTx(parts)
 	defer c.unregisterTx(rows)
@@ -100,6 +101,7 @@ func (c *Committer) commitTx(ctx context.Context, parts [][]*call, opt series.Op
 		return translate(err, "begin")
 	}
 	defer end()
+	t := membersOf(parts)
 	judgedAt, err := c.claimKeys(ctx, tx, t)
 	if err != nil {
 		return err
@@ -182,7 +184,9 @@ func (t *txMembers) readReplays(ctx context.Context, tx pgx.Tx) error {
 	var err error
 	t.each(func(m *member) {
 		if err == nil && m.replayID != 0 {
-			m.replay, err = Get(ctx, tx, m.cl.req.Seller.ID, m.replayID)
+			var inv document.Invoice
+			inv, err = Get(ctx, tx, m.cl.req.Seller.ID, m.replayID)
+			m.replay = &inv
 		}
 	})
 	return err
@@ -231,7 +235,7 @@ func (c *Committer) answerCommitted(t *txMembers, members [][]*call, invs [][]do
 	}
 	t.each(func(m *member) {
 		if m.replayID != 0 {
-			m.cl.answer(Result{Invoice: m.replay, Replayed: true})
+			m.cl.answer(Result{Invoice: *m.replay, Replayed: true})
 		}
 	})
 }
