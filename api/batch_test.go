@@ -63,12 +63,12 @@ func (e *env) invoiceCount() (n, top int64) {
 // and the same batch sent again replays every issued item, byte for byte.
 func TestBatchIssuesValidItemsInOrderAndReplays(t *testing.T) {
 	t.Parallel()
-	for _, batching := range []bool{true, false} {
-		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pool", true: "plain"}[plain], func(t *testing.T) {
 			t.Parallel()
 			var opts []func(*Config)
-			if !batching {
-				opts = append(opts, withoutBatching(t))
+			if plain {
+				opts = append(opts, plainCommitter(t))
 			}
 			e := setup(t, opts...)
 			var items []string

@@ -43,11 +43,10 @@ type Config struct {
 	// db.ForCitus.
 	Citus bool
 	// Committer issues the invoices. The caller builds it with the
-	// batching policy it chose (cmd/invoiced: --batching, --predict,
-	// --batches-in-flight, --citus-batch, invoice.InFlightFor) on the
-	// fields CommitterConfig returns, which the server's requests need.
-	// Nil: the server builds one from CommitterConfig with batching and
-	// prediction on and one transaction in flight.
+	// batching policy it chose (cmd/invoiced: --batches-in-flight,
+	// --citus-batch, invoice.InFlightFor) on the fields CommitterConfig
+	// returns, which the server's requests need. Nil: the server builds
+	// one on Pool from CommitterConfig, with one transaction in flight.
 	Committer *invoice.Committer
 	// KeyCacheTTL is how long a looked-up API key is trusted before the
 	// database is asked again, so a revoked key keeps working for at most
@@ -187,8 +186,8 @@ func (s *Server) bodyLimit(routeMax int64) int64 {
 // default 3s; Citus' routed writes; the lock-wait metric of Metrics), the
 // invoice-date window of BackdateDays and the clock it is judged by (the
 // database's when Now is nil), Metrics as observer, Logger, Now and Citus.
-// The batching policy (Batching, Predict, InFlight, MaxBatch,
-// ShardBatches) is left to the caller. Pass the same Metrics to New, or
+// The batching policy (InFlight, MaxBatch, CitusBatch) is left to the
+// caller. Pass the same Metrics to New, or
 // the server's own set does not see the Committer's transactions.
 func (cfg Config) CommitterConfig() invoice.Config {
 	opt := series.Options{LockTimeout: cfg.LockTimeout, Routed: cfg.Citus}

@@ -97,7 +97,6 @@ func New(cfg Config) *Server {
 	s.logRequests = cfg.LogRequests
 	s.committer = cfg.Committer
 	if s.committer == nil && s.pool != nil { // a Server without a pool (tests of routes and headers) issues nothing
-		cc.Batching, cc.Predict = true, true
 		committer, err := invoice.NewCommitter(s.pool, cc)
 		if err != nil {
 			panic(fmt.Sprintf("api: %v", err)) // the fields above are valid

@@ -256,15 +256,16 @@ func startServer(t *testing.T, cfg Config) string {
 	return ts.URL
 }
 
-// withoutBatching gives the server a Committer that issues every invoice
-// in a transaction of its own (the classic design, for comparison), built
-// as cmd/invoiced builds one. Pass it after the options it depends on.
-func withoutBatching(t *testing.T) func(*Config) {
+// plainCommitter gives the server a Committer of the plain strategy
+// (invoice.NewPlainCommitter: plain transactions, not predicted, as a
+// library user with one connection has it), on the fields CommitterConfig
+// returns. Pass it after the options it depends on.
+func plainCommitter(t *testing.T) func(*Config) {
 	return func(c *Config) {
 		if c.Metrics == nil {
 			c.Metrics = metrics.New() // the server's and the Committer's, one set
 		}
-		committer, err := invoice.NewCommitter(c.Pool, c.CommitterConfig())
+		committer, err := invoice.NewPlainCommitter(c.Pool, c.CommitterConfig())
 		if err != nil {
 			t.Fatal(err)
 		}

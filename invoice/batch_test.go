@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 )
 
@@ -17,11 +16,11 @@ import (
 // order, and the series has no gap.
 func TestIssueBatchIsNeverSplit(t *testing.T) {
 	t.Parallel()
-	for _, predict := range []bool{false, true} {
-		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, MaxBatch: 4})))
+			c := newCommitter(t, s, f.pool, invoice.Config{MaxBatch: 4})
 			const batches, size, singles = 6, 25, 8
 			var wg sync.WaitGroup
 			for w := range singles {
@@ -70,11 +69,11 @@ func TestIssueBatchIsNeverSplit(t *testing.T) {
 // transaction, not failed and retried over the key.
 func TestOneBatchClaimsAKeyOnce(t *testing.T) {
 	t.Parallel()
-	for _, predict := range []bool{false, true} {
-		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
+	for _, s := range strategies {
+		t.Run(s, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict})))
+			c := newCommitter(t, s, f.pool, invoice.Config{})
 			other := f.draft(t, "k")
 			other.RequestHash = []byte("another body")
 			rs := c.IssueBatch(context.Background(), []invoice.IssueRequest{

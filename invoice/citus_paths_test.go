@@ -58,7 +58,7 @@ func requireCitus(t *testing.T) {
 // workers, half of them subscribed to webhooks, every path that writes
 // issues on one shard: single requests with idempotency keys (and their
 // replays) through the batching Committer, the batch route's IssueBatch,
-// a Committer without batching (each request its own transaction), and
+// a Committer of plain transactions (NewPlainCommitter), and
 // cancellations with keys. pg_dist_transaction gains no record, each
 // series holds exactly 1..N, and the outbox holds one event (with one
 // delivery) per issue and cancel of a subscribed seller, none for the
@@ -72,11 +72,11 @@ func TestCitusKeysEventsBatchesAndCancelsAreSingleShard(t *testing.T) {
 	for i := 0; i < len(sellers); i += 2 {
 		subscribe(t, pool, sellers[i])
 	}
-	batching, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, InFlight: 4})
+	batching, err := invoice.NewCommitter(pool, invoice.Config{Citus: true, InFlight: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := invoice.NewCommitter(pool, invoice.Config{Citus: true})
+	plain, err := invoice.NewPlainCommitter(pool, invoice.Config{Citus: true})
 	if err != nil {
 		t.Fatal(err)
 	}

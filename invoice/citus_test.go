@@ -54,7 +54,7 @@ func workerOf(t *testing.T, pool *pgxpool.Pool, seller int64) int {
 // delegated call of invoiced_issue_rows_v2 (docs/scale-out.md, "One call
 // per batch"); the first is an ordinary routed transaction.
 //
-// It runs twice: batching per seller, and per shard (Config.ShardBatches:
+// It runs twice: batching per seller, and per shard (Config.CitusBatch:
 // sellers whose rows share a shard may share a transaction). Each logs
 // how many transactions it took.
 func TestCitusIssuingIsSingleShard(t *testing.T) {
@@ -88,7 +88,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	if len(workers) != 2 {
 		t.Fatalf("the sellers' shard groups lie on %d workers, want 2: %v", len(workers), workers)
 	}
-	c, err := invoice.NewCommitter(pool, invoice.Config{Batching: true, Citus: true, ShardBatches: perShard, InFlight: 4, Predict: true,
+	c, err := invoice.NewCommitter(pool, invoice.Config{Citus: true, CitusBatch: map[bool]invoice.CitusBatch{false: invoice.PerSeller, true: invoice.PerShard}[perShard], InFlight: 4,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -43,19 +43,19 @@ import (
 type Committer struct {
 	db   db.Beginner
 	pool Pool // set for pipelined transactions
-	tx   transactions
+	st   strategy
 	cfg  Config
-	// queue is the scheduler, nil with Batching off.
+	// queue is the scheduler.
 	queue *groupcommit.Scheduler[*call]
 
 	mu    sync.Mutex
 	stats Stats
-	// rows holds, for Predict, what this Committer knows of each counter
-	// row it predicts (rowState).
+	// rows holds, when predicting, what this Committer knows of each
+	// counter row it predicts (rowState).
 	rows map[rowKey]*rowState
-	// shards maps a seller's id to its shard group (ShardBatches).
+	// shards maps a seller's id to its shard group (strategy.shardGroups).
 	shards sync.Map
-	// subscribers holds, for Delegated, the sellers a call found
+	// subscribers holds, when delegating, the sellers a call found
 	// subscribed to invoice.issued: their batches take event ids first.
 	subscribers sync.Map
 }
@@ -68,59 +68,51 @@ type Pool interface {
 
 // NewCommitter returns a Committer whose transactions run on connections
 // of pool, pipelined: BEGIN and COMMIT ride along with other statements,
-// and Config.Predict is possible. It fails when pool is nil or a field of
-// cfg is invalid; the error says which.
+// and a batch's counter rows are predicted (see strategy). It fails when
+// pool is nil or a field of cfg is invalid; the error says which.
 func NewCommitter(pool Pool, cfg Config) (*Committer, error) {
 	if pool == nil {
 		return nil, errors.New("invoice: NewCommitter needs a pool")
 	}
-	return newCommitter(nil, pool, pipelined, cfg)
+	return newCommitter(nil, pool, cfg)
 }
 
 // NewPlainCommitter returns a Committer whose transactions are db's own
 // (db.Begin), one round trip per statement, as a library user with a
-// single connection has them. It fails when db is nil, cfg.Predict is set
-// (prediction needs pipelined transactions) or a field of cfg is invalid.
+// single connection has them: batched, not predicted. It fails when db is
+// nil or a field of cfg is invalid.
 func NewPlainCommitter(db db.Beginner, cfg Config) (*Committer, error) {
 	if db == nil {
 		return nil, errors.New("invoice: NewPlainCommitter needs a database")
 	}
-	return newCommitter(db, nil, plain, cfg)
+	return newCommitter(db, nil, cfg)
 }
 
-func newCommitter(db db.Beginner, pool Pool, tx transactions, cfg Config) (*Committer, error) {
-	if err := cfg.check(tx); err != nil {
+// newCommitter returns a Committer on db or pool (one is nil) with the
+// strategy for cfg (strategyFor), or the error of cfg.check.
+func newCommitter(db db.Beginner, pool Pool, cfg Config) (*Committer, error) {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Citus {
-		// The ordinary transaction's writes take the routed form
-		// (series.Options.Routed), events a round trip of their own; a
-		// predicted batch is one delegated call (Delegated), which runs
-		// whole on the shard's worker.
-		cfg.Delegated = cfg.Predict
-		cfg.Options.Routed = true
+	st := strategyFor(pool != nil, cfg)
+	// On Citus the ordinary transaction's writes take the routed form
+	// (series.Options.Routed), events a round trip of their own.
+	cfg.Options.Routed = cfg.Options.Routed || cfg.Citus
+	c := &Committer{db: db, pool: pool, st: st, cfg: cfg, rows: map[rowKey]*rowState{}}
+	gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: st.oneOwner}
+	if st.shardGroups {
+		gc.Group = c.shardGroup
 	}
-	c := &Committer{db: db, pool: pool, tx: tx, cfg: cfg, rows: map[rowKey]*rowState{}}
-	if cfg.Batching {
-		gc := groupcommit.Config{MaxBatch: cfg.MaxBatch, InFlight: cfg.InFlight, SoloFor: soloFor, OneOwner: cfg.Citus}
-		if cfg.Citus && cfg.ShardBatches {
-			gc.Group = c.shardGroup
-		}
-		q, err := groupcommit.New[*call](gc, batches{c})
-		if err != nil {
-			return nil, err
-		}
-		c.queue = q
+	q, err := groupcommit.New[*call](gc, batches{c})
+	if err != nil {
+		return nil, err
 	}
+	c.queue = q
 	return c, nil
 }
-
-// Batching reports whether c gathers requests into shared transactions
-// (Config.Batching).
-func (c *Committer) Batching() bool { return c.queue != nil }
 
 // Stats counts what a Committer has done.
 type Stats struct {
@@ -134,7 +126,7 @@ type Stats struct {
 	Predicted    int64
 	Mispredicted int64
 	// Delegated counts the predicted transactions that were one call of
-	// invoiced_issue_rows_v2 (Config.Delegated).
+	// invoiced_issue_rows_v2 (on Citus).
 	Delegated int64
 }
 
@@ -143,25 +135,20 @@ func (c *Committer) Stats() Stats {
 	c.mu.Lock()
 	st := c.stats
 	c.mu.Unlock()
-	if c.cfg.Delegated {
+	if c.st.delegated {
 		st.Delegated = st.Predicted // a predicted batch is a delegated call then
 	}
-	if c.queue != nil {
-		st.MaxBatch = c.queue.Largest()
-	}
+	st.MaxBatch = c.queue.Largest()
 	return st
 }
 
 // pending returns how many requests wait in c's queues.
 func (c *Committer) pending() int {
-	if c.queue == nil {
-		return 0
-	}
 	return c.queue.Pending()
 }
 
 // rowKey names a counter row: a series and financial year, and the seller
-// (groupcommit's owner, for Config.Citus).
+// (groupcommit's owner, for strategy.oneOwner).
 type rowKey = groupcommit.Row
 
 // queueOf returns the queue of r: its series and invoice date, in the
@@ -218,9 +205,6 @@ func (cl *call) answer(r Result) {
 // the request, Issue returns ErrOutcomeUnknown: that transaction may still
 // commit it, and a retry with the same idempotency key finds out.
 func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
-	if c.queue == nil {
-		return c.issueNow(ctx, req)
-	}
 	c.learnShard(ctx, req.Seller.ID)
 	cl := &call{req: req, done: make(chan struct{})}
 	k := queueOf(req)
@@ -236,28 +220,17 @@ func (c *Committer) Issue(ctx context.Context, req IssueRequest) Result {
 // IssueBatch issues reqs, all of one seller and series, and returns one
 // Result per request, in order, each as Issue would answer it alone
 // (replay, key in progress, key reused, date window, exhausted, the
-// outcome unknown). With batching on, the requests of one invoice date
+// outcome unknown). The requests of one invoice date
 // join their queue together and are taken by one transaction: they get
 // consecutive serials in the order of reqs, under one hold of the counter
 // row, unless that transaction fails and its members are retried one by
 // one (in the same order). Requests of several dates are numbered date by
-// date, oldest first (a series numbers its dates in order). With batching
-// off, each request runs in a transaction of its own, in order.
+// date, oldest first (a series numbers its dates in order).
 //
 // If ctx ends, requests still queued leave their queue and get ctx.Err();
 // those a transaction took get ErrOutcomeUnknown (see Issue).
 func (c *Committer) IssueBatch(ctx context.Context, reqs []IssueRequest) []Result {
 	out := make([]Result, len(reqs))
-	if c.queue == nil {
-		for i, r := range reqs {
-			if err := ctx.Err(); err != nil {
-				out[i] = Result{Err: err}
-				continue
-			}
-			out[i] = c.issueNow(ctx, r)
-		}
-		return out
-	}
 	calls := make([]*call, len(reqs))
 	keys := make([]groupcommit.Key, len(reqs))
 	if len(reqs) > 0 {
@@ -296,14 +269,6 @@ func (c *Committer) abandon(ctx context.Context, k groupcommit.Key, cl *call) Re
 		return Result{Err: errGaveUp}
 	}
 	return Result{Err: ctx.Err()}
-}
-
-// issueNow issues one request in its own transaction, in the caller's
-// goroutine (Batching off).
-func (c *Committer) issueNow(ctx context.Context, req IssueRequest) Result {
-	cl := &call{req: req, done: make(chan struct{})}
-	c.commitMember(ctx, cl, unreserved)
-	return cl.res
 }
 
 func (c *Committer) now() time.Time { return c.cfg.Now() }

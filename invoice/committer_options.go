@@ -15,9 +15,6 @@ import (
 type Config struct {
 	// Options are the counter's (lock timeout, lock wait observer).
 	Options series.Options
-	// Batching off issues each invoice in its own transaction in the
-	// caller's goroutine: the classic design, kept for comparison.
-	Batching bool
 	// MaxBatch caps the invoices per transaction (default 512).
 	MaxBatch int
 	// Logger, when set, is told about batches that fail and are retried.
@@ -41,43 +38,30 @@ type Config struct {
 	// its keys and then waits for the rows, so their round trips overlap;
 	// it helps only when the database is far away.
 	InFlight int
-	// Predict lets a batch whose counter rows this Committer wrote last
-	// take its numbers from the state it remembers: claims, counter
-	// update, inserts and COMMIT then go in one round trip instead of
-	// three, and the database checks the prediction under the row locks.
-	// A batch whose prediction fails took nothing and is issued the
-	// ordinary way; its series are not predicted for a few seconds. It
-	// needs pipelined transactions (NewCommitter) and Batching.
-	Predict bool
 	// Observer, when set, is told about each transaction (metrics).
 	Observer Observer
-	// Citus makes every transaction belong to one seller, for a database
-	// distributed by seller (docs/scale-out.md): a shared batch takes the
-	// series of one seller only (its oldest queue's), so each transaction
-	// runs on one worker with no two-phase commit. It costs transactions
-	// (a batch no longer mixes sellers), so plain PostgreSQL leaves it
-	// off. The pool's sessions need custom plans (db.ForCitus). It also
-	// turns Options.Routed on: the writes of an ordinary transaction are
-	// multi-row VALUES, which Citus routes to one worker, where an insert
-	// from unnest would be copied in two phases (docs/scale-out.md); and
-	// Delegated on when Predict is.
+	// Citus says the database is a Citus coordinator, distributed by
+	// seller (docs/scale-out.md); the pool's sessions need custom plans
+	// (db.ForCitus). It picks the Citus strategy (see strategy).
 	Citus bool
-	// Delegated sends a predicted batch as one call of the database
-	// function invoiced_issue_rows_v2 (migrations 00029, 00041) instead of a
-	// pipelined transaction: on Citus the call is delegated to the worker
-	// of the batch's shard and runs there whole, one coordinator hop per
-	// batch instead of one per statement (docs/scale-out.md, "One call per
-	// batch"). A batch that needs the period guard (dated in a month that
-	// may have ended) is issued the ordinary way. It needs Predict; Citus
-	// sets it. On plain PostgreSQL it is for tests and measurement.
-	Delegated bool
-	// ShardBatches, with Citus, lets a batch take the queues of every
-	// seller whose rows live in one shard, not of one seller only: one
-	// shard holds a hash range of sellers, and a transaction over sellers
-	// of one shard is still routed to one worker. Each seller's shard is
-	// read from the Citus metadata once per process (shardbatch.go).
-	ShardBatches bool
+	// CitusBatch, on Citus, is what one transaction may hold: the sellers
+	// of one shard (PerShard, the default) or one seller (PerSeller).
+	// Both keep each transaction on one worker.
+	CitusBatch CitusBatch
 }
+
+// CitusBatch names what one transaction may hold on Citus.
+type CitusBatch int
+
+const (
+	// PerShard takes the queues of every seller whose rows live in one shard
+	// (a shard holds a hash range of sellers; a transaction over sellers
+	// of one shard is still routed to one worker). Each seller's shard is
+	// read from the Citus metadata once per process (shardbatch.go).
+	PerShard CitusBatch = iota
+	// PerSeller takes the queues of one seller only (its oldest queue's).
+	PerSeller
+)
 
 // DateClock names the clock a Committer judges DateWindow by.
 type DateClock int
@@ -94,17 +78,61 @@ const (
 	DatabaseClock
 )
 
-// transactions names how a Committer sends its transactions.
-type transactions int
+// strategy is how a Committer issues, chosen once by newCommitter from
+// what the database is (Config.Citus) and how it is reached (a pool, or
+// one connection), by the policy measured best (docs/bench.md,
+// docs/scale-out.md). Every strategy gathers concurrent requests into
+// shared transactions (group commit); the classic design, one
+// transaction per invoice, is IssueTx in a transaction of the caller's.
+//
+//	PostgreSQL, a pool (NewCommitter): pipelined transactions, predicted
+//	PostgreSQL, one connection (NewPlainCommitter): plain transactions
+//	Citus, a pool: one seller's or shard's series per transaction,
+//	  routed writes, a predicted batch as one delegated call
+type strategy struct {
+	// pipelined: transactions run on a pool connection, BEGIN and
+	// COMMIT riding along with other statements (pipeTx); otherwise
+	// they are the database's own (db.Beginner.Begin), one round trip
+	// per statement.
+	pipelined bool
+	// predict: a batch whose counter rows this Committer wrote last takes
+	// its numbers from the state it remembers, so claims, counter update,
+	// inserts and COMMIT go in one round trip instead of three, and the
+	// database checks the prediction under the row locks. A batch whose
+	// prediction fails took nothing and is issued the ordinary way; its
+	// series are not predicted for a few seconds. Pipelined only.
+	predict bool
+	// delegated (Citus): a predicted batch is one call of the database
+	// function invoiced_issue_rows_v2 (migrations 00029, 00041), which
+	// Citus delegates to the worker of the batch's shard and runs there
+	// whole: one coordinator hop per batch instead of one per statement
+	// (docs/scale-out.md, "One call per batch"). A batch that needs the
+	// period guard (dated in a month that may have ended) is issued the
+	// ordinary way.
+	delegated bool
+	// oneOwner (Citus): a batch takes the series of one seller (or of
+	// the sellers of one shard, shardGroups) only, so each transaction
+	// runs on one worker with no two-phase commit. It costs transactions,
+	// so plain PostgreSQL mixes sellers.
+	oneOwner    bool
+	shardGroups bool
+	// plans is the plan_cache_mode a pipelined transaction sets after
+	// BEGIN (pipeTx.plans): generic plans, custom ones on Citus.
+	plans string
+}
 
-const (
-	// pipelined transactions run on a pool connection: BEGIN and COMMIT
-	// ride along with other statements (pipeTx), and prediction is
-	// possible.
-	pipelined transactions = iota + 1
-	// plain transactions are the database's own (db.Beginner.Begin).
-	plain
-)
+// strategyFor returns the strategy of a Committer for cfg, whose
+// transactions are pipelined on a pool when pooled is set.
+func strategyFor(pooled bool, cfg Config) strategy {
+	st := strategy{pipelined: pooled, predict: pooled, plans: genericPlans}
+	if cfg.Citus {
+		st.delegated = st.predict
+		st.oneOwner = true
+		st.shardGroups = cfg.CitusBatch == PerShard
+		st.plans = customPlans
+	}
+	return st
+}
 
 // soloFor is how long the series of a batch that could not get its locks
 // quickly are batched alone; sharedLockWait is how long a shared batch
@@ -118,9 +146,8 @@ const (
 	batchTimeout   = 60 * time.Second
 )
 
-// check returns what is wrong with cfg for transactions sent as tx, nil
-// when nothing is.
-func (cfg Config) check(tx transactions) error {
+// check returns what is wrong with cfg, nil when nothing is.
+func (cfg Config) check() error {
 	var errs []error
 	if cfg.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("invoice: Config.MaxBatch %d is negative (0 means %d)", cfg.MaxBatch, groupcommit.DefaultMaxBatch))
@@ -131,14 +158,8 @@ func (cfg Config) check(tx transactions) error {
 	if cfg.DateClock != ProcessClock && cfg.DateClock != DatabaseClock {
 		errs = append(errs, fmt.Errorf("invoice: Config.DateClock %d is neither ProcessClock nor DatabaseClock", cfg.DateClock))
 	}
-	if cfg.Predict && tx != pipelined {
-		errs = append(errs, errors.New("invoice: Config.Predict needs pipelined transactions (NewCommitter with a pool), not NewPlainCommitter"))
-	}
-	if cfg.Delegated && !cfg.Predict {
-		errs = append(errs, errors.New("invoice: Config.Delegated needs Config.Predict: only a predicted batch is one call"))
-	}
-	if cfg.Predict && !cfg.Batching {
-		errs = append(errs, errors.New("invoice: Config.Predict needs Config.Batching: only a batch's reserved counter rows can be predicted"))
+	if cfg.CitusBatch != PerShard && cfg.CitusBatch != PerSeller {
+		errs = append(errs, fmt.Errorf("invoice: Config.CitusBatch %d is neither PerShard nor PerSeller", cfg.CitusBatch))
 	}
 	return errors.Join(errs...)
 }

@@ -100,17 +100,18 @@ func statementFailed(err error) bool {
 	return true
 }
 
-// attempt runs one transaction of scope s for parts (commitTx) and returns
-// its error, having answered every member it left unanswered with that
-// error unless the members are retried (retried): then retry is true and
-// they are the caller's to run again.
-func (c *Committer) attempt(ctx context.Context, s scope, parts [][]*call, opt series.Options, res reservation) (retry bool, err error) {
-	err = c.commitTx(ctx, parts, opt, res)
+// attempt runs one transaction of scope s for parts (commitTx). When the
+// transaction fails and its members are retried (retried), it returns the
+// error: the members it left unanswered are the caller's to run again.
+// Otherwise it returns nil, every member answered: committed, or with the
+// transaction's error.
+func (c *Committer) attempt(ctx context.Context, s scope, parts [][]*call, opt series.Options) error {
+	err := c.commitTx(ctx, parts, opt)
 	if err == nil {
-		return false, nil
+		return nil
 	}
 	if retried(s, err) {
-		return true, err
+		return err
 	}
 	for _, p := range parts {
 		for _, cl := range p {
@@ -119,7 +120,7 @@ func (c *Committer) attempt(ctx context.Context, s scope, parts [][]*call, opt s
 			}
 		}
 	}
-	return false, err
+	return nil
 }
 
 // batches is what c's scheduler commits through
@@ -146,8 +147,8 @@ func (b batches) CommitShared(parts [][]*call, keys []groupcommit.Key) groupcomm
 		c.commitSeries(parts[0], opt)
 		return groupcommit.Split[*call]{}
 	}
-	retry, err := c.attempt(ctx, shared, parts, opt, reserved)
-	if !retry {
+	err := c.attempt(ctx, shared, parts, opt)
+	if err == nil {
 		return groupcommit.Split[*call]{}
 	}
 	c.mu.Lock()
@@ -180,11 +181,11 @@ func (c *Committer) commitSeries(members []*call, opt series.Options) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	if len(members) == 1 {
-		c.commitMember(ctx, members[0], reserved)
+		c.commitMember(ctx, members[0])
 		return
 	}
-	retry, err := c.attempt(ctx, oneSeries, [][]*call{members}, opt, reserved)
-	if !retry {
+	err := c.attempt(ctx, oneSeries, [][]*call{members}, opt)
+	if err == nil {
 		return
 	}
 	c.mu.Lock()
@@ -195,7 +196,7 @@ func (c *Committer) commitSeries(members []*call, opt series.Options) {
 	}
 	for _, cl := range members {
 		if !cl.answered {
-			c.commitMember(ctx, cl, reserved)
+			c.commitMember(ctx, cl)
 		}
 	}
 }
@@ -204,8 +205,8 @@ func (c *Committer) commitSeries(members []*call, opt series.Options) {
 // when the rule says so (another transaction recorded the same
 // idempotency key first), it runs once more, which then replays that
 // transaction's invoice.
-func (c *Committer) commitMember(ctx context.Context, cl *call, res reservation) {
-	if retry, _ := c.attempt(ctx, oneMember, [][]*call{{cl}}, c.cfg.Options, res); retry {
-		_, _ = c.attempt(ctx, memberAgain, [][]*call{{cl}}, c.cfg.Options, res)
+func (c *Committer) commitMember(ctx context.Context, cl *call) {
+	if err := c.attempt(ctx, oneMember, [][]*call{{cl}}, c.cfg.Options); err != nil {
+		_ = c.attempt(ctx, memberAgain, [][]*call{{cl}}, c.cfg.Options) // memberAgain is never retried: nil
 	}
 }

@@ -9,8 +9,30 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
 )
+
+// strategies are the Committer's strategies on plain PostgreSQL (on a
+// Citus coordinator, make test-citus, the pool's is the Citus strategy):
+// "pool" (NewCommitter: pipelined, predicted) and "plain" (NewPlainCommitter
+// on one connection's worth of API: plain transactions, not predicted).
+var strategies = []string{"pool", "plain"}
+
+// newCommitter returns a Committer of strategy s ("pool" or "plain") on
+// pool, with cfg for the database under test (testfactory.Config).
+func newCommitter(t testing.TB, s string, pool *pgxpool.Pool, cfg invoice.Config) *invoice.Committer {
+	t.Helper()
+	cfg = testfactory.Config(t, cfg)
+	switch s {
+	case "pool":
+		return mustCommitter(invoice.NewCommitter(pool, cfg))
+	case "plain":
+		return mustCommitter(invoice.NewPlainCommitter(pool, cfg))
+	}
+	t.Fatalf("no strategy %q", s)
+	return nil
+}
 
 // mustCommitter returns c, panicking when its constructor refused the
 // test's configuration (a bug in the test).
@@ -39,14 +61,11 @@ func TestNewCommitterRefusesBadConfig(t *testing.T) {
 		{"nil pool", func() (*invoice.Committer, error) { return invoice.NewCommitter(nil, invoice.Config{}) }, []string{"needs a pool"}},
 		{"nil db", func() (*invoice.Committer, error) { return invoice.NewPlainCommitter(nil, invoice.Config{}) }, []string{"needs a database"}},
 		{"negative", func() (*invoice.Committer, error) {
-			return invoice.NewPlainCommitter(noDB{}, invoice.Config{Batching: true, MaxBatch: -1, InFlight: -3, DateClock: 7})
-		}, []string{"MaxBatch -1", "InFlight -3", "DateClock 7"}},
-		{"predict, plain", func() (*invoice.Committer, error) {
-			return invoice.NewPlainCommitter(noDB{}, invoice.Config{Batching: true, Predict: true})
-		}, []string{"Predict needs pipelined transactions"}},
-		{"predict, no batching", func() (*invoice.Committer, error) {
-			return invoice.NewCommitter(&pgxpool.Pool{}, invoice.Config{Predict: true})
-		}, []string{"Predict needs Config.Batching"}},
+			return invoice.NewPlainCommitter(noDB{}, invoice.Config{MaxBatch: -1, InFlight: -3, DateClock: 7, CitusBatch: 5})
+		}, []string{"MaxBatch -1", "InFlight -3", "DateClock 7", "CitusBatch 5"}},
+		{"negative, pool", func() (*invoice.Committer, error) {
+			return invoice.NewCommitter(&pgxpool.Pool{}, invoice.Config{MaxBatch: -1})
+		}, []string{"MaxBatch -1"}},
 	} {
 		c, err := tc.make()
 		if err == nil || c != nil {
@@ -59,8 +78,7 @@ func TestNewCommitterRefusesBadConfig(t *testing.T) {
 			}
 		}
 	}
-	c, err := invoice.NewPlainCommitter(noDB{}, invoice.Config{Batching: true})
-	if err != nil || !c.Batching() {
-		t.Errorf("valid config: %v, batching %v", err, c != nil && c.Batching())
+	if _, err := invoice.NewPlainCommitter(noDB{}, invoice.Config{}); err != nil {
+		t.Errorf("valid config: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-	c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 20 * time.Second}})))
 	if r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "first")}); r.Err != nil {
 		t.Fatal(r.Err)
@@ -116,8 +116,8 @@ func TestIssueDeadlineBeforeAndAfterTheBatch(t *testing.T) {
 // issued, 21 refused.
 func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 	t.Parallel()
-	for _, predict := range []bool{false, true} {
-		t.Run(fmt.Sprintf("predict=%v", predict), func(t *testing.T) {
+	for _, strategy := range strategies {
+		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
 			ctx := t.Context()
@@ -130,8 +130,11 @@ func TestExhaustionIssuesWhatIsLeftInArrivalOrder(t *testing.T) {
 			}
 			nine, hundred := mk("N9", "N9/{FY}/{SEQ:1}"), mk("H99", "H99/{FY}/{SEQ:2}")
 			gated := &gatedPool{Pool: f.pool, gate: make(chan struct{})}
-			c := mustCommitter(invoice.NewCommitter(gated, testfactory.Config(t, invoice.Config{Batching: true, Predict: predict, Now: func() time.Time { return now },
-				Options: series.Options{LockTimeout: 20 * time.Second}})))
+			cfg := testfactory.Config(t, invoice.Config{Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 20 * time.Second}})
+			c := mustCommitter(invoice.NewCommitter(gated, cfg))
+			if strategy == "plain" {
+				c = mustCommitter(invoice.NewPlainCommitter(gated, cfg))
+			}
 			draft := func(s gst.Series, key string) document.Draft {
 				d, err := document.Prepare(document.Request{Items: []document.ItemInput{chai("1", "10", "5")}}, f.seller, s, now, document.Policy{})
 				if err != nil {
@@ -210,17 +213,33 @@ type gatedPool struct {
 }
 
 func (g *gatedPool) Acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if err := g.wait(ctx); err != nil {
+		return nil, err
+	}
+	return g.Pool.Acquire(ctx)
+}
+
+// Begin is gated as Acquire is (a plain Committer's transactions).
+func (g *gatedPool) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := g.wait(ctx); err != nil {
+		return nil, err
+	}
+	return g.Pool.Begin(ctx)
+}
+
+// wait waits for the gate once g is armed; it fails when ctx ends first.
+func (g *gatedPool) wait(ctx context.Context) error {
 	if !g.armed.Load() {
-		return g.Pool.Acquire(ctx)
+		return nil
 	}
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
 	select {
 	case <-g.gate:
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
-	return g.Pool.Acquire(ctx)
 }
 
 // overlapCounter is a Beginner (not a pool: the Committer then runs plain
@@ -271,7 +290,7 @@ func TestOneTransactionPerCounterRow(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	oc := &overlapCounter{db: f.pool}
-	c := mustCommitter(invoice.NewPlainCommitter(oc, testfactory.Config(t, invoice.Config{Batching: true, InFlight: 2, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewPlainCommitter(oc, testfactory.Config(t, invoice.Config{InFlight: 2, Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	yesterday := gst.DateIST(now).AddDate(0, 0, -1)
 	ctx := t.Context()
@@ -407,7 +426,7 @@ func TestCommitErrorOnAPlainConnectionIsAnUnknownOutcome(t *testing.T) {
 		{"rolled back", pgx.ErrTxCommitRollback, false},
 		{"statement error", &pgconn.PgError{Severity: "ОШИБКА", SeverityUnlocalized: "ERROR", Code: "40001", Message: "could not serialize access"}, false},
 	} {
-		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
+		c := mustCommitter(invoice.NewPlainCommitter(commitFails{f.pool, tc.err}, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now }})))
 		r := c.Issue(t.Context(), invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, tc.name)})
 		if got := errors.Is(r.Err, invoice.ErrOutcomeUnknown); got != tc.unknown || r.Err == nil {
 			t.Errorf("%s: %v; want outcome unknown %v", tc.name, r.Err, tc.unknown)

@@ -27,7 +27,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	}
 	today = time.Date(today.Year(), today.Month(), today.Day(), 0, 0, 0, 0, time.UTC)
 	processNow := today.AddDate(0, 0, -3).Add(6 * time.Hour) // the process's clock is 3 days behind
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return processNow },
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return processNow },
 		DateWindow: &document.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	draft := func(key string, date time.Time) document.Draft {
@@ -55,7 +55,7 @@ func TestDateWindowByTheDatabaseClock(t *testing.T) {
 	// checks the window in the predicted round trip; the batch then goes
 	// the ordinary way, which words the refusal).
 	ahead := today.AddDate(0, 0, 3).Add(6 * time.Hour)
-	c2 := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return ahead },
+	c2 := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return ahead },
 		DateWindow: &document.Policy{BackdateDays: 1}, DateClock: invoice.DatabaseClock,
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	if r := c2.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: draft("ahead-1", today)}); r.Err != nil || r.Invoice.Serial != 4 {

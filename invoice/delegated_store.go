@@ -14,7 +14,7 @@ import (
 	"github.com/invoiced/invoiced/series"
 )
 
-// This file holds the SQL of a delegated batch (Config.Delegated,
+// This file holds the SQL of a delegated batch (strategy.delegated,
 // docs/scale-out.md "One call per batch"): a predicted transaction sent as
 // one call of invoiced_issue_rows_v2 (migrations 00029, 00041), which Citus runs
 // whole on the worker of the batch's shard.
@@ -149,7 +149,7 @@ const issueRowsSQL = `SELECT invoiced_issue_rows_v2($1::bigint,
 	$43::bigint[], $44::int[], $45::bigint[], $46::bigint[], $47::timestamptz[], $48::bytea[], $49::bigint[],
 	$50::bigint[])`
 
-// issueDelegated issues a predicted batch as one call (Config.Delegated)
+// issueDelegated issues a predicted batch as one call (strategy.delegated)
 // on a connection of c's pool. It returns errPredictRefused, having sent
 // nothing, when a group is dated in a month that may have ended by the
 // time the call runs (the ordinary path takes the period guard); otherwise

@@ -13,11 +13,11 @@ import (
 )
 
 // delegating returns a Committer whose predicted batches are calls of
-// invoiced_issue_rows_v2 (Config.Delegated), as on Citus; here on whichever
-// database the tests run.
+// invoiced_issue_rows_v2, as the Citus strategy's are; here on whichever
+// database the tests run (invoice.Delegate).
 func delegating(t testing.TB, f fixture, now func() time.Time) *invoice.Committer {
-	return mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Delegated: true,
-		Now: now, Options: series.Options{LockTimeout: 10 * time.Second}})))
+	return invoice.Delegate(mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{
+		Now: now, Options: series.Options{LockTimeout: 10 * time.Second}}))))
 }
 
 // TestDelegatedBatchesFallBackAndRecover walks the delegated path through

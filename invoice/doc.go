@@ -17,10 +17,11 @@
 //     update per series-year, so a caller that gathers concurrent requests
 //     pays one lock hold and one COMMIT for all of them.
 //   - The Committer ([NewCommitter], [NewPlainCommitter]): queues requests
-//     per counter row in internal/groupcommit, commits batches (pipelined,
-//     or predicted in one round trip, predict.go, on Citus one delegated
-//     call, delegated_store.go), and retries a failed
-//     batch by the rules in committer_retry.go.
+//     per counter row in internal/groupcommit, commits batches by one
+//     strategy its constructor chooses (strategyFor: on a pool pipelined
+//     and predicted in one round trip, predict.go, on Citus one delegated
+//     call, delegated_store.go; on one connection plain transactions),
+//     and retries a failed batch by the rules in committer_retry.go.
 //   - Reading: [Get], [GetByPublicID], [List], [ListDated], [FindByNumber],
 //     [IDBySerial]; notes' originals: [CheckOriginal].
 //   - Cancelling: [Cancel], [CancelOnce], [CancelTx].

@@ -9,3 +9,12 @@ var LockPeriods = lockPeriods
 
 // DelegatedFailed is the error a failed invoiced_issue_rows call becomes.
 var DelegatedFailed = delegatedFailed
+
+// Delegate makes c send its predicted batches as one call of
+// invoiced_issue_rows_v2, as the Citus strategy does, on whichever
+// database the test runs (for tests of the call on plain PostgreSQL).
+// Call it before c issues anything.
+func Delegate(c *Committer) *Committer {
+	c.st.delegated = c.st.predict
+	return c
+}

@@ -79,35 +79,38 @@ func checkContiguous(t *testing.T, serials []int64, n int) {
 func TestGroupCommitUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []struct {
-		batching, predict bool
-		inFlight          int
-		delegated         bool
-	}{{true, false, 1, false}, {true, true, 1, false}, {true, true, 2, false}, {false, false, 1, false}, {true, true, 2, true}} {
-		batching := mode.batching
-		t.Run(fmt.Sprintf("batching=%v/predict=%v/in-flight=%d/delegated=%v", batching, mode.predict, mode.inFlight, mode.delegated), func(t *testing.T) {
+		strategy  string
+		inFlight  int
+		delegated bool
+	}{{"pool", 1, false}, {"pool", 2, false}, {"plain", 1, false}, {"plain", 2, false}, {"pool", 2, true}} {
+		t.Run(fmt.Sprintf("%s/in-flight=%d/delegated=%v", mode.strategy, mode.inFlight, mode.delegated), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: batching, Predict: mode.predict, InFlight: mode.inFlight,
-				Delegated: mode.delegated, Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}})))
+			c := newCommitter(t, mode.strategy, f.pool, invoice.Config{InFlight: mode.inFlight,
+				Now: func() time.Time { return now }, Options: series.Options{LockTimeout: 10 * time.Second}})
+			if mode.delegated {
+				invoice.Delegate(c)
+			}
+			predict := mode.strategy == "pool"
 			const clients, each = 32, 40
 			got := issueConcurrently(t, f, clients, each, func(int) *invoice.Committer { return c }, nil)
 			checkContiguous(t, got, clients*each)
 			checkContiguous(t, serialsOf(t, f), clients*each)
 			st := c.Stats()
-			if batching && st.MaxBatch < 2 {
+			if st.MaxBatch < 2 {
 				t.Logf("no batch larger than one formed (stats %+v)", st)
 			}
-			if mode.predict && (st.Predicted == 0 || st.Mispredicted != 0) {
+			if predict && (st.Predicted == 0 || st.Mispredicted != 0) {
 				t.Errorf("one process alone: want predicted transactions and no misprediction, got %+v", st)
 			}
-			if mode.predict && st.Predicted*2 < st.Batches {
+			if predict && st.Predicted*2 < st.Batches {
 				// Two batches in flight on one series must not keep each
 				// other from being predicted (Committer.waitForRow).
 				t.Errorf("want most transactions predicted, got %+v", st)
 			}
 			// A predicted batch is one call of invoiced_issue_rows when
 			// delegated (always on Citus), never otherwise.
-			if delegated := mode.delegated || (mode.predict && dbtest.Citus(t)); (st.Delegated == st.Predicted) != delegated && st.Predicted > 0 || !delegated && st.Delegated != 0 {
+			if delegated := mode.delegated || (predict && dbtest.Citus(t)); (st.Delegated == st.Predicted) != delegated && st.Predicted > 0 || !delegated && st.Delegated != 0 {
 				t.Errorf("delegated=%v: want every predicted transaction delegated iff so, got %+v", delegated, st)
 			}
 			t.Logf("stats %+v", st)
@@ -122,7 +125,7 @@ func TestGroupCommitIsolatesAFailingMember(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 30 * time.Second}})))
 
 	holder, err := f.pool.Begin(ctx)
@@ -198,7 +201,7 @@ func TestGroupCommitReplaysAcrossBatches(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now }})))
 	first := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "same")})
 	if first.Err != nil {
 		t.Fatal(first.Err)
@@ -272,20 +275,20 @@ func (f fixture) serialsOfSeries(t *testing.T, s gst.Series) []int64 {
 func TestGroupCommitAcrossSeries(t *testing.T) {
 	t.Parallel()
 	for _, inFlight := range []int{1, 2} {
-		for _, predict := range []bool{false, true} {
-			t.Run(fmt.Sprintf("in-flight=%d/predict=%v", inFlight, predict), func(t *testing.T) {
+		for _, strategy := range strategies {
+			t.Run(fmt.Sprintf("in-flight=%d/%s", inFlight, strategy), func(t *testing.T) {
 				t.Parallel()
-				testAcrossSeries(t, inFlight, predict)
+				testAcrossSeries(t, inFlight, strategy)
 			})
 		}
 	}
 }
 
-func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
+func testAcrossSeries(t *testing.T, inFlight int, strategy string) {
 	f := setup(t)
 	ss := f.moreSeries(t, 12)
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }, InFlight: inFlight,
-		Predict: predict, Options: series.Options{LockTimeout: 10 * time.Second}})))
+	c := newCommitter(t, strategy, f.pool, invoice.Config{Now: func() time.Time { return now }, InFlight: inFlight,
+		Options: series.Options{LockTimeout: 10 * time.Second}})
 	const clients, each = 24, 30
 	var mu sync.Mutex
 	perSeries := map[int64][]int64{}
@@ -327,7 +330,7 @@ func testAcrossSeries(t *testing.T, inFlight int, predict bool) {
 	if st.Invoices != int64(total) || st.Batches >= st.Invoices {
 		t.Fatalf("stats %+v: want fewer transactions than invoices", st)
 	}
-	if predict && st.Mispredicted != 0 {
+	if st.Mispredicted != 0 {
 		t.Errorf("stats %+v: one process alone mispredicted", st)
 	}
 	verifyChains(t, f)
@@ -360,7 +363,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	// pool) on series of their own, through a Committer of their own.
 	ref := time.Hour
 	{
-		rc := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now }})))
+		rc := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now }})))
 		refSeries := make([]gst.Series, len(ss))
 		for i := range refSeries {
 			s, err := series.CreateSeries(ctx, f.pool, series.NewSeries{SellerID: f.seller.ID, Code: fmt.Sprintf("R%d", i), DocType: "invoice", Format: fmt.Sprintf("R%d/{FY}/{SEQ:6}", i)})
@@ -396,7 +399,7 @@ func TestGroupCommitStuckSeriesDoesNotHoldOthers(t *testing.T) {
 	lockTimeout = max(lockTimeout, 10*ref)
 	bound := lockTimeout * 3 / 4
 	t.Logf("a round without a stuck series took %v: lock timeout %v", ref, lockTimeout)
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: lockTimeout}})))
 	holder, err := f.pool.Begin(ctx)
 	if err != nil {
@@ -483,7 +486,7 @@ func TestGroupCommitSeriesRefusedAloneInASharedBatch(t *testing.T) {
 	ss := f.moreSeries(t, 2)
 	a, b := ss[0], ss[1]
 	ctx := t.Context()
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 	prep := func(s gst.Series, day string) document.Draft {
 		d, err := document.Prepare(document.Request{InvoiceDate: date(t, day), Items: []document.ItemInput{chai("1", "10", "5")}},

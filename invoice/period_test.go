@@ -140,7 +140,7 @@ func TestPeriodLockRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }})))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return december }})))
 	// The Committer has written CH2's counter row, so its next batch predicts.
 	if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: ch2, Draft: dated(t, f, ch2, "2026-11-10")}); r.Err != nil {
 		t.Fatal(r.Err)
@@ -284,7 +284,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 	if _, err := f.pool.Exec(ctx, `INSERT INTO period_locks (seller_id, period, locked_at, locked_by) VALUES ($1, '2026-11-01', $2, 'test')`, f.seller.ID, december); err != nil {
 		t.Fatal(err)
 	}
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return december }})))
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return december }})))
 	var reqs []invoice.IssueRequest
 	for range 5 {
 		reqs = append(reqs, invoice.IssueRequest{Seller: f.seller, Series: n9, Draft: dated(t, f, n9, "2026-11-20")})

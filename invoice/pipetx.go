@@ -20,7 +20,7 @@ type pipeTx struct {
 	begun  bool
 	closed bool
 	// plans is the plan_cache_mode setting sent after BEGIN: genericPlans,
-	// or customPlans for Config.Citus.
+	// or customPlans on Citus (strategy.plans).
 	plans string
 }
 

@@ -81,13 +81,13 @@ func (c *Committer) tidy(rk rowKey, now time.Time) {
 	}
 }
 
-// registerTx registers a transaction on the counter rows of parts and
-// returns them, with the states to predict them from when every row can
-// be predicted (Predict on, rows reserved for the transaction, each
+// registerTx registers a transaction on the counter rows of parts (which
+// the scheduler reserved for it) and returns them, with the states to
+// predict them from when every row can be predicted (c predicts, each row
 // predictable, no idempotency key twice in the batch), nil otherwise. It
 // returns no rows (nothing to unregister) when c does not predict.
-func (c *Committer) registerTx(parts [][]*call, res reservation) ([]rowKey, []series.State) {
-	if !c.cfg.Predict || res != reserved {
+func (c *Committer) registerTx(parts [][]*call) ([]rowKey, []series.State) {
+	if !c.st.predict {
 		return nil, nil // nothing to track
 	}
 	rows := make([]rowKey, len(parts))
@@ -145,7 +145,7 @@ func (c *Committer) unregisterTx(rows []rowKey) {
 }
 
 // recordCommit records a committed transaction: in the stats, the n
-// invoices it issued; for Predict, the state it left the counter row of
+// invoices it issued; when predicting, the state it left the counter row of
 // each of parts in (states, parallel; nil: unknown, forget it).
 // It takes c.mu once for the whole batch, which is on the critical path of
 // the next one.
@@ -157,7 +157,7 @@ func (c *Committer) recordCommit(parts [][]*call, states []*series.State, n int,
 	if predicted {
 		c.stats.Predicted++
 	}
-	if !c.cfg.Predict {
+	if !c.st.predict {
 		return
 	}
 	now := time.Now()
@@ -190,17 +190,42 @@ func (c *Committer) forgetRows(rows []rowKey, until time.Time) {
 }
 
 // commitPredicted issues parts from the predicted states of their counter
-// rows (see Config.Predict) in one round trip (with Config.Delegated, one
-// call, after one more to take event ids when a seller subscribes) and
-// answers every member.
+// rows (see strategy.predict) in one round trip (delegated, one call,
+// after one more to take event ids when a seller subscribes) and answers
+// every member.
 // done is false when the prediction failed and nothing was taken: the
 // caller issues parts the ordinary way. Otherwise err is the
 // transaction's failure, nil when it committed.
 func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows []rowKey, predicted []series.State, opt series.Options) (done bool, err error) {
 	now := c.now()
+	groups, claims := predictedGroups(parts)
+	window, ok := c.predictedWindow(parts, claims, now)
+	if !ok {
+		return false, nil
+	}
+	invs, states, err := c.sendPredicted(ctx, groups, predicted, claims, window, now, opt)
+	if err != nil {
+		return c.predictionFailed(groups, rows, err)
+	}
+	// Stats first: an answered caller may read them at once.
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	c.recordCommit(parts, states, n, true)
+	for g, p := range parts {
+		for i, cl := range p {
+			cl.answer(Result{Invoice: invs[g][i]})
+		}
+	}
+	return true, nil
+}
+
+// predictedGroups returns the group of each of parts and the claims of
+// their idempotency keys (no key is twice in a predicted batch).
+func predictedGroups(parts [][]*call) ([]Group, []KeyClaim) {
 	groups := make([]Group, len(parts))
 	var claims []KeyClaim
-	var window *dateWindow // the dates, for the database to judge
 	for g, p := range parts {
 		groups[g] = Group{Seller: p[0].req.Seller, Series: p[0].req.Series, Drafts: make([]document.Draft, len(p))}
 		for i, cl := range p {
@@ -209,48 +234,65 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 			if d.IdempotencyKey != "" {
 				claims = append(claims, KeyClaim{SellerID: cl.req.Seller.ID, Key: d.IdempotencyKey, RequestHash: d.RequestHash})
 			}
-			if window == nil {
-				window = &dateWindow{First: d.InvoiceDate, Last: d.InvoiceDate}
-			}
-			window.First, window.Last = minTime(window.First, d.InvoiceDate), maxTime(window.Last, d.InvoiceDate)
 		}
 	}
+	return groups, claims
+}
+
+// predictedWindow returns the dates of parts for the database to judge
+// against the date window, by its clock after the keys' locks
+// (DatabaseClock, with keys), or nil when there is no window or c judged
+// it at now. ok is false when a member's date is out of the window at
+// now: only the ordinary path refuses, after the key's replay and
+// progress are known.
+func (c *Committer) predictedWindow(parts [][]*call, claims []KeyClaim, now time.Time) (window *dateWindow, ok bool) {
 	switch {
 	case c.cfg.DateWindow == nil:
-		window = nil
+		return nil, true
 	case c.cfg.DateClock == DatabaseClock && len(claims) > 0:
-		// Judged by the database's clock, after the keys' locks; when it
-		// fails, the ordinary path words the refusal.
-		window.BackdateDays = c.cfg.DateWindow.BackdateDays
-	default:
-		window = nil
+		// When it fails, the ordinary path words the refusal.
 		for _, p := range parts {
 			for _, cl := range p {
-				if c.cfg.DateWindow.Check(cl.req.Draft.InvoiceDate, now) != nil {
-					// Only the ordinary path refuses, after the key's
-					// replay and progress are known.
-					return false, nil
+				d := cl.req.Draft.InvoiceDate
+				if window == nil {
+					window = &dateWindow{First: d, Last: d, BackdateDays: c.cfg.DateWindow.BackdateDays}
 				}
+				window.First, window.Last = minTime(window.First, d), maxTime(window.Last, d)
+			}
+		}
+		return window, true
+	}
+	for _, p := range parts {
+		for _, cl := range p {
+			if c.cfg.DateWindow.Check(cl.req.Draft.InvoiceDate, now) != nil {
+				return nil, false
 			}
 		}
 	}
-	var invs [][]document.Invoice
-	var states []*series.State
-	if c.cfg.Delegated {
-		invs, states, err = c.issueDelegated(ctx, groups, predicted, claims, window, now, opt)
-	} else {
-		tx, pipe, end, berr := c.begin(ctx)
-		if berr != nil {
-			return true, translate(berr, "begin")
-		}
-		defer end()
-		if pipe == nil {
-			panic("invoice: a predicted transaction that is not pipelined")
-		}
-		if invs, states, err = issuePredicted(ctx, tx, groups, predicted, claims, window, now, opt); err == nil {
-			pipe.committed()
-		}
+	return nil, true
+}
+
+// sendPredicted issues groups from their predicted states: as one call
+// (strategy.delegated) or one pipelined round trip ending in COMMIT
+// (issuePredicted). It returns what they return.
+func (c *Committer) sendPredicted(ctx context.Context, groups []Group, predicted []series.State, claims []KeyClaim,
+	window *dateWindow, now time.Time, opt series.Options) ([][]document.Invoice, []*series.State, error) {
+	if c.st.delegated {
+		return c.issueDelegated(ctx, groups, predicted, claims, window, now, opt)
 	}
+	tx, end, err := c.begin(ctx)
+	if err != nil {
+		return nil, nil, translate(err, "begin")
+	}
+	defer end()
+	return issuePredicted(ctx, tx, groups, predicted, claims, window, now, opt)
+}
+
+// predictionFailed answers a predicted transaction of groups on rows that
+// failed with err: done is false when nothing was taken and the ordinary
+// path is to issue the batch (it answers what failed as it would have
+// without prediction); otherwise err is the transaction's failure.
+func (c *Committer) predictionFailed(groups []Group, rows []rowKey, err error) (done bool, _ error) {
 	switch {
 	case errors.Is(err, errNeedsEventIDs):
 		// A seller subscribes: the ordinary path issues this batch, and
@@ -270,12 +312,10 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 		c.forgetRows(rows, time.Now().Add(unstableFor))
 		return false, nil
 	case mispredicted(err), statementFailed(err):
-		// Nothing was taken: the ordinary path issues the batch and
-		// answers what failed as it would have without prediction. A key
-		// already used or held leaves the rows as remembered; a row that
-		// moved, or any other failed statement (a schema without the
-		// prediction's functions, a deadlock, a constraint), is forgotten
-		// and not predicted for a while.
+		// A key already used or held leaves the rows as remembered; a
+		// row that moved, or any other failed statement (a schema
+		// without the prediction's functions, a deadlock, a constraint),
+		// is forgotten and not predicted for a while.
 		c.mu.Lock()
 		c.stats.Mispredicted++
 		c.mu.Unlock()
@@ -287,20 +327,7 @@ func (c *Committer) commitPredicted(ctx context.Context, parts [][]*call, rows [
 			}
 		}
 		return false, nil
-	case err != nil:
-		c.forgetRows(rows, time.Time{})
-		return true, err
 	}
-	// Stats first: an answered caller may read them at once.
-	n := 0
-	for _, p := range parts {
-		n += len(p)
-	}
-	c.recordCommit(parts, states, n, true)
-	for g, p := range parts {
-		for i, cl := range p {
-			cl.answer(Result{Invoice: invs[g][i]})
-		}
-	}
-	return true, nil
+	c.forgetRows(rows, time.Time{})
+	return true, err
 }

@@ -44,7 +44,7 @@ func issuePredicted(ctx context.Context, tx pgx.Tx, groups []Group, predicted []
 	// round trip like a misprediction: the ordinary path answers it.
 	queuePeriodGuard(batch, groups, w.out, now)
 	w.queue(batch)
-	if _, err := sendWrites(ctx, tx, batch, true); err != nil {
+	if err := sendWrites(ctx, tx, batch, true); err != nil {
 		return nil, nil, err
 	}
 	return w.out, w.states, nil

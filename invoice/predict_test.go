@@ -18,7 +18,7 @@ import (
 )
 
 func predicting(t testing.TB, f fixture, now func() time.Time) *invoice.Committer {
-	return mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: now,
+	return mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: now,
 		Options: series.Options{LockTimeout: 10 * time.Second}})))
 }
 
@@ -219,7 +219,7 @@ func TestPredictedLeasedSeriesIsNoMisprediction(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	var log bytes.Buffer
-	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Batching: true, Predict: true, Now: func() time.Time { return now },
+	c := mustCommitter(invoice.NewCommitter(f.pool, testfactory.Config(t, invoice.Config{Now: func() time.Time { return now },
 		Options: series.Options{LockTimeout: 10 * time.Second}, Logger: slog.New(slog.NewTextHandler(&log, nil))})))
 	for _, k := range []string{"a", "b"} {
 		if r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, k)}); r.Err != nil {

@@ -5,16 +5,16 @@ import (
 	"time"
 )
 
-// This file holds the Citus metadata read of Config.ShardBatches.
+// This file holds the Citus metadata read of strategy.shardGroups (Config.CitusBatch PerShard).
 
 // learnShard records, once per seller, the shard that holds sellerID's
 // rows (Citus metadata), for shardGroup. It reads only with
-// Config.ShardBatches and a pool, outside the scheduler's lock, before
+// strategy.shardGroups and a pool, outside the scheduler's lock, before
 // the seller's first request is queued. A failed read is not recorded:
 // the seller then batches alone, which is always single-shard, and the
 // next request tries again.
 func (c *Committer) learnShard(ctx context.Context, sellerID int64) {
-	if !c.cfg.Citus || !c.cfg.ShardBatches || c.pool == nil {
+	if !c.st.shardGroups || c.pool == nil {
 		return
 	}
 	if _, ok := c.shards.Load(sellerID); ok {

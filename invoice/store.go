@@ -59,7 +59,7 @@ type Group struct {
 // is then aborted. A malformed call (a group without drafts or with mixed
 // dates) fails before touching tx.
 func IssueManyTx(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options) ([][]document.Invoice, []error, error) {
-	invs, errs, _, _, err := issueMany(ctx, tx, groups, now, opt, false, allOrNothing)
+	invs, errs, _, err := issueMany(ctx, tx, groups, now, opt, allOrNothing, leaveOpen)
 	return invs, errs, err
 }
 
@@ -78,17 +78,63 @@ const (
 	whatIsLeft
 )
 
-// issueMany is IssueManyTx; with commit set it ends its last round trip of
-// writes with COMMIT and reports whether it did (committed is then true
-// when err is nil and something was written). states holds, per group
-// issued, the counter row's state after the transaction (nil for a group
-// refused). With fill whatIsLeft, a group may be issued in part: out[g]
-// then holds the invoices of its first drafts and errs[g] (ErrExhausted)
-// is the answer for the rest.
-func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, commit bool, fill fillMode) (out [][]document.Invoice, errs []error, states []*series.State, committed bool, err error) {
+// txEnd says whether issueMany ends its transaction.
+type txEnd int
+
+const (
+	// leaveOpen leaves the transaction to its caller (IssueManyTx).
+	leaveOpen txEnd = iota
+	// commitAtEnd commits it: a pipelined transaction (pipeTx) ends its
+	// round trip of writes with COMMIT, any other sends COMMIT after.
+	commitAtEnd
+)
+
+// issueMany is IssueManyTx, which with end commitAtEnd also commits tx.
+// states holds, per group issued, the counter row's state after the
+// transaction (nil for a group refused). With fill whatIsLeft, a group
+// may be issued in part: out[g] then holds the invoices of its first
+// drafts and errs[g] (ErrExhausted) is the answer for the rest. The
+// error of a failed COMMIT is commitFailed's.
+func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, fill fillMode, end txEnd) (out [][]document.Invoice, errs []error, states []*series.State, err error) {
+	w, errs, err := numberMany(ctx, tx, groups, now, opt, fill)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, pipelined := tx.(*pipeTx)
+	inWrites := end == commitAtEnd && pipelined && len(w.all) > 0 // COMMIT rides along
+	if len(w.all) > 0 {
+		batch := &pgx.Batch{}
+		// Under the counter locks NextMany took; by what is written, not by
+		// errs, which also refuses the tail of a group issued in part.
+		guard := queuePeriodGuard(batch, groups, w.out, now)
+		if opt.Routed {
+			err = w.sendRouted(ctx, tx, batch, inWrites)
+		} else {
+			w.queue(batch)
+			w.queueHeads(batch)
+			err = sendWrites(ctx, tx, batch, inWrites)
+		}
+		if err != nil {
+			return nil, nil, nil, guard.translate(err)
+		}
+	}
+	if end == commitAtEnd && !inWrites {
+		if err := tx.Commit(ctx); err != nil {
+			return nil, nil, nil, commitFailed(err)
+		}
+	}
+	return w.out, errs, w.states, nil
+}
+
+// numberMany takes the numbers of groups (series.NextMany; with fill
+// whatIsLeft, what a row has left) and returns the rows to write and an
+// error per group: a group refused on its own, or the refusal of a
+// group's tail (ErrExhausted). It returns a database error, after which
+// tx is aborted, or sealGroups' error before touching tx.
+func numberMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, opt series.Options, fill fillMode) (*writes, []error, error) {
 	seals, takes, err := sealGroups(groups)
 	if err != nil {
-		return nil, nil, nil, false, err
+		return nil, nil, err
 	}
 	if fill == whatIsLeft {
 		for g := range takes {
@@ -98,14 +144,14 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 	}
 	blocks, errs, err := series.NextMany(ctx, tx, takes, now, opt)
 	if err != nil {
-		return nil, nil, nil, false, err
+		return nil, nil, err
 	}
 	if fill == whatIsLeft {
 		if err := takeWhatIsLeft(ctx, tx, takes, blocks, errs, now, opt); err != nil {
-			return nil, nil, nil, false, err
+			return nil, nil, err
 		}
 	}
-	// Under the locks: number, chain, and one pipelined round trip of writes.
+	// Under the locks: number and chain.
 	w := numberGroups(groups, blocks, errs, seals)
 	for g, gr := range groups {
 		if errs[g] == nil && blocks[g].N < len(gr.Drafts) {
@@ -113,41 +159,24 @@ func issueMany(ctx context.Context, tx pgx.Tx, groups []Group, now time.Time, op
 				gr.Series.Code, blocks[g].FY, blocks[g].N)
 		}
 	}
-	if len(w.all) == 0 {
-		return w.out, errs, w.states, false, nil
-	}
-	batch := &pgx.Batch{}
-	// Under the counter locks NextMany took; by what is written, not by
-	// errs, which also refuses the tail of a group issued in part.
-	guard := queuePeriodGuard(batch, groups, w.out, now)
-	if opt.Routed {
-		committed, err = w.sendRouted(ctx, tx, batch, commit)
-	} else {
-		w.queue(batch)
-		w.queueHeads(batch)
-		committed, err = sendWrites(ctx, tx, batch, commit)
-	}
-	if err != nil {
-		return nil, nil, nil, false, guard.translate(err)
-	}
-	return w.out, errs, w.states, committed, nil
+	return w, errs, nil
 }
 
 // sendRouted sends b with w's writes in the routed form (routed_store.go):
 // one round trip for the invoices, keys, chain records and heads, and one
 // for the events of subscribed sellers, which ends with COMMIT when commit
-// is set (alone when no seller subscribes). It reports as sendWrites does.
-func (w *writes) sendRouted(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
+// is set (alone when no seller subscribes). It fails as sendWrites does.
+func (w *writes) sendRouted(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) error {
 	subscribed := map[int64]bool{}
 	w.queueRouted(b, subscribed)
 	w.queueHeads(b)
-	if _, err := sendWrites(ctx, tx, b, false); err != nil {
-		return false, err
+	if err := sendWrites(ctx, tx, b, false); err != nil {
+		return err
 	}
 	events := &pgx.Batch{}
 	queued := queueEvents(events, w.all, EventIssued, func(inv *document.Invoice) time.Time { return inv.IssuedAt }, subscribed)
 	if !queued && !commit {
-		return false, nil
+		return nil
 	}
 	return sendWrites(ctx, tx, events, commit)
 }

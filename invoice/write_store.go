@@ -295,18 +295,18 @@ func (w *writes) queue(b *pgx.Batch) {
 			AS u(series_id, fy, position, serial, at, hash, seller_id)`, chainColumns(w.chain)...)
 }
 
-// sendWrites sends b on tx, with COMMIT appended when commit is set, and
-// reports whether it committed. Once COMMIT has answered, the transaction
-// is durable whatever fails after (reading the end of the pipeline, the
-// connection): sendWrites then reports it committed. Before that answer,
-// with COMMIT queued, only the server's refusal of a statement (a
-// PostgreSQL error that does not end the session: the COMMIT then rolls
-// back), a COMMIT answered ROLLBACK, or a failure before anything was sent
-// means nothing was committed; any other error (a lost session, a result
+// sendWrites sends b on tx, with COMMIT appended when commit is set. Once
+// COMMIT has answered, the transaction is durable whatever fails after
+// (reading the end of the pipeline, the connection): sendWrites then
+// returns nil, and a pipeTx is marked committed. Before that answer, with
+// COMMIT queued, only the server's refusal of a statement (a PostgreSQL
+// error that does not end the session: the COMMIT then rolls back), a
+// COMMIT answered ROLLBACK, or a failure before anything was sent means
+// nothing was committed; any other error (a lost session, a result
 // callback that failed while the server went on to run the COMMIT it was
 // sent, whatever that error wraps) is ErrOutcomeUnknown: the server may
 // have committed.
-func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool, error) {
+func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) error {
 	committed := false
 	if commit {
 		b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
@@ -317,18 +317,24 @@ func sendWrites(ctx context.Context, tx pgx.Tx, b *pgx.Batch, commit bool) (bool
 			return nil
 		})
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	err := tx.SendBatch(ctx, b).Close()
+	if committed {
+		if p, ok := tx.(*pipeTx); ok {
+			p.committed()
+		}
+	}
+	if err != nil {
 		switch {
 		case committed:
-			return true, nil
+			return nil
 		case keyTaken(err):
-			return false, apperr.WithCause(ErrKeyRace, err)
+			return apperr.WithCause(ErrKeyRace, err)
 		case commit && commitMayHaveRun(err):
-			return false, apperr.WithCause(ErrOutcomeUnknown, err)
+			return apperr.WithCause(ErrOutcomeUnknown, err)
 		}
-		return false, translate(err, "insert invoices")
+		return translate(err, "insert invoices")
 	}
-	return commit, nil
+	return nil
 }
 
 // commitMayHaveRun reports whether err, the failure of a pipeline that

@@ -44,9 +44,10 @@ type serveConfig struct {
 	minConns     int
 	drainTimeout time.Duration
 	logFormat    string
-	batching     bool
-	predict      bool
 	citusBatch   string
+	// deprecated names the deprecated flags given (flag or environment):
+	// parsed for one release, with no effect but a warning.
+	deprecated   []string
 	stats        bool
 	debugAddr    string
 	keyCacheTTL  time.Duration
@@ -79,7 +80,7 @@ type serveConfig struct {
 // and an error when the database is unreachable, the address cannot be
 // bound, or in-flight requests did not finish within the drain timeout.
 func runServe(ctx context.Context, e env, args []string) error {
-	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--min-conns N] [--batching=false] [--stats]")
+	fs := newFlagSet(e, "serve", "[--addr HOST:PORT] [--backdate-days N] [--lock-timeout 3s] [--max-conns N] [--min-conns N] [--stats]")
 	var c serveConfig
 	c.define(fs)
 	documentEnv(fs)
@@ -91,6 +92,7 @@ func runServe(ctx context.Context, e env, args []string) error {
 	}
 	fs.Visit(func(f *flag.Flag) { c.metricsAddrGiven = c.metricsAddrGiven || f.Name == "metrics-addr" })
 	c.metricsAddrGiven = c.metricsAddrGiven || e.getenv(envName("metrics-addr")) != ""
+	c.deprecated = givenFlags(fs, e.getenv, deprecatedServeFlags)
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -104,6 +106,25 @@ func runServe(ctx context.Context, e env, args []string) error {
 	return serve(ctx, e, c)
 }
 
+// deprecatedServeFlags are serve's flags kept for one release so that an
+// operator's unit file keeps starting: --batching and --predict chose
+// comparison paths that left the Committer (docs/changes.md).
+var deprecatedServeFlags = []string{"batching", "predict"}
+
+// givenFlags returns those of names that were set on fs, by a flag or by
+// its environment variable (envName).
+func givenFlags(fs *flag.FlagSet, getenv func(string) string, names []string) []string {
+	var out []string
+	for _, name := range names {
+		given := getenv(envName(name)) != ""
+		fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+		if given {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // define registers serve's flags on fs, each writing into c.
 func (c *serveConfig) define(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the bound address is printed)")
@@ -113,8 +134,9 @@ func (c *serveConfig) define(fs *flag.FlagSet) {
 	fs.IntVar(&c.minConns, "min-conns", -1, "connections opened before listening and kept open (-1: as many as --max-conns, a fixed-size pool; 0: as DATABASE_URL's pool_min_conns says, else on demand)")
 	fs.DurationVar(&c.drainTimeout, "drain-timeout", 30*time.Second, "on SIGTERM/SIGINT, how long in-flight requests may take to finish")
 	fs.StringVar(&c.logFormat, "log-format", "json", "log format on stderr: json or text")
-	fs.BoolVar(&c.batching, "batching", true, "gather concurrent requests for a series into one transaction (group commit); false issues each invoice in its own transaction, for comparison")
-	fs.BoolVar(&c.predict, "predict", true, "let a group-commit transaction predict its counter rows from the state this process left them in, so it needs one database round trip instead of three (checked by the database; a wrong prediction costs a retry); false always reads them first, for comparison")
+	for _, name := range deprecatedServeFlags {
+		fs.Bool(name, true, "deprecated, no effect: requests are always batched, and predicted on PostgreSQL (docs/changes.md); removed in the next release")
+	}
 	fs.StringVar(&c.citusBatch, "citus-batch", "shard", "on a Citus coordinator, what one group-commit transaction may hold: shard (the sellers whose rows share a shard) or seller (one seller); both stay on one worker (docs/scale-out.md)")
 	fs.IntVar(&c.inFlight, "batches-in-flight", 0, "group-commit transactions open at once (at most --max-conns); 2 overlaps their round trips when the database is far away; 0 picks: on PostgreSQL by the measured round trip (2 above 1ms, else 1), on a Citus coordinator 2 per worker (transactions of different shard groups run on their own workers), capped at half of --max-conns; a value equal to --max-conns leaves no connection for requests outside batches")
 	fs.BoolVar(&c.stats, "stats", false, "serve GET /debug/stats (group-commit counters, no tenant data)")
@@ -391,9 +413,14 @@ func (b *backend) apiConfig(c serveConfig) (api.Config, error) {
 	c.limits.apiLimits(&apiConfig)
 	// The batching policy is serve's (its flags and invoice.InFlightFor);
 	// the rest of the Committer's config is what the API's requests need.
+	for _, name := range c.deprecated {
+		b.logger.Warn("serve --" + name + " is deprecated and has no effect: requests are always batched, and predicted on PostgreSQL (docs/changes.md); remove it, it goes in the next release")
+	}
 	cc := apiConfig.CommitterConfig()
-	cc.Batching, cc.Predict, cc.InFlight = c.batching, c.predict && c.batching, b.inFlight
-	cc.ShardBatches = b.citus && c.citusBatch == "shard"
+	cc.InFlight = b.inFlight
+	if c.citusBatch == "seller" {
+		cc.CitusBatch = invoice.PerSeller
+	}
 	if apiConfig.Committer, err = invoice.NewCommitter(b.pool, cc); err != nil {
 		return api.Config{}, fmt.Errorf("serve: %w", err)
 	}

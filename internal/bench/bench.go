@@ -19,7 +19,7 @@ var ErrNotContiguous = errors.New("bench: numbering check failed")
 // Result is one measurement: one design at one concurrency and series
 // count.
 type Result struct {
-	// Design names what was measured: "invoiced batching=true",
+	// Design names what was measured: "invoiced",
 	// "pgbench interactive", ….
 	Design string `json:"design"`
 	// Kind is "invoiced" or "pgbench".
@@ -161,15 +161,12 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (Report, err
 		targets = []target{{design: "invoiced"}}
 	} else {
 		iv := invoiced{bin: cfg.Spawn, dbURL: cfg.DatabaseURL}
-		if iv.supportsBatching(ctx) {
-			targets = append(targets, target{"invoiced batching=true", []string{"--batching=true", "--stats"}})
-			if cfg.CompareBatching {
+		targets = append(targets, target{"invoiced", []string{"--stats"}})
+		if cfg.CompareBatching {
+			if iv.hasClassicMode(ctx) {
 				targets = append(targets, target{"invoiced batching=false", []string{"--batching=false", "--stats"}})
-			}
-		} else {
-			targets = append(targets, target{design: "invoiced"})
-			if cfg.CompareBatching {
-				rep.Notes = append(rep.Notes, cfg.Spawn+" serve has no --batching flag: measured its default only")
+			} else {
+				rep.Notes = append(rep.Notes, cfg.Spawn+" serve has no classic mode (one transaction per invoice): the pgbench baseline interactive is that design")
 			}
 		}
 	}

@@ -21,7 +21,9 @@ type Config struct {
 	// keys add, serve) when URL is empty.
 	Spawn string
 	// CompareBatching also measures the spawned server with
-	// --batching=false.
+	// --batching=false, when its serve still has that classic mode (a
+	// binary before the Committer's single strategy); otherwise a note
+	// points to the pgbench baseline interactive.
 	CompareBatching bool
 	// ServeFlags are extra flags for `invoiced serve`, e.g. --max-conns 64.
 	ServeFlags []string
@@ -118,7 +120,7 @@ func parseFlags(args []string, w io.Writer) (Config, error) {
 	fs.StringVar(&c.URL, "url", "", "base URL of a running server, e.g. http://127.0.0.1:8080 (needs --key)")
 	fs.StringVar(&c.Key, "key", "", "API key with scopes issue,read,manage for --url")
 	fs.StringVar(&c.Spawn, "spawn", "bin/invoiced", "invoiced binary to start when --url is not given")
-	fs.BoolVar(&c.CompareBatching, "compare-batching", false, "also measure the spawned server with --batching=false")
+	fs.BoolVar(&c.CompareBatching, "compare-batching", false, "also measure the spawned server with --batching=false (binaries that still have the classic mode; otherwise the pgbench baseline interactive is that design)")
 	serveFlags := fs.String("serve-flags", "", "extra flags for the spawned `invoiced serve`, space-separated")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "PostgreSQL URL (default $DATABASE_URL)")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "length of each measurement")

@@ -43,11 +43,18 @@ func (iv invoiced) run(ctx context.Context, args ...string) (string, error) {
 	return stdout.String(), nil
 }
 
-// supportsBatching reports whether `bin serve -h` lists a --batching flag.
-func (iv invoiced) supportsBatching(ctx context.Context) bool {
+// hasClassicMode reports whether `bin serve -h` lists a --batching flag
+// that is not deprecated: a binary older than the Committer's single
+// strategy, which can issue one transaction per invoice.
+func (iv invoiced) hasClassicMode(ctx context.Context) bool {
 	cmd := exec.CommandContext(ctx, iv.bin, "serve", "-h")
 	out, _ := cmd.CombinedOutput()
-	return bytes.Contains(out, []byte("-batching"))
+	i := bytes.Index(out, []byte("-batching"))
+	if i < 0 {
+		return false
+	}
+	line, _, _ := bytes.Cut(out[i:], []byte("\n  -"))
+	return !bytes.Contains(line, []byte("deprecated"))
 }
 
 // server is a running `invoiced serve` the harness started.

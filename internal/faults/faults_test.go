@@ -498,20 +498,21 @@ func TestSIGTERMMidLoad(t *testing.T) {
 	}
 }
 
-// TestClockJumpsBack issues through invoice.Committer (with and without
-// group commit) with a clock that jumps back an hour, then another, mid
-// load: stored issue times must never go backwards in serial order.
+// TestClockJumpsBack issues through invoice.Committer (its pool strategy,
+// pipelined and predicted, and its plain one) with a clock that jumps
+// back an hour, then another, mid load: stored issue times must never go
+// backwards in serial order.
 func TestClockJumpsBack(t *testing.T) {
 	t.Parallel()
-	for _, batching := range []bool{true, false} {
-		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+	for _, strategy := range []string{"pool", "plain"} {
+		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			clockJump(t, batching)
+			clockJump(t, strategy)
 		})
 	}
 }
 
-func clockJump(t *testing.T, batching bool) {
+func clockJump(t *testing.T, strategy string) {
 	ctx := t.Context()
 	dbURL := dbtest.NewURL(t)
 	p := openPool(t, dbURL)
@@ -520,7 +521,11 @@ func clockJump(t *testing.T, batching bool) {
 	sr := testfactory.Series(t, p, seller, &testfactory.SeriesOpts{Code: "CK1", Format: "CK1/{FY}/{SEQ:6}"})
 	var offset atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	cm, err := invoice.NewCommitter(p, testfactory.Config(t, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Batching: batching, Now: clock}))
+	cfg := testfactory.Config(t, invoice.Config{Options: series.Options{LockTimeout: 3 * time.Second}, Now: clock})
+	cm, err := invoice.NewCommitter(p, cfg)
+	if strategy == "plain" {
+		cm, err = invoice.NewPlainCommitter(p, cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -580,7 +585,7 @@ func clockJump(t *testing.T, batching bool) {
 	afterJump := acked.Load() - jump1
 	close(stop)
 	wg.Wait()
-	name := fmt.Sprintf("clock-back(batching=%v)", batching)
+	name := fmt.Sprintf("clock-back(%s)", strategy)
 	verdict(t, name, h, dbURL, CheckOptions{RequireAllAcked: true})
 	if afterJump == 0 {
 		t.Errorf("no invoice was issued after the clock jumped back")

@@ -22,9 +22,11 @@ func Options(t testing.TB, o series.Options) series.Options {
 }
 
 // Config returns cfg for the database under test: with Citus set when it
-// is a Citus coordinator (which also turns Options.Routed on, and
-// Delegated with Predict, see invoice.Config.Citus); on plain PostgreSQL, cfg unchanged. It
-// fails the test when the database cannot be asked whether it is Citus.
+// is a Citus coordinator (the Committer then takes the Citus strategy:
+// routed writes, one seller's or shard's series per transaction, a
+// predicted batch as one delegated call); on plain PostgreSQL, cfg
+// unchanged. It fails the test when the database cannot be asked whether
+// it is Citus.
 func Config(t testing.TB, cfg invoice.Config) invoice.Config {
 	t.Helper()
 	if dbtest.Citus(t) {
