@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -17,35 +18,16 @@ import (
 // key cache, within the client address's failure budget and the key's
 // request rate.
 
-// authorize authenticates the request's bearer key and checks that it
-// carries need. It fails with apikey.ErrUnauthorized (401); with errRateLimited
-// (429) when the client address has spent its failures and the request is
-// not one with a valid key found in the cache; or with apikey.ErrForbidden (403).
-//
-// Every failure with a well-formed key costs the same work, one database
-// lookup of the prefix: a key answered from the cache whose secret does
-// not match is looked up again (which also refreshes the entry). Otherwise
-// a cached key answered a wrong secret in half the time of an unknown
-// prefix, and timing told which prefixes are in use. An address out of
-// failures gets 429 before any lookup, whichever the kind of failure, so
-// that too takes the same time.
+// authorize returns the principal the route's guard chain authenticated
+// (GuardAuth), after checking that it carries need (the handler's own
+// scope, which may be more than the route's). It fails with
+// apikey.ErrForbidden (403). A handler calling it on a route registered
+// without GuardAuth is a programming error: it fails with an internal
+// error (500), and TestAuthorizeOnlyBehindGuardAuth fails for it.
 func (s *Server) authorize(c echo.Context, need apikey.Scopes) (apikey.Principal, error) {
-	if p, ok := c.Get(ctxPrincipal).(apikey.Principal); ok {
-		// The route's guard chain has authenticated the key and spent
-		// its rate (guards.go); the handler's own scope is checked here.
-		if !p.Scopes.Has(need) {
-			return apikey.Principal{}, missingScopes(need, p.Scopes)
-		}
-		return p, nil
-	}
-	p, err := s.authenticate(c.Request(), c.Request().Header.Get("Authorization"))
-	if err != nil {
-		return apikey.Principal{}, err
-	}
-	c.Set(ctxSeller, string(p.Seller.GSTIN))
-	ledgerOf(c.Request().Context()).setSeller(p.Seller.ID)
-	if err := s.TakeKeyRate(c.Response(), p.Prefix); err != nil {
-		return apikey.Principal{}, err
+	p, ok := principalOf(c.Request())
+	if !ok {
+		return apikey.Principal{}, fmt.Errorf("api: %s %s calls authorize on a route without GuardAuth", c.Request().Method, c.Path())
 	}
 	if !p.Scopes.Has(need) {
 		return apikey.Principal{}, missingScopes(need, p.Scopes)
@@ -81,8 +63,19 @@ func (s *Server) chargeInvoices(c echo.Context, p apikey.Principal, n int) error
 }
 
 // authenticate returns the principal of the bearer key in header (the
-// Authorization header's value) for request r; the errors and the cost of
-// a failure are authorize's.
+// Authorization header's value) for request r: GuardAuth's work on the
+// API's routes (Server.bearer), and the console's sign-in (Authenticate).
+// It fails with apikey.ErrUnauthorized (401); with errRateLimited (429)
+// when the client address has spent its failures and the request is not
+// one with a valid key found in the cache; or with a database error.
+//
+// Every failure with a well-formed key costs the same work, one database
+// lookup of the prefix: a key answered from the cache whose secret does
+// not match is looked up again (which also refreshes the entry). Otherwise
+// a cached key answered a wrong secret in half the time of an unknown
+// prefix, and timing told which prefixes are in use. An address out of
+// failures gets 429 before any lookup, whichever the kind of failure, so
+// that too takes the same time.
 func (s *Server) authenticate(r *http.Request, header string) (apikey.Principal, error) {
 	var prefix string
 	var cached bool

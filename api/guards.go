@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,9 +21,11 @@ import (
 // chain of guards chosen by its route class (docs/threat-model.md): the
 // class table below says which guards a class gets, and the route
 // inventory tests fail for a route not wrapped by the guards its class
-// requires. Adding a guard is one entry in Guards' order, one line per
-// class that needs it, and its middleware in apiGuard (and in the
-// console's own table, which refuses to start on a guard it does not know).
+// requires. Each guard is written once (check) and serves both routers:
+// echo wraps a route's handler in its Chain (Server.route), the console's
+// ServeMux does the same (console.Console.handle); each answers a refusal
+// in its own form. Adding a guard is one entry in Guards' order, one line
+// per class that needs it, and its case in check.
 
 // RouteClass is the kind of a route, which decides its guards and limits.
 type RouteClass string
@@ -141,112 +144,190 @@ type RouteInfo struct {
 // Routes returns the API's routes as registered through the chain.
 func (s *Server) Routes() []RouteInfo { return append([]RouteInfo(nil), s.inventory...) }
 
-const (
-	ctxPrincipal = "invoiced.principal"
-	ctxRelease   = "invoiced.release" // GuardBudget's slot, func()
-)
-
-// route registers h for method and path in class, wrapped in the class's
-// guards; need is the scope GuardAuth checks (the handler may check more).
+// route registers h for method and path in class on echo, wrapped in the
+// class's chain (Chain); need is the scope GuardScope checks (the
+// handler may check more). A refusal is returned to echo, which answers
+// it as every API error is (errors.go).
 func (s *Server) route(e *echo.Echo, method, path string, class RouteClass, need apikey.Scopes, h echo.HandlerFunc) {
-	l := Limits(class)
-	var applied []Guard
-	for i := len(Guards) - 1; i >= 0; i-- {
-		g := Guards[i]
-		if !hasGuard(l.Guards, g) {
-			continue
+	ch := s.Chain(class, need, echoParams(path), nil)
+	e.Add(method, path, func(c echo.Context) error {
+		r := c.Request()
+		for i, name := range c.ParamNames() {
+			r.SetPathValue(name, c.ParamValues()[i])
 		}
-		h = s.apiGuard(g, class, need)(h)
-		applied = append([]Guard{g}, applied...)
+		var err error
+		ch.Serve(c.Response(), r, func(_ http.ResponseWriter, r *http.Request) {
+			c.SetRequest(r)
+			err = h(c)
+		}, func(_ http.ResponseWriter, r *http.Request, refusal error) {
+			c.SetRequest(r) // the request log names the seller of a refused key
+			err = refusal
+		})
+		return err
+	})
+	s.inventory = append(s.inventory, RouteInfo{Method: method, Path: path, Class: class, Guards: ch.Guards()})
+}
+
+// echoParams returns the names of echo path's parameters (":code" is
+// "code", "*" is "*"), in order.
+func echoParams(path string) []string {
+	var names []string
+	for seg := range strings.SplitSeq(path, "/") {
+		switch {
+		case strings.HasPrefix(seg, ":"):
+			names = append(names, seg[1:])
+		case seg == "*":
+			names = append(names, seg)
+		}
 	}
-	e.Add(method, path, h)
-	s.inventory = append(s.inventory, RouteInfo{Method: method, Path: path, Class: class, Guards: applied})
+	return names
 }
 
 func hasGuard(gs []Guard, g Guard) bool {
-	for _, x := range gs {
-		if x == g {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(gs, g)
 }
 
-// apiGuard returns the middleware of guard g for a route of class that
-// needs scope need.
-func (s *Server) apiGuard(g Guard, class RouteClass, need apikey.Scopes) echo.MiddlewareFunc {
+// Authenticator returns the principal of the caller of r, and r as the
+// rest of the chain and the handler are to see it (the console's session
+// in its context). Its error is the router's refusal, answered by the
+// router (Chain.Serve's refuse).
+type Authenticator func(w http.ResponseWriter, r *http.Request) (*http.Request, apikey.Principal, error)
+
+// Chain is one route's guards, in chain order, each written once for
+// both routers (check): echo's routes (Server.route) and the console's
+// ServeMux serve their handlers through it. Make one with Server.Chain.
+type Chain struct {
+	guards []Guard
+	checks []check
+}
+
+// check is one guard of a chain. It returns the request the next guard,
+// and at last the handler, is to see and what to run once the handler
+// has returned (nil: nothing); or the refusal, answered by the router in
+// its own form (the API's JSON error, the console's page).
+type check func(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error)
+
+// Chain returns the chain of a route of class (its guards in the class
+// table, in Guards' order) that needs scope need (GuardScope; 0 for
+// none), whose path parameters are named params (GuardText reads their
+// values with r.PathValue) and whose caller authn authenticates (GuardAuth;
+// nil: the API's bearer key, authenticate).
+func (s *Server) Chain(class RouteClass, need apikey.Scopes, params []string, authn Authenticator) Chain {
+	if authn == nil {
+		authn = s.bearer
+	}
+	var ch Chain
+	for _, g := range Guards {
+		if hasGuard(Limits(class).Guards, g) {
+			ch.guards = append(ch.guards, g)
+			ch.checks = append(ch.checks, s.check(g, class, need, params, authn))
+		}
+	}
+	return ch
+}
+
+// Guards returns the chain's guards, outermost first.
+func (ch Chain) Guards() []Guard { return slices.Clone(ch.guards) }
+
+// Serve passes r through the chain's guards in order and then calls next
+// with the request they leave; or, at the first guard that refuses,
+// calls refuse with its error and the request as the guards before it
+// left it, and never next. What a guard holds (the deadline, a budget
+// slot) is given back when next returns.
+func (ch Chain) Serve(w http.ResponseWriter, r *http.Request, next http.HandlerFunc, refuse func(http.ResponseWriter, *http.Request, error)) {
+	for _, c := range ch.checks {
+		passed, done, err := c(w, r)
+		if err != nil {
+			refuse(w, r, err)
+			return
+		}
+		if done != nil {
+			defer done()
+		}
+		r = passed
+	}
+	next(w, r)
+}
+
+type (
+	principalKey struct{} // GuardAuth's principal, apikey.Principal
+	releaseKey   struct{} // GuardBudget's slot, func()
+)
+
+// principalOf returns the principal GuardAuth set on r (ok false on a
+// route without GuardAuth).
+func principalOf(r *http.Request) (p apikey.Principal, ok bool) {
+	p, ok = r.Context().Value(principalKey{}).(apikey.Principal)
+	return p, ok
+}
+
+// bearer is the API's Authenticator: the request's bearer key
+// (authenticate).
+func (s *Server) bearer(_ http.ResponseWriter, r *http.Request) (*http.Request, apikey.Principal, error) {
+	p, err := s.authenticate(r, r.Header.Get("Authorization"))
+	return r, p, err
+}
+
+// check returns guard g of a chain (Chain says what class, need, params
+// and authn are).
+func (s *Server) check(g Guard, class RouteClass, need apikey.Scopes, params []string, authn Authenticator) check {
 	switch g {
 	case GuardText:
-		return guardText
+		return func(_ http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			values := make([]string, len(params))
+			for i, name := range params {
+				values[i] = r.PathValue(name)
+			}
+			return r, nil, CheckText(r, params, values)
+		}
 	case GuardDeadline:
 		d := s.DeadlineOf(class)
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				r := c.Request()
-				ctx, cancel := context.WithTimeout(r.Context(), d)
-				defer cancel()
-				c.SetRequest(r.WithContext(ctx))
-				return next(c)
-			}
+		return func(_ http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			return r.WithContext(ctx), cancel, nil
 		}
 	case GuardBodyCap:
 		max := Limits(class).MaxBody
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				r := c.Request()
-				if r.Body != nil && r.Body != http.NoBody {
-					r.Body = http.MaxBytesReader(c.Response(), r.Body, max)
-				}
-				return next(c)
+		return func(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = http.MaxBytesReader(w, r.Body, max)
 			}
+			return r, nil, nil
 		}
 	case GuardAuth:
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				p, err := s.authenticate(c.Request(), c.Request().Header.Get("Authorization"))
-				if err != nil {
-					return err
-				}
-				c.Set(ctxSeller, string(p.Seller.GSTIN))
-				c.Set(ctxPrincipal, p)
-				ledgerOf(c.Request().Context()).setSeller(p.Seller.ID)
-				return next(c)
+		return func(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			r, p, err := authn(w, r)
+			if err != nil {
+				return r, nil, err
 			}
+			NoteSeller(r.Context(), string(p.Seller.GSTIN))
+			ledgerOf(r.Context()).setSeller(p.Seller.ID)
+			return r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), nil, nil
 		}
 	case GuardKeyRate:
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				p, _ := c.Get(ctxPrincipal).(apikey.Principal)
-				if err := s.TakeKeyRate(c.Response(), p.Prefix); err != nil {
-					return err
-				}
-				return next(c)
-			}
+		return func(w http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			p, _ := principalOf(r)
+			return r, nil, s.TakeKeyRate(w, p.Prefix)
 		}
 	case GuardScope:
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				if p, _ := c.Get(ctxPrincipal).(apikey.Principal); !p.Scopes.Has(need) {
-					return missingScopes(need, p.Scopes)
-				}
-				return next(c)
+		return func(_ http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			if p, _ := principalOf(r); !p.Scopes.Has(need) {
+				return r, nil, missingScopes(need, p.Scopes)
 			}
+			return r, nil, nil
 		}
 	case GuardBudget:
-		return func(next echo.HandlerFunc) echo.HandlerFunc {
-			return func(c echo.Context) error {
-				p, _ := c.Get(ctxPrincipal).(apikey.Principal)
-				release, err := s.ExpensiveRead(c.Request().Context(), class, p.Seller.ID)
-				if err != nil {
-					return err
-				}
-				defer release()
-				c.Set(ctxRelease, release) // a page gives it back before it is sent
-				return next(c)
+		return func(_ http.ResponseWriter, r *http.Request) (*http.Request, func(), error) {
+			p, _ := principalOf(r)
+			release, err := s.ExpensiveRead(r.Context(), class, p.Seller.ID)
+			if err != nil {
+				return r, nil, err
 			}
+			// a page gives it back before it is sent (sendPage)
+			return r.WithContext(context.WithValue(r.Context(), releaseKey{}, release)), release, nil
 		}
 	}
-	panic(fmt.Sprintf("api: no middleware for guard %q", g))
+	panic(fmt.Sprintf("api: no check for guard %q", g))
 }
 
 // missingScopes returns apikey.ErrForbidden naming the scopes of need

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -9,16 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
 	"github.com/invoiced/invoiced/apikey"
 )
 
 // guardCall is one request through one guard alone.
 type guardCall struct {
-	called bool         // the handler ran
-	err    error        // what the wrapped handler returned
-	c      echo.Context // the context the handler saw (nil when not called)
+	called bool          // the handler ran
+	err    error         // the guard's refusal, or what the handler returned
+	r      *http.Request // the request the handler saw (nil when not called)
 }
 
 // status returns the HTTP status err would be answered with (200 without
@@ -42,28 +41,34 @@ func TestEachGuardAlone(t *testing.T) {
 	t.Parallel()
 	e := setup(t, func(c *Config) { c.KeyRate = 1; c.MaxExports = 4; c.MaxExportsPerSeller = 1 })
 	s := New(e.cfg)
-	// call runs req through guard g of a route of class that needs need;
-	// prep, when set, readies the context as the guards before g would.
-	call := func(g Guard, class RouteClass, need apikey.Scopes, req *http.Request, prep func(echo.Context), h echo.HandlerFunc) guardCall {
+	// call runs req through guard g alone (as Chain.Serve runs it) of a
+	// route of class that needs need, with the API's bearer key; prep,
+	// when set, readies the request as the guards before g would.
+	call := func(g Guard, class RouteClass, need apikey.Scopes, req *http.Request, prep func(*http.Request) *http.Request, h func(*http.Request) error) guardCall {
 		t.Helper()
 		var out guardCall
-		c := s.e.NewContext(req, httptest.NewRecorder())
 		if prep != nil {
-			prep(c)
+			req = prep(req)
 		}
-		out.err = s.apiGuard(g, class, need)(func(c echo.Context) error {
-			out.called, out.c = true, c
-			if h != nil {
-				return h(c)
-			}
-			return nil
-		})(c)
+		passed, done, err := s.check(g, class, need, nil, s.bearer)(httptest.NewRecorder(), req)
+		if err != nil {
+			out.err = err
+			return out
+		}
+		if done != nil {
+			defer done()
+		}
+		out.called, out.r = true, passed
+		if h != nil {
+			out.err = h(passed)
+		}
 		return out
 	}
 	get := func(target string) *http.Request { return httptest.NewRequest(http.MethodGet, target, nil) }
-	as := func(scopes apikey.Scopes) func(echo.Context) {
-		return func(c echo.Context) {
-			c.Set(ctxPrincipal, apikey.Principal{Seller: e.seller, Prefix: "0a1b2c3d", Scopes: scopes})
+	as := func(scopes apikey.Scopes) func(*http.Request) *http.Request {
+		return func(r *http.Request) *http.Request {
+			p := apikey.Principal{Seller: e.seller, Prefix: "0a1b2c3d", Scopes: scopes}
+			return r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 		}
 	}
 	cases := map[Guard]func(t *testing.T){
@@ -81,7 +86,7 @@ func TestEachGuardAlone(t *testing.T) {
 				r := call(GuardDeadline, class, 0, get("/v1/series"), nil, nil)
 				deadline, ok := time.Time{}, false
 				if r.called {
-					deadline, ok = r.c.Request().Context().Deadline()
+					deadline, ok = r.r.Context().Deadline()
 				}
 				if !ok || deadline.After(began.Add(s.DeadlineOf(class)).Add(time.Second)) {
 					t.Errorf("class %s: the handler's context has deadline %v (set: %v), want within %v", class, deadline, ok, s.DeadlineOf(class))
@@ -90,7 +95,7 @@ func TestEachGuardAlone(t *testing.T) {
 		},
 		GuardBodyCap: func(t *testing.T) {
 			max := Limits(ClassAPIRead).MaxBody
-			read := func(c echo.Context) error { _, err := io.ReadAll(c.Request().Body); return err }
+			read := func(r *http.Request) error { _, err := io.ReadAll(r.Body); return err }
 			body := func(n int64) *http.Request {
 				return httptest.NewRequest(http.MethodPost, "/v1/series", strings.NewReader(strings.Repeat(" ", int(n))))
 			}
@@ -112,7 +117,7 @@ func TestEachGuardAlone(t *testing.T) {
 			if !r.called || r.err != nil {
 				t.Fatalf("a valid key: called %v, %v", r.called, r.err)
 			}
-			if got, _ := r.c.Get(ctxPrincipal).(apikey.Principal); got.Seller.ID != e.seller.ID || !got.Scopes.Has(apikey.CanRead) {
+			if got, _ := principalOf(r.r); got.Seller.ID != e.seller.ID || !got.Scopes.Has(apikey.CanRead) {
 				t.Errorf("a valid key's principal: %+v", got)
 			}
 		},

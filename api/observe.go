@@ -11,9 +11,6 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Keys of what a handler leaves in the echo context for the request log.
-const ctxSeller = "invoiced.seller"
-
 // unmatchedRoute is the route label of requests no route matched, so that
 // scanners probing random paths cannot grow the metrics.
 const unmatchedRoute = "unmatched"
@@ -33,7 +30,10 @@ func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = unmatchedRoute
 		}
-		seller, _ := c.Get(ctxSeller).(string)
+		var seller string
+		if p, ok := principalOf(c.Request()); ok {
+			seller = string(p.Seller.GSTIN)
+		}
 		var code string
 		if route != unmatchedRoute {
 			code = c.Param("code")

@@ -126,7 +126,7 @@ func readPage(page *jsonPage, read func(n int) (got int, err error)) error {
 // body, a page, as a 200: a slow reader holds the page's bytes, not a
 // slot.
 func (s *Server) sendPage(c echo.Context, body []byte) error {
-	if release, ok := c.Get(ctxRelease).(func()); ok {
+	if release, ok := c.Request().Context().Value(releaseKey{}).(func()); ok {
 		release()
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")

@@ -6,23 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/labstack/echo/v4"
 )
-
-// guardText is GuardText's middleware (guards.go), the outermost guard of
-// every route's chain, so it runs after routing and before any handler: it refuses with CheckText's 400 a request whose query,
-// path parameters or headers hold bytes PostgreSQL would refuse (invalid
-// UTF-8 is SQLSTATE 22021, a NUL 22P05), so that they are a client error
-// naming the parameter rather than an internal error from deep inside a
-// query.
-func guardText(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if err := CheckText(c.Request(), c.ParamNames(), c.ParamValues()); err != nil {
-			return err
-		}
-		return next(c)
-	}
-}
 
 // CheckText returns nil when every query name and value of r, every
 // header value of r and every path parameter value (names[i] is
@@ -32,8 +16,11 @@ func guardText(next echo.HandlerFunc) echo.HandlerFunc {
 // invalid_number, header Lease-Id → invalid_lease_id); invalid_query,
 // invalid_header or invalid_path when the name is not 1 to 40 letters,
 // digits, '-' or '_'. The message names the parameter, never quotes the
-// value. Front ends outside echo (the console's mux) call it with their
-// own path values.
+// value. GuardText (guards.go) calls it for every route of both routers,
+// the outermost guard, so it runs after routing and before any handler:
+// bytes PostgreSQL would refuse (invalid UTF-8 is SQLSTATE 22021, a NUL
+// 22P05) are a client error naming the parameter rather than an internal
+// error from deep inside a query.
 func CheckText(r *http.Request, names, values []string) error {
 	for i, v := range values {
 		name := ""

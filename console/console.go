@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"embed"
-	"fmt"
 	"html/template"
 	"io"
 	"io/fs"
@@ -38,17 +37,10 @@ type Keys interface {
 	FailureAllowed(r *http.Request) error
 	ChargeFailure(r *http.Request)
 
-	// The guard chain the console shares with the API (api/guards.go).
-
-	// DeadlineOf returns the deadline of a route class.
-	DeadlineOf(class api.RouteClass) time.Duration
-	// TakeKeyRate spends one request of the key with prefix (serve
-	// --rate-limit); a rate_limited error (429) when none is left.
-	TakeKeyRate(w http.ResponseWriter, prefix string) error
-	// ExpensiveRead takes one of the seller's expensive-read slots of
-	// the kind the route class takes (api.ClassLimits.Budget); a 429 when
-	// none is free.
-	ExpensiveRead(ctx context.Context, class api.RouteClass, seller int64) (release func(), err error)
+	// Chain returns the guard chain of a route of class, the one the
+	// API's routes are served through (api/guards.go), with the
+	// console's authentication (the session).
+	Chain(class api.RouteClass, need apikey.Scopes, params []string, authn api.Authenticator) api.Chain
 	// SendExport spools what write writes (its transaction ends before the
 	// first byte is sent) and sends it as attachment name, within the
 	// stall timeout.
@@ -122,55 +114,46 @@ func parsePages() map[string]*template.Template {
 // register registers every console route through handle.
 func (c *Console) register() {
 	static, _ := fs.Sub(staticFS, "static")
-	c.handle("GET /console/static/", api.ClassConsoleLogin, "", http.StripPrefix("/console/static/", http.FileServerFS(static)).ServeHTTP)
-	c.handle("GET /console/login", api.ClassConsoleLogin, "", c.loginForm)
-	c.handle("POST /console/login", api.ClassConsoleLogin, "", c.login)
-	c.handle("POST /console/logout", api.ClassConsolePage, "", c.logout)
-	c.handle("GET /console/{$}", api.ClassConsolePage, apikey.ScopeRead, c.overview)
-	c.handle("GET /console/series/{code}/{fy}", api.ClassConsolePage, apikey.ScopeRead, c.seriesYear)
-	c.handle("GET /console/series/{code}/{fy}/check", api.ClassConsoleVerify, apikey.ScopeRead, c.seriesYearCheck)
-	c.handle("GET /console/series/{code}/{fy}/audit", api.ClassConsoleDownload, apikey.ScopeRead, c.auditDownload)
-	c.handle("GET /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancelForm)
-	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.ScopeIssue, c.cancel)
-	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.ScopeRead, c.gstr1)
-	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.ScopeRead, c.gstr1JSON)
-	c.handle("GET /console/find", api.ClassConsolePage, apikey.ScopeRead, c.find)
-	c.handle("GET /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lockForm)
-	c.handle("POST /console/periods/{fp}/lock", api.ClassConsolePage, apikey.ScopeManage, c.lock)
-	c.handle("GET /console/leases", api.ClassConsolePage, apikey.ScopeRead, c.leases)
-	c.handle("GET /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEndForm)
-	c.handle("POST /console/leases/{code}/end", api.ClassConsolePage, apikey.ScopeManage, c.leaseEnd)
-	c.handle("GET /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettleForm)
-	c.handle("POST /console/leases/{code}/settle", api.ClassConsolePage, apikey.ScopeManage, c.leaseSettle)
-	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.ScopeRead, c.verify)
-	c.handle("GET /console/e-invoices", api.ClassConsolePage, apikey.ScopeRead, c.eInvoices)
-	c.handle("/console/", api.ClassConsoleLogin, "", func(w http.ResponseWriter, r *http.Request) {
+	c.handle("GET /console/static/", api.ClassConsoleLogin, 0, http.StripPrefix("/console/static/", http.FileServerFS(static)).ServeHTTP)
+	c.handle("GET /console/login", api.ClassConsoleLogin, 0, c.loginForm)
+	c.handle("POST /console/login", api.ClassConsoleLogin, 0, c.login)
+	c.handle("POST /console/logout", api.ClassConsolePage, 0, c.logout)
+	c.handle("GET /console/{$}", api.ClassConsolePage, apikey.CanRead, c.overview)
+	c.handle("GET /console/series/{code}/{fy}", api.ClassConsolePage, apikey.CanRead, c.seriesYear)
+	c.handle("GET /console/series/{code}/{fy}/check", api.ClassConsoleVerify, apikey.CanRead, c.seriesYearCheck)
+	c.handle("GET /console/series/{code}/{fy}/audit", api.ClassConsoleDownload, apikey.CanRead, c.auditDownload)
+	c.handle("GET /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.CanIssue, c.cancelForm)
+	c.handle("POST /console/invoices/{id}/cancel", api.ClassConsolePage, apikey.CanIssue, c.cancel)
+	c.handle("GET /console/gstr1", api.ClassConsolePage, apikey.CanRead, c.gstr1)
+	c.handle("GET /console/gstr1.json", api.ClassConsolePage, apikey.CanRead, c.gstr1JSON)
+	c.handle("GET /console/find", api.ClassConsolePage, apikey.CanRead, c.find)
+	c.handle("GET /console/periods/{fp}/lock", api.ClassConsolePage, apikey.CanManage, c.lockForm)
+	c.handle("POST /console/periods/{fp}/lock", api.ClassConsolePage, apikey.CanManage, c.lock)
+	c.handle("GET /console/leases", api.ClassConsolePage, apikey.CanRead, c.leases)
+	c.handle("GET /console/leases/{code}/end", api.ClassConsolePage, apikey.CanManage, c.leaseEndForm)
+	c.handle("POST /console/leases/{code}/end", api.ClassConsolePage, apikey.CanManage, c.leaseEnd)
+	c.handle("GET /console/leases/{code}/settle", api.ClassConsolePage, apikey.CanManage, c.leaseSettleForm)
+	c.handle("POST /console/leases/{code}/settle", api.ClassConsolePage, apikey.CanManage, c.leaseSettle)
+	c.handle("GET /console/verify", api.ClassConsoleVerify, apikey.CanRead, c.verify)
+	c.handle("GET /console/e-invoices", api.ClassConsolePage, apikey.CanRead, c.eInvoices)
+	c.handle("/console/", api.ClassConsoleLogin, 0, func(w http.ResponseWriter, r *http.Request) {
 		c.page(w, r, http.StatusNotFound, "error", nil, "Not found", errorView{Message: "There is no such page."})
 	})
 }
 
 // handle registers h for pattern ("METHOD /path" or "/path") in route
-// class, wrapped in the class's guards (api.Limits) in the chain's order;
-// scope is what GuardScope requires ("" for none). It panics on a guard
-// the console has no middleware for, so a guard added to the class table
-// cannot be skipped here.
-func (c *Console) handle(pattern string, class api.RouteClass, scope string, h http.HandlerFunc) {
-	l := api.Limits(class)
-	var applied []api.Guard
-	for i := len(api.Guards) - 1; i >= 0; i-- {
-		g := api.Guards[i]
-		if !slices.Contains(l.Guards, g) {
-			continue
-		}
-		h = c.guard(g, class, scope, wildcards(pattern))(h)
-		applied = append([]api.Guard{g}, applied...)
-	}
-	c.mux.HandleFunc(pattern, h)
+// class, served through the class's guard chain (api.Server.Chain), the
+// one the API's routes are served through, with the session as the
+// caller's authentication; need is the scope GuardScope requires (0 for
+// none). A refusal is answered as a page (refuse).
+func (c *Console) handle(pattern string, class api.RouteClass, need apikey.Scopes, h http.HandlerFunc) {
+	ch := c.keys.Chain(class, need, wildcards(pattern), c.authenticate)
+	c.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { ch.Serve(w, r, h, c.refuse) })
 	method, path, found := strings.Cut(pattern, " ")
 	if !found {
 		method, path = "*", pattern
 	}
-	c.routes = append(c.routes, api.RouteInfo{Method: method, Path: path, Class: class, Guards: applied})
+	c.routes = append(c.routes, api.RouteInfo{Method: method, Path: path, Class: class, Guards: ch.Guards()})
 }
 
 // Routes returns the console's routes with the guards each is wrapped in.
@@ -194,83 +177,6 @@ func wildcards(pattern string) []string {
 		}
 		rest = rest[i+j+1:]
 	}
-}
-
-// guard returns the console's middleware of guard g for a route of class
-// needing scope, whose path wildcards are named params.
-func (c *Console) guard(g api.Guard, class api.RouteClass, scope string, params []string) func(http.HandlerFunc) http.HandlerFunc {
-	switch g {
-	case api.GuardText:
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				values := make([]string, len(params))
-				for i, name := range params {
-					values[i] = r.PathValue(name)
-				}
-				if err := api.CheckText(r, params, values); err != nil {
-					c.fail(w, r, nil, err)
-					return
-				}
-				next(w, r)
-			}
-		}
-	case api.GuardDeadline:
-		d := c.keys.DeadlineOf(class)
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				ctx, cancel := context.WithTimeout(r.Context(), d)
-				defer cancel()
-				next(w, r.WithContext(ctx))
-			}
-		}
-	case api.GuardBodyCap:
-		max := api.Limits(class).MaxBody
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				r.Body = http.MaxBytesReader(w, r.Body, max)
-				next(w, r)
-			}
-		}
-	case api.GuardAuth:
-		return c.signedIn
-	case api.GuardKeyRate:
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				s := sessionOf(r)
-				if err := c.keys.TakeKeyRate(w, s.principal.Prefix); err != nil {
-					c.fail(w, r, s, err)
-					return
-				}
-				next(w, r)
-			}
-		}
-	case api.GuardScope:
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				if scope != "" {
-					if err := require(sessionOf(r), scope); err != nil {
-						c.fail(w, r, sessionOf(r), err)
-						return
-					}
-				}
-				next(w, r)
-			}
-		}
-	case api.GuardBudget:
-		return func(next http.HandlerFunc) http.HandlerFunc {
-			return func(w http.ResponseWriter, r *http.Request) {
-				s := sessionOf(r)
-				release, err := c.keys.ExpensiveRead(r.Context(), class, s.principal.Seller.ID)
-				if err != nil {
-					c.fail(w, r, s, err)
-					return
-				}
-				defer release()
-				next(w, r)
-			}
-		}
-	}
-	panic(fmt.Sprintf("console: no middleware for guard %q", g))
 }
 
 // ServeHTTP serves the console's pages (paths under /console/).

@@ -48,35 +48,56 @@ type session struct {
 
 type sessionKey struct{}
 
-// sessionOf returns the request's session (set by signedIn).
+// sessionOf returns the request's session (set by authenticate).
 func sessionOf(r *http.Request) *session { return r.Context().Value(sessionKey{}).(*session) }
 
-// signedIn runs h for a request with a live session whose key is still
-// valid; others are sent to the sign-in page (GET) or refused (POST, 403).
-// A POST must carry the session's csrf_token field (403 otherwise).
-func (c *Console) signedIn(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		s, err := c.lookup(r)
-		if err != nil {
-			c.fail(w, r, nil, err)
-			return
+// errSignedOut refuses a request without a live session: refuse sends a
+// GET to the sign-in page and refuses anything else (403).
+var errSignedOut = errors.New("console: no live session")
+
+// staleForm refuses a POST of session s that does not carry the
+// session's csrf_token field (403).
+type staleForm struct{ s *session }
+
+func (staleForm) Error() string { return "console: the form's security token is missing or stale" }
+
+// authenticate is the console's api.Authenticator (GuardAuth): it returns
+// the principal of the request's live session, whose key is still valid,
+// and the request with the session in its context (sessionOf). It fails
+// with errSignedOut when there is no such session, with staleForm for a
+// POST without the session's csrf_token, and as lookup does.
+func (c *Console) authenticate(_ http.ResponseWriter, r *http.Request) (*http.Request, apikey.Principal, error) {
+	s, err := c.lookup(r)
+	if err != nil {
+		return r, apikey.Principal{}, err
+	}
+	if s == nil {
+		return r, apikey.Principal{}, errSignedOut
+	}
+	if r.Method == http.MethodPost {
+		got := r.PostFormValue("csrf_token")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
+			return r, apikey.Principal{}, staleForm{s}
 		}
-		if s == nil {
-			if r.Method == http.MethodGet {
-				http.Redirect(w, r, "/console/login", http.StatusSeeOther)
-				return
-			}
-			c.page(w, r, http.StatusForbidden, "error", nil, "Signed out", errorView{Message: "Your session has ended. Sign in again."})
-			return
-		}
-		if r.Method == http.MethodPost {
-			got := r.PostFormValue("csrf_token")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.csrf)) != 1 {
-				c.page(w, r, http.StatusForbidden, "error", s, "Forbidden", errorView{Message: "The form is missing its security token or it is stale. Go back, reload the page and try again."})
-				return
-			}
-		}
-		h(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)))
+	}
+	return r.WithContext(context.WithValue(r.Context(), sessionKey{}, s)), s.principal, nil
+}
+
+// refuse answers a request a guard refused with err: a GET without a
+// session is sent to sign in; other refusals are error pages (fail), with
+// the session when the guards had found it.
+func (c *Console) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	var stale staleForm
+	switch {
+	case errors.Is(err, errSignedOut) && r.Method == http.MethodGet:
+		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+	case errors.Is(err, errSignedOut):
+		c.page(w, r, http.StatusForbidden, "error", nil, "Signed out", errorView{Message: "Your session has ended. Sign in again."})
+	case errors.As(err, &stale):
+		c.page(w, r, http.StatusForbidden, "error", stale.s, "Forbidden", errorView{Message: "The form is missing its security token or it is stale. Go back, reload the page and try again."})
+	default:
+		s, _ := r.Context().Value(sessionKey{}).(*session)
+		c.fail(w, r, s, err)
 	}
 }
 
