@@ -9,3 +9,10 @@ var LockPeriods = lockPeriods
 
 // DelegatedFailed is the error a failed invoiced_issue_rows call becomes.
 var DelegatedFailed = delegatedFailed
+
+// IssueRowsSQL is the delegated call of invoiced_issue_rows_v2, in named
+// notation, and IssueRowsArgs its number of arguments.
+var (
+	IssueRowsSQL  = issueRowsSQL
+	IssueRowsArgs = len(issueRowsParams)
+)
