@@ -162,7 +162,7 @@ func issueOnCitus(t *testing.T, perShard bool) {
 	}
 }
 
-// TestCitusIssueBatchIsDelegated: a call of invoiced_issue_rows_v2 for a
+// TestCitusIssueBatchIsDelegated: the call of invoiced_issue_rows_v2 for a
 // seller is planned by the coordinator as one task on the worker that holds
 // the seller's shard group, the call itself sent there whole: delegation
 // (create_distributed_function with its seller argument, by invoiced
@@ -173,17 +173,11 @@ func TestCitusIssueBatchIsDelegated(t *testing.T) {
 	pool := dbtest.New(t)
 	ctx := t.Context()
 	s := testfactory.Seller(t, pool, nil)
-	empty := "'{}'"
-	args := []string{fmt.Sprint(s.ID)}
-	for range 11 {
-		args = append(args, empty)
-	}
-	args = append(args, "NULL", empty, "NULL", "NULL", "NULL")
-	for range 22 + 3 + 7 {
-		args = append(args, empty)
-	}
-	args = append(args, "NULL")
-	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) SELECT invoiced_issue_rows_v2("+strings.Join(args, ", ")+")")
+	// The call as the product sends it (named notation), the seller its
+	// only argument that is not NULL: planning reads nothing else.
+	args := make([]any, invoice.IssueRowsArgs)
+	args[0] = s.ID
+	rows, err := pool.Query(ctx, "EXPLAIN (COSTS OFF) "+invoice.IssueRowsSQL, args...)
 	if err != nil {
 		t.Fatal(err)
 	}

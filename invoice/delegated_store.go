@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/invoiced/invoiced/document"
@@ -73,9 +75,9 @@ func issueDelegated(ctx context.Context, conn db.Querier, groups []Group, predic
 	})
 	args := append([]any{groups[0].Seller.ID}, series.AdvanceArgs(advs)...)
 	args = append(args, lockTimeout, lockNames(claims), first, last, backdate)
-	args = append(args, invoiceColumns(w.invoices)...)
+	args = append(args, arrays(invoiceTable, w.invoices)...)
 	args = append(args, keyInvoices, keyNames, keyHashes)
-	args = append(args, chainColumns(w.chain)...)
+	args = append(args, arrays(chainTable, w.chain)...)
 	args = append(args, eventIDs)
 	var got []int64
 	err = conn.QueryRow(ctx, issueRowsSQL, args...).Scan(&got)
@@ -137,17 +139,46 @@ func keyArgs(w *writes) (invoices []int32, keys []string, hashes [][]byte, err e
 	return invoices, keys, hashes, nil
 }
 
-// issueRowsSQL calls invoiced_issue_rows_v2 with every parameter typed.
-const issueRowsSQL = `SELECT invoiced_issue_rows_v2($1::bigint,
-	$2::bigint[], $3::bigint[], $4::int[], $5::bigint[], $6::bigint[], $7::bytea[],
-	$8::bigint[], $9::date[], $10::timestamptz[], $11::bigint[], $12::bytea[],
-	$13::text, $14::text[], $15::date, $16::date, $17::int,
-	$18::bigint[], $19::bigint[], $20::int[], $21::bigint[], $22::text[], $23::date[], $24::timestamptz[],
-	$25::text[], $26::text[], $27::text[], $28::text[], $29::text[], $30::date[], $31::text[],
-	$32::text[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[], $38::text[], $39::text[],
-	$40::int[], $41::text[], $42::bytea[],
-	$43::bigint[], $44::int[], $45::bigint[], $46::bigint[], $47::timestamptz[], $48::bytea[], $49::bigint[],
-	$50::bigint[])`
+// param is a parameter of invoiced_issue_rows_v2: its name and type.
+type param struct{ name, typ string }
+
+// issueRowsParams are invoiced_issue_rows_v2's parameters (migration
+// 00041) in the order issueDelegated sends its arguments: the seller, the
+// counter rows (series.AdvanceArgs), the guards, invoiceTable's columns,
+// the keys (keyArgs), chainTable's columns, the event ids.
+var issueRowsParams = slices.Concat(
+	[]param{{"p_seller", "bigint"},
+		{"c_seller", "bigint[]"}, {"c_series", "bigint[]"}, {"c_fy", "int[]"}, {"c_last", "bigint[]"}, {"c_len", "bigint[]"}, {"c_head", "bytea[]"},
+		{"c_new_last", "bigint[]"}, {"c_new_date", "date[]"}, {"c_new_at", "timestamptz[]"}, {"c_new_len", "bigint[]"}, {"c_new_head", "bytea[]"},
+		{"p_lock_timeout", "text"}, {"p_key_locks", "text[]"}, {"p_first", "date"}, {"p_last", "date"}, {"p_backdate_days", "int"}},
+	paramsOf(invoiceTable),
+	[]param{{"k_invoice", "int[]"}, {"k_key", "text[]"}, {"k_hash", "bytea[]"}},
+	paramsOf(chainTable),
+	[]param{{"p_event_ids", "bigint[]"}})
+
+// paramsOf returns the parameters of invoiced_issue_rows_v2 that carry
+// cols' arrays, in the order of arrays(cols, …). A column sent without a
+// parameter is a bug in the table, and panics when the package loads.
+func paramsOf[R any](cols []column[R]) []param {
+	var ps []param
+	for _, c := range sent(cols) {
+		if c.param == "" {
+			panic("invoice: column " + c.name + " names no parameter of invoiced_issue_rows_v2")
+		}
+		ps = append(ps, param{c.param, c.typ + "[]"})
+	}
+	return ps
+}
+
+// issueRowsSQL calls invoiced_issue_rows_v2 in named notation with every
+// argument typed: "p_seller => $1::bigint, c_seller => $2::bigint[], …".
+var issueRowsSQL = func() string {
+	args := make([]string, len(issueRowsParams))
+	for i, p := range issueRowsParams {
+		args[i] = p.name + " => $" + strconv.Itoa(i+1) + "::" + p.typ
+	}
+	return "SELECT invoiced_issue_rows_v2(" + strings.Join(args, ", ") + ")"
+}()
 
 // issueDelegated issues a predicted batch as one call (strategy.delegated)
 // on a connection of c's pool. It returns errPredictRefused, having sent

@@ -210,40 +210,16 @@ func writeOffline(ctx context.Context, tx pgx.Tx, seller gst.Seller, s gst.Serie
 		if err != nil {
 			return fmt.Errorf("invoice: items: %w", err)
 		}
-		var bg, bn, on, oext *string
-		var od *time.Time
-		if inv.Buyer != nil {
-			if inv.Buyer.GSTIN != "" {
-				bg = &inv.Buyer.GSTIN
-			}
-			if inv.Buyer.Name != "" {
-				bn = &inv.Buyer.Name
-			}
-		}
-		if inv.Original != nil {
-			on, od = &inv.Original.Number, &inv.Original.InvoiceDate
-			if inv.Original.ExternalReason != "" {
-				oext = &inv.Original.ExternalReason
-			}
-		}
-		baddr, ship, err := document.AddressesJSON(inv.Buyer, inv.ShipTo)
-		if err != nil {
+		sl := &document.Sealed{ItemsJSON: string(items), Money: document.MoneyOf(inv.Totals)}
+		if sl.BuyerAddress, sl.ShipTo, err = document.AddressesJSON(inv.Buyer, inv.ShipTo); err != nil {
 			return err
 		}
-		m := document.MoneyOf(inv.Totals)
-		b.Queue(`
-			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-				taxable, cgst, sgst, igst, total, original_external_reason, buyer_address, ship_to)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb,
-				$15::numeric, $16::numeric, $17::numeric, $18::numeric, $19::numeric, $20, $21::jsonb, $22::jsonb)
-			RETURNING id`,
-			seller.ID, s.ID, int(inv.FY), inv.Serial, inv.Number, inv.InvoiceDate, inv.IssuedAt, inv.PublicID,
-			bg, bn, inv.PlaceOfSupply, on, od, string(items), m[0], m[1], m[2], m[3], m[4], oext, baddr, ship).QueryRow(func(r pgx.Row) error {
-			return r.Scan(&inv.ID)
+		r := invoiceRowOf(inv, sl)
+		b.Queue(invoiceOneSQL, invoiceValues.values(&r)...).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&inv.ID)
 		})
-		b.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'issue', $4, $5, $6, $7)`,
-			s.ID, int(inv.FY), positions[i], inv.Serial, inv.IssuedAt, hashes[i], seller.ID)
+		c := chainRow{sellerID: seller.ID, seriesID: s.ID, fy: int32(inv.FY), position: positions[i], serial: inv.Serial, at: inv.IssuedAt, hash: hashes[i]}
+		b.Queue(chainOneSQL, chainValues.values(&c)...)
 	}
 	subscribed := map[int64]bool{}
 	queueSubscribed(b, []int64{seller.ID}, EventIssued, subscribed)

@@ -18,3 +18,10 @@ func Delegate(c *Committer) *Committer {
 	c.st.delegated = c.st.predict
 	return c
 }
+
+// IssueRowsSQL is the delegated call of invoiced_issue_rows_v2, in named
+// notation, and IssueRowsArgs its number of arguments.
+var (
+	IssueRowsSQL  = issueRowsSQL
+	IssueRowsArgs = len(issueRowsParams)
+)

@@ -23,45 +23,14 @@ import (
 // second round trip, only when a seller of the transaction subscribes.
 // The statements work on plain PostgreSQL too (the tests run them there).
 
-// valuesRow appends to sql one row of VALUES: a placeholder per cast,
-// numbered after the args already taken, and appends vals to args.
-func valuesRow(sql *strings.Builder, args []any, casts []string, vals ...any) []any {
-	if len(args) > 0 && !strings.HasSuffix(sql.String(), "VALUES ") {
-		sql.WriteString(", ")
-	}
-	sql.WriteByte('(')
-	for i, c := range casts {
-		if i > 0 {
-			sql.WriteString(", ")
-		}
-		if strings.HasPrefix(c, "'") { // a constant, not a parameter
-			sql.WriteString(c)
-			continue
-		}
-		fmt.Fprintf(sql, "$%d::%s", len(args)+1, c)
-		args = append(args, vals[0])
-		vals = vals[1:]
-	}
-	sql.WriteByte(')')
-	return args
-}
-
-var invoiceCasts = []string{"bigint", "bigint", "int", "bigint", "text", "date", "timestamptz", "text",
-	"text", "text", "text", "text", "date", "text::jsonb",
-	"text::numeric", "text::numeric", "text::numeric", "text::numeric", "text::numeric", "text", "text::jsonb", "text::jsonb"}
-
-var chainCasts = []string{"bigint", "int", "bigint", "'issue'", "bigint", "timestamptz", "bytea", "bigint"}
-
 // queueRouted queues on b, in the routed form, the statements inserting
 // w's invoices (taking their ids), idempotency keys and chain records, and
 // the read of which of w's sellers subscribe to invoice.issued, into
 // subscribed.
 func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 	var sql strings.Builder
-	sql.WriteString(`INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-		buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-		taxable, cgst, sgst, igst, total, original_external_reason, buyer_address, ship_to) VALUES `)
-	var args []any
+	sql.WriteString(invoiceValues.prefix)
+	args := make([]any, 0, len(invoiceTable)*len(w.invoices))
 	type serialKey struct {
 		series int64
 		fy     int32
@@ -69,10 +38,9 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 	}
 	at := make(map[serialKey]*document.Invoice, len(w.all))
 	sellers := map[int64]bool{}
-	for i, r := range w.invoices {
-		args = valuesRow(&sql, args, invoiceCasts, r.sellerID, r.seriesID, r.fy, r.serial, r.number, r.date, r.issuedAt, r.publicID,
-			r.buyerGSTIN, r.buyerName, r.placeOfSupply, r.originalNumber, r.originalDate, r.items,
-			r.taxable, r.cgst, r.sgst, r.igst, r.total, r.originalExternal, r.buyerAddress, r.shipTo)
+	for i := range w.invoices {
+		r := &w.invoices[i]
+		args = invoiceValues.row(&sql, args, r)
 		at[serialKey{r.seriesID, r.fy, r.serial}] = w.all[i]
 		sellers[r.sellerID] = true
 	}
@@ -101,18 +69,13 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 		return nil
 	})
 	if len(w.keys) > 0 {
-		b.Queue(`INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
-			SELECT i.seller_id, k.key, k.hash, i.id FROM invoices i
-			JOIN unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::bytea[])
-				AS k(seller_id, series_id, fy, serial, key, hash)
-				ON i.seller_id = k.seller_id AND i.series_id = k.series_id AND i.fy = k.fy AND i.serial = k.serial
-			WHERE i.seller_id = ANY ($1::bigint[])`, keyColumns(w.keys)...)
+		b.Queue(routedKeysSQL, arrays(keyTable, w.keys)...)
 	}
 	sql.Reset()
-	sql.WriteString(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES `)
-	args = nil
-	for _, c := range w.chain {
-		args = valuesRow(&sql, args, chainCasts, c.seriesID, c.fy, c.position, c.serial, c.at, c.hash, c.sellerID)
+	sql.WriteString(chainValues.prefix)
+	args = make([]any, 0, len(chainTable)*len(w.chain))
+	for i := range w.chain {
+		args = chainValues.row(&sql, args, &w.chain[i])
 	}
 	b.Queue(sql.String(), args...)
 	ids := make([]int64, 0, len(sellers))
@@ -121,6 +84,15 @@ func (w *writes) queueRouted(b *pgx.Batch, subscribed map[int64]bool) {
 	}
 	queueSubscribed(b, ids, EventIssued, subscribed)
 }
+
+// routedKeysSQL inserts the idempotency keys of the arrays of keyTable's
+// columns, as an INSERT … SELECT from invoices filtered by the keys'
+// sellers, which Citus runs on their worker.
+var routedKeysSQL = `INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
+			SELECT i.seller_id, k.key, k.hash, i.id FROM invoices i
+			JOIN ` + unnestOf(keyTable, 1, "k") + `
+				ON i.seller_id = k.seller_id AND i.series_id = k.series_id AND i.fy = k.fy AND i.serial = k.serial
+			WHERE i.seller_id = ANY (` + paramOf(keyTable, 1, "seller_id") + `::bigint[])`
 
 // queueSubscribed queues on b the read of which of sellers have a live
 // webhook subscribed to event type typ, into subscribed.
@@ -146,7 +118,7 @@ func queueSubscribed(b *pgx.Batch, sellers []int64, typ string, subscribed map[i
 // sellers' worker.
 func queueEvents(b *pgx.Batch, invs []*document.Invoice, typ string, at func(*document.Invoice) time.Time, subscribed map[int64]bool) bool {
 	var sql strings.Builder
-	sql.WriteString(`INSERT INTO events (seller_id, type, invoice_id, created_at) VALUES `)
+	sql.WriteString(eventValues.prefix)
 	var args []any
 	var sellers, ids []int64
 	seen := map[int64]bool{}
@@ -154,7 +126,7 @@ func queueEvents(b *pgx.Batch, invs []*document.Invoice, typ string, at func(*do
 		if !subscribed[inv.SellerID] {
 			continue
 		}
-		args = valuesRow(&sql, args, []string{"bigint", "text", "bigint", "timestamptz"}, inv.SellerID, typ, inv.ID, at(inv))
+		args = eventValues.row(&sql, args, &eventRow{sellerID: inv.SellerID, typ: typ, invoiceID: inv.ID, at: at(inv)})
 		ids = append(ids, inv.ID)
 		if !seen[inv.SellerID] {
 			seen[inv.SellerID] = true

@@ -178,55 +178,6 @@ func invoiceRowOf(inv *document.Invoice, sl *document.Sealed) invoiceRow {
 	return r
 }
 
-// invoiceColumns returns rows as one array per column of table invoices,
-// in the order of the invoice insert (writes.queue, $1 to $22) and of
-// invoiced_issue_rows_v2's invoice arguments.
-func invoiceColumns(rows []invoiceRow) []any {
-	n := len(rows)
-	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
-	fys := make([]int32, n)
-	dates, issuedAt := make([]time.Time, n), make([]time.Time, n)
-	numbers, publicIDs, pos, items := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	buyerGSTINs, buyerNames, origNumbers, origExternal := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	origDates, buyerAddresses, shipTos := make([]*time.Time, n), make([]*string, n), make([]*string, n)
-	taxable, cgst, sgst, igst, total := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	for i, r := range rows {
-		sellers[i], seriesIDs[i], fys[i], serials[i] = r.sellerID, r.seriesID, r.fy, r.serial
-		numbers[i], dates[i], issuedAt[i], publicIDs[i] = r.number, r.date, r.issuedAt, r.publicID
-		buyerGSTINs[i], buyerNames[i], pos[i] = r.buyerGSTIN, r.buyerName, r.placeOfSupply
-		origNumbers[i], origDates[i], origExternal[i], items[i] = r.originalNumber, r.originalDate, r.originalExternal, r.items
-		taxable[i], cgst[i], sgst[i], igst[i], total[i] = r.taxable, r.cgst, r.sgst, r.igst, r.total
-		buyerAddresses[i], shipTos[i] = r.buyerAddress, r.shipTo
-	}
-	return []any{sellers, seriesIDs, fys, serials, numbers, dates, issuedAt, publicIDs, buyerGSTINs, buyerNames, pos,
-		origNumbers, origDates, items, taxable, cgst, sgst, igst, total, origExternal, buyerAddresses, shipTos}
-}
-
-// keyColumns returns rows as the parameters $23 to $28 of the invoice
-// insert (writes.queue).
-func keyColumns(rows []keyRow) []any {
-	n := len(rows)
-	sellers, seriesIDs, serials := make([]int64, n), make([]int64, n), make([]int64, n)
-	fys := make([]int32, n)
-	keys, hashes := make([]string, n), make([][]byte, n)
-	for i, r := range rows {
-		sellers[i], seriesIDs[i], fys[i], serials[i], keys[i], hashes[i] = r.sellerID, r.seriesID, r.fy, r.serial, r.key, r.requestHash
-	}
-	return []any{sellers, seriesIDs, fys, serials, keys, hashes}
-}
-
-// chainColumns returns rows as the parameters of the chain records' insert.
-func chainColumns(rows []chainRow) []any {
-	n := len(rows)
-	sellers, seriesIDs, positions, serials := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	fys := make([]int32, n)
-	ats, hashes := make([]time.Time, n), make([][]byte, n)
-	for i, r := range rows {
-		sellers[i], seriesIDs[i], fys[i], positions[i], serials[i], ats[i], hashes[i] = r.sellerID, r.seriesID, r.fy, r.position, r.serial, r.at, r.hash
-	}
-	return []any{seriesIDs, fys, positions, serials, ats, hashes, sellers}
-}
-
 // queueHeads queues on b the update of every series-year's chain state to
 // the heads w's records leave.
 func (w *writes) queueHeads(b *pgx.Batch) {
@@ -243,33 +194,8 @@ func (w *writes) queueHeads(b *pgx.Batch) {
 // queue queues on b the statements inserting w: one inserts the invoices
 // and their idempotency keys and returns the ids, one the chain records.
 func (w *writes) queue(b *pgx.Batch) {
-	args := append(invoiceColumns(w.invoices), keyColumns(w.keys)...)
-	b.Queue(`
-		WITH ins AS (
-			INSERT INTO invoices (seller_id, series_id, fy, serial, number, invoice_date, issued_at, public_id,
-				buyer_gstin, buyer_name, place_of_supply, original_number, original_date, items,
-				taxable, cgst, sgst, igst, total, original_external_reason, buyer_address, ship_to)
-			SELECT u.seller_id, u.series_id, u.fy, u.serial, u.number, u.d, u.at, u.public_id,
-				u.bg, u.bn, u.pos, u.onum, u.odate, u.items::jsonb,
-				u.taxable::numeric, u.cgst::numeric, u.sgst::numeric, u.igst::numeric, u.total::numeric, u.oext,
-				u.baddr::jsonb, u.ship::jsonb
-			FROM unnest($1::bigint[], $2::bigint[], $3::int[], $4::bigint[], $5::text[], $6::date[], $7::timestamptz[],
-				$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::date[], $14::text[],
-				$15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::text[])
-				AS u(seller_id, series_id, fy, serial, number, d, at, public_id, bg, bn, pos, onum, odate, items,
-				taxable, cgst, sgst, igst, total, oext, baddr, ship)
-			RETURNING id, seller_id, series_id, fy, serial, issued_at
-		), `+issuedEventsSQL+`, keys AS (
-			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
-			SELECT k.seller_id, k.key, k.hash, ins.id
-			FROM unnest($23::bigint[], $24::bigint[], $25::int[], $26::bigint[], $27::text[], $28::bytea[])
-				AS k(seller_id, series_id, fy, serial, key, hash)
-			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
-		)
-		SELECT ins.id FROM ins
-		JOIN unnest($2::bigint[], $3::int[], $4::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
-			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
-		ORDER BY o.n`, args...).Query(func(rows pgx.Rows) error {
+	args := append(arrays(invoiceTable, w.invoices), arrays(keyTable, w.keys)...)
+	b.Queue(issueInsertSQL, args...).Query(func(rows pgx.Rows) error {
 		i := 0
 		for rows.Next() {
 			if i == len(w.all) {
@@ -288,12 +214,32 @@ func (w *writes) queue(b *pgx.Batch) {
 		}
 		return nil
 	})
-	b.Queue(`
-		INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id)
-		SELECT u.series_id, u.fy, u.position, 'issue', u.serial, u.at, u.hash, u.seller_id
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::bytea[], $7::bigint[])
-			AS u(series_id, fy, position, serial, at, hash, seller_id)`, chainColumns(w.chain)...)
+	b.Queue(chainInsertSQL, arrays(chainTable, w.chain)...)
 }
+
+// issueInsertSQL inserts the invoices (the arrays of invoiceTable's
+// columns) and their idempotency keys (keyTable's, numbered after them),
+// records the events of subscribed sellers, and returns the invoices' ids
+// in the order of the arrays.
+var issueInsertSQL = `
+		WITH ins AS (
+			` + insertUnnestSQL("invoices", invoiceTable, 1) + `
+			RETURNING id, seller_id, series_id, fy, serial, issued_at
+		), ` + issuedEventsSQL + `, keys AS (
+			INSERT INTO idempotency_keys (seller_id, key, request_hash, invoice_id)
+			SELECT k.seller_id, k.key, k.hash, ins.id
+			FROM ` + unnestOf(keyTable, len(sent(invoiceTable))+1, "k") + `
+			JOIN ins ON ins.series_id = k.series_id AND ins.fy = k.fy AND ins.serial = k.serial
+		)
+		SELECT ins.id FROM ins
+		JOIN unnest(` + paramOf(invoiceTable, 1, "series_id") + `::bigint[], ` + paramOf(invoiceTable, 1, "fy") + `::int[], ` +
+	paramOf(invoiceTable, 1, "serial") + `::bigint[]) WITH ORDINALITY AS o(series_id, fy, serial, n)
+			ON o.series_id = ins.series_id AND o.fy = ins.fy AND o.serial = ins.serial
+		ORDER BY o.n`
+
+// chainInsertSQL inserts the issue records of the arrays of chainTable's
+// columns.
+var chainInsertSQL = insertUnnestSQL("chain_records", chainTable, 1)
 
 // sendWrites sends b on tx, with COMMIT appended when commit is set. Once
 // COMMIT has answered, the transaction is durable whatever fails after

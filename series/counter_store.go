@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,88 +62,16 @@ func NextN(ctx context.Context, tx pgx.Tx, s gst.Series, date, now time.Time, n 
 // concerns them all (ErrLockTimeout when some row stayed locked past
 // opt.LockTimeout, a database error); the transaction is then aborted.
 func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt Options) ([]Block, []error, error) {
-	blocks := make([]Block, len(takes))
-	errs := make([]error, len(takes))
-	type rowKey struct {
-		id int64
-		fy gst.FY
+	blocks, errs, index, rows, err := checkTakes(takes)
+	if err != nil || len(rows) == 0 {
+		return blocks, errs, err
 	}
-	index := map[rowKey]int{}
-	var ids, ns, caps, sellers []int64
-	var fys []int32
-	var dates []time.Time
-	for i, t := range takes {
-		fy := gst.FYOf(t.Date)
-		switch {
-		case !fy.Valid():
-			errs[i] = apperr.Errorf(gst.ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), gst.FY(gst.MinFY), gst.FY(gst.MaxFY))
-			continue
-		case t.N < 1:
-			return nil, nil, fmt.Errorf("series: NextMany: n = %d, want at least 1", t.N)
-		case int64(t.N) > t.Series.Format.Capacity():
-			errs[i] = apperr.Errorf(gst.ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
-			continue
-		}
-		k := rowKey{t.Series.ID, fy}
-		if _, dup := index[k]; dup {
-			return nil, nil, fmt.Errorf("series: NextMany: series %d year %s taken twice in one call", t.Series.ID, fy)
-		}
-		index[k] = i
-		blocks[i] = Block{Series: t.Series, FY: fy, N: t.N}
-		ids, fys, ns, caps, dates = append(ids, t.Series.ID), append(fys, int32(fy)), append(ns, int64(t.N)), append(caps, t.Series.Format.Capacity()), append(dates, t.Date)
-		sellers = append(sellers, t.Series.SellerID)
-	}
-	if len(ids) == 0 {
-		return blocks, errs, nil
-	}
-	got := map[rowKey]bool{}
+	got := map[yearKey]bool{}
 	// One round trip: the lock timeout (transaction-local, restored
-	// afterwards) and the upsert are pipelined. ORDER BY fixes the order
-	// in which rows are locked.
+	// afterwards) and the upsert are pipelined.
 	batch := &pgx.Batch{}
 	QueueLockTimeout(batch, opt)
-	const upsert = `
-		ON CONFLICT (series_id, fy, seller_id) DO UPDATE
-		SET last_serial = c.last_serial + EXCLUDED.last_serial,
-		    last_invoice_date = EXCLUDED.last_invoice_date,
-		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
-		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
-		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
-		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`
-	var q *pgx.QueuedQuery
-	if opt.Routed {
-		// The rows in (series, year) order: VALUES are inserted, and so
-		// locked, in the order written.
-		order := make([]int, len(ids))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int {
-			return cmp.Or(cmp.Compare(ids[a], ids[b]), cmp.Compare(fys[a], fys[b]))
-		})
-		var sql strings.Builder
-		args := make([]any, 0, 6*len(ids)+1)
-		args = append(args, now)
-		sql.WriteString(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at) VALUES `)
-		for j, i := range order {
-			if j > 0 {
-				sql.WriteString(", ")
-			}
-			n := len(args)
-			fmt.Fprintf(&sql, "($%d::bigint, $%d::int, $%d::bigint, $%d::bigint, $%d::bigint, $%d::date, $1::timestamptz)", n+1, n+2, n+3, n+4, n+5, n+6)
-			args = append(args, ids[i], fys[i], sellers[i], ns[i], caps[i], dates[i])
-		}
-		sql.WriteString(upsert)
-		q = batch.Queue(sql.String(), args...)
-	} else {
-		q = batch.Queue(`
-		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
-		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
-		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
-		ORDER BY u.series_id, u.fy`+upsert,
-			ids, fys, ns, dates, caps, now, sellers)
-	}
-	q.Query(func(rows pgx.Rows) error {
+	queueTakes(batch, rows, now, opt.Routed).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id, last int64
 			var fy int32
@@ -150,7 +79,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 			if err := rows.Scan(&id, &fy, &last, &b.IssuedAt, &b.ChainLength, &b.ChainHead); err != nil {
 				return err
 			}
-			k := rowKey{id, gst.FY(fy)}
+			k := yearKey{id, gst.FY(fy)}
 			i, ok := index[k]
 			if !ok {
 				return fmt.Errorf("series: counter row %d/%d not asked for", id, fy)
@@ -163,7 +92,7 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 	})
 	QueueLockTimeoutRestore(batch, opt)
 	began := time.Now()
-	err := tx.SendBatch(ctx, batch).Close()
+	err = tx.SendBatch(ctx, batch).Close()
 	if opt.LockWaited != nil {
 		opt.LockWaited(time.Since(began))
 	}
@@ -181,6 +110,136 @@ func NextMany(ctx context.Context, tx pgx.Tx, takes []Take, now time.Time, opt O
 		}
 	}
 	return blocks, errs, nil
+}
+
+// yearKey names a counter row of NextMany: a series and a year.
+type yearKey struct {
+	id int64
+	fy gst.FY
+}
+
+// counterTake is the row of series_counters NextMany's upsert sends for a
+// take: n is the number of serials taken, date the take's invoice date.
+type counterTake struct {
+	seriesID int64
+	fy       int32
+	sellerID int64
+	n        int64
+	capacity int64
+	date     time.Time
+}
+
+// checkTakes returns NextMany's blocks and errors for takes, with the
+// takes refused on their own answered, the index of each series-year in
+// takes, and the counter rows to upsert for the others. It fails when a
+// take asks for fewer than one number or two name the same series-year.
+func checkTakes(takes []Take) ([]Block, []error, map[yearKey]int, []counterTake, error) {
+	blocks := make([]Block, len(takes))
+	errs := make([]error, len(takes))
+	index := map[yearKey]int{}
+	var rows []counterTake
+	for i, t := range takes {
+		fy := gst.FYOf(t.Date)
+		switch {
+		case !fy.Valid():
+			errs[i] = apperr.Errorf(gst.ErrInvalidDate, "invoice date %s is outside the supported financial years %s to %s", t.Date.Format(time.DateOnly), gst.FY(gst.MinFY), gst.FY(gst.MaxFY))
+			continue
+		case t.N < 1:
+			return nil, nil, nil, nil, fmt.Errorf("series: NextMany: n = %d, want at least 1", t.N)
+		case int64(t.N) > t.Series.Format.Capacity():
+			errs[i] = apperr.Errorf(gst.ErrExhausted, "series %s holds only %d numbers a year", t.Series.Code, t.Series.Format.Capacity())
+			continue
+		}
+		k := yearKey{t.Series.ID, fy}
+		if _, dup := index[k]; dup {
+			return nil, nil, nil, nil, fmt.Errorf("series: NextMany: series %d year %s taken twice in one call", t.Series.ID, fy)
+		}
+		index[k] = i
+		blocks[i] = Block{Series: t.Series, FY: fy, N: t.N}
+		rows = append(rows, counterTake{seriesID: t.Series.ID, fy: int32(fy), sellerID: t.Series.SellerID,
+			n: int64(t.N), capacity: t.Series.Format.Capacity(), date: t.Date})
+	}
+	return blocks, errs, index, rows, nil
+}
+
+// takeUpsert advances a counter row inserted by queueTakes: by the serials
+// taken, to the take's invoice date, and to the later of its issue time
+// and the batch's; it refuses (returns no row) a date before the row's
+// last or more serials than the format has left. It returns the row after.
+const takeUpsert = `
+		ON CONFLICT (series_id, fy, seller_id) DO UPDATE
+		SET last_serial = c.last_serial + EXCLUDED.last_serial,
+		    last_invoice_date = EXCLUDED.last_invoice_date,
+		    last_issued_at = GREATEST(c.last_issued_at, EXCLUDED.last_issued_at)
+		WHERE c.last_invoice_date <= EXCLUDED.last_invoice_date
+		  AND c.last_serial + EXCLUDED.last_serial <= EXCLUDED.capacity
+		RETURNING series_id, fy, last_serial, last_issued_at, chain_length, chain_head`
+
+// takeCasts are the types of a counterTake's values in a row of the routed
+// upsert's VALUES, in the order of its columns; the issue time, last,
+// is the statement's $1.
+var takeCasts = []string{"bigint", "int", "bigint", "bigint", "bigint", "date"}
+
+// queueTakes queues on b the upsert of rows stamped now, which locks the
+// counter rows in (series, year) order, so that two NextMany calls never
+// wait for each other in a cycle. Routed (Citus), it is a multi-row
+// VALUES, written in that order, whose rows name their sellers (so that
+// Citus routes it to their worker); otherwise an INSERT … SELECT from
+// unnest, ORDER BY fixing the order.
+func queueTakes(b *pgx.Batch, rows []counterTake, now time.Time, routed bool) *pgx.QueuedQuery {
+	if !routed {
+		n := len(rows)
+		ids, ns, caps, sellers := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		fys, dates := make([]int32, n), make([]time.Time, n)
+		for i, r := range rows {
+			ids[i], fys[i], sellers[i], ns[i], caps[i], dates[i] = r.seriesID, r.fy, r.sellerID, r.n, r.capacity, r.date
+		}
+		return b.Queue(`
+		INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at)
+		SELECT u.series_id, u.fy, u.seller_id, u.n, u.cap, u.d, $6
+		FROM unnest($1::bigint[], $2::int[], $3::bigint[], $4::date[], $5::bigint[], $7::bigint[]) AS u(series_id, fy, n, d, cap, seller_id)
+		ORDER BY u.series_id, u.fy`+takeUpsert,
+			ids, fys, ns, dates, caps, now, sellers)
+	}
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b counterTake) int {
+		return cmp.Or(cmp.Compare(a.seriesID, b.seriesID), cmp.Compare(a.fy, b.fy))
+	})
+	var sql strings.Builder
+	sql.WriteString(`INSERT INTO series_counters AS c (series_id, fy, seller_id, last_serial, capacity, last_invoice_date, last_issued_at) VALUES `)
+	args := make([]any, 0, len(takeCasts)*len(rows)+1)
+	args = append(args, now)
+	for i, r := range rows {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		args = writeRow(&sql, args, takeCasts, "$1::timestamptz", r.seriesID, r.fy, r.sellerID, r.n, r.capacity, r.date)
+	}
+	sql.WriteString(takeUpsert)
+	return b.Queue(sql.String(), args...)
+}
+
+// writeRow writes to sql one row of VALUES: a placeholder for each of vals
+// cast to its type in casts, numbered after args, then tail (SQL of the
+// row's last values, "" for none); it returns args with vals appended.
+func writeRow(sql *strings.Builder, args []any, casts []string, tail string, vals ...any) []any {
+	var num [20]byte
+	sql.WriteByte('(')
+	for i, v := range vals {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		args = append(args, v)
+		sql.WriteByte('$')
+		sql.Write(strconv.AppendInt(num[:0], int64(len(args)), 10))
+		sql.WriteString("::")
+		sql.WriteString(casts[i])
+	}
+	if tail != "" {
+		sql.WriteString(", " + tail)
+	}
+	sql.WriteByte(')')
+	return args
 }
 
 // explainRefusal reads the (already locked) counter row after the upsert's
