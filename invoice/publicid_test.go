@@ -128,6 +128,12 @@ func TestPublicIDLookupsNeedNoGlobalIndex(t *testing.T) {
 			t.Fatalf("%s:\n%s\nwant a scan of %s", q, plan.String(), want)
 		}
 	}
+	if dbtest.Citus(t) {
+		// The scans run on the workers, whose counters this session
+		// cannot read; the plans above are the workers' (Citus shows the
+		// task's plan), and they name the index.
+		return
+	}
 	// GetByPublicID's own query, not only the shapes above: this
 	// transaction's counters show it scanned the index of routed ids and
 	// never read invoices whole.
