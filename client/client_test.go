@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -174,18 +175,28 @@ func TestRetriesFollowTheAnswerTable(t *testing.T) {
 	// answer, or an outcome-unknown error) still holds that answer, its
 	// status and Retry-After, for errors.As.
 	defer e.proxy.set(nil)
+	// The context falls once the client has read the 503 (closed its
+	// body), not when the proxy saw the request: falling in between ends
+	// the call with no answer to hold, as it should.
+	read := make(chan struct{}, 1)
+	cr := New(e.proxy.url, e.all, WithBackoff(5*time.Millisecond, 50*time.Millisecond),
+		WithHTTPClient(&http.Client{Transport: bodyClosed{base: http.DefaultTransport, closed: read}}))
 	for _, tc := range []struct {
 		name string
 		call func(context.Context) error
 	}{
-		{"issue", func(ctx context.Context) error { _, err := c.IssueInvoice(ctx, "CH1", sale()); return err }},
-		{"list series", func(ctx context.Context) error { _, err := c.ListSeries(ctx); return err }},
+		{"issue", func(ctx context.Context) error { _, err := cr.IssueInvoice(ctx, "CH1", sale()); return err }},
+		{"list series", func(ctx context.Context) error { _, err := cr.ListSeries(ctx); return err }},
 	} {
 		e.proxy.set(&step{fault: synthesized, status: 503, body: errBody("series_busy"), retryAfter: "7"})
 		ctx := newEventDeadline()
 		done := make(chan error, 1)
 		go func() { done <- tc.call(ctx) }()
-		testwait.Until(t, 10*time.Second, func() bool { return len(e.proxy.seen()) >= 1 }, "the %s call's first attempt", tc.name)
+		select {
+		case <-read:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the %s call's first answer was not read in 10 s", tc.name)
+		}
 		ctx.fall()
 		err := <-done
 		var ae *Error
@@ -478,4 +489,34 @@ func TestNotFinalRefusalsLeaveTheOutcomeUnknown(t *testing.T) {
 			t.Errorf("%s alone: %v, want a known refusal", code, err)
 		}
 	}
+}
+
+// bodyClosed is a transport that tells closed (without blocking) each time
+// the caller closes a response's body: it has read that answer.
+type bodyClosed struct {
+	base   http.RoundTripper
+	closed chan struct{}
+}
+
+func (b bodyClosed) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.base.RoundTrip(r)
+	if err == nil {
+		resp.Body = &signalClose{ReadCloser: resp.Body, closed: b.closed}
+	}
+	return resp, err
+}
+
+// signalClose is a response body that signals its Close.
+type signalClose struct {
+	io.ReadCloser
+	closed chan struct{}
+}
+
+func (s *signalClose) Close() error {
+	err := s.ReadCloser.Close()
+	select {
+	case s.closed <- struct{}{}:
+	default:
+	}
+	return err
 }
