@@ -55,18 +55,12 @@ func setupRate(t *testing.T, now func() time.Time, rate float64) *env {
 func setupWith(t *testing.T, cfg api.Config) *env {
 	t.Helper()
 	pool := dbtest.New(t)
-	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, &testfactory.SellerOpts{Name: "Offline Stall"})
 	testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "T07"})
-	key, err := apikey.Create(ctx, pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg.Pool, cfg.FailureRate, cfg.WebhookAllowPrivate = pool, -1, true
 	ts := httptest.NewServer(api.New(cfg).Handler())
 	t.Cleanup(ts.Close)
-	return &env{pool: pool, seller: seller, url: ts.URL, key: key, dir: t.TempDir(),
-		all: client.New(ts.URL, key, client.WithBackoff(5*time.Millisecond, 50*time.Millisecond))}
+	return (&env{pool: pool, url: ts.URL, dir: t.TempDir()}).forSeller(t, seller)
 }
 
 // runsPerSeller is how many runs of TestLeaseLifecycleNeverNumbersTwice
@@ -80,6 +74,13 @@ func (e *env) anotherSeller(t *testing.T, n int) *env {
 	t.Helper()
 	seller := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{Name: fmt.Sprintf("Offline Stall %d", n+1),
 		GSTIN: testfactory.GSTIN(t, fmt.Sprintf("27AAPFU%04dF1Z", n))})
+	return e.forSeller(t, seller)
+}
+
+// forSeller returns e for seller, with a new key of all scopes and a
+// client of it, on e's database, server and directory.
+func (e *env) forSeller(t *testing.T, seller gst.Seller) *env {
+	t.Helper()
 	key, err := apikey.Create(t.Context(), e.pool, seller.ID, []string{apikey.ScopeIssue, apikey.ScopeRead, apikey.ScopeManage})
 	if err != nil {
 		t.Fatal(err)
