@@ -3,6 +3,7 @@ package faults
 import (
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -363,8 +364,14 @@ func TestStuckCounterLock(t *testing.T) {
 	holdStart := time.Now()
 	h.Mark(fmt.Sprintf("CH1 counter locked by a stuck transaction (it took serial %d)", blk.First))
 
-	// Probes on CH1 while it is held.
+	// Probes on CH1 while it is held. Each must be a 503; the fastest
+	// must come within the lock timeout plus a little: 1.5s plus what
+	// the machine added meanwhile to a request that needs no lock (ref).
+	// Were the flag ignored, every probe would wait the default lock
+	// timeout (3s) and more; one probe slowed by a loaded machine says
+	// nothing about the flag, so the fastest of three is judged.
 	var slowest time.Duration
+	fastest, fastestRef := time.Duration(math.MaxInt64), time.Duration(0)
 	for i := 0; i < 3; i++ {
 		var status int
 		var ra, lat time.Duration
@@ -372,15 +379,15 @@ func TestStuckCounterLock(t *testing.T) {
 			status, ra, lat = c.attempt(ctx, 200+i, "CH1", fmt.Sprintf("lock-probe-%d", i))
 		})
 		slowest = max(slowest, lat)
+		if lat < fastest {
+			fastest, fastestRef = lat, ref
+		}
 		if status != http.StatusServiceUnavailable || ra == 0 {
 			t.Errorf("CH1 while its lock is held: status %d (Retry-After %v), want 503 with Retry-After", status, ra)
 		}
-		// A little is 1.5s plus what the machine added meanwhile to a
-		// request that needs no lock (ref); the default lock timeout,
-		// were the flag ignored, is 3s.
-		if lat > lockTimeout+1500*time.Millisecond+ref {
-			t.Errorf("CH1 answered after %v while its lock was held (/healthz up to %v): want within the lock timeout (%v) plus a little", lat, ref, lockTimeout)
-		}
+	}
+	if fastest > lockTimeout+1500*time.Millisecond+fastestRef {
+		t.Errorf("CH1's fastest answer of three came after %v while its lock was held (/healthz up to %v): want within the lock timeout (%v) plus a little", fastest, fastestRef, lockTimeout)
 	}
 	time.Sleep(time.Second)
 	holdEnd := time.Now()
