@@ -93,6 +93,9 @@ func TestCheckerCatchesLostAck(t *testing.T) {
 	ops, stored := cleanHistory()
 	stored = stored[:2] // c was acknowledged (as a replay) but is not stored
 	wantViolation(t, ops, stored, "lost acknowledgement")
+	if r := Check(ops, stored, CheckOptions{}); len(r.Lost) != 1 {
+		t.Errorf("Lost = %v, want the one key not stored", r.Lost)
+	}
 }
 
 func TestCheckerCatchesAckWithWrongNumber(t *testing.T) {

@@ -346,23 +346,9 @@ func queryStrings(t *testing.T, rawURL, query string) []string {
 // cleanup records Citus still holds.
 func rebalanceDiagnostics(t *testing.T, dbURL, newNodeURL string, workers []dbtest.CitusNode, name string, r Report) {
 	t.Helper()
-	var lost []string
-	for _, v := range r.Violations {
-		k := fmt.Sprint(v)
-		if i := strings.Index(k, `"`); i >= 0 {
-			if j := strings.Index(k[i+1:], `"`); j >= 0 {
-				lost = append(lost, k[i+1:i+1+j])
-			}
-		}
-	}
 	urls := []string{dbURL, newNodeURL}
 	for _, w := range workers {
-		wu, err := url.Parse(w.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wu.Path = "/" + name
-		urls = append(urls, wu.String())
+		urls = append(urls, withDB(t, w.URL, name))
 	}
 	for _, nu := range urls {
 		host := hostPort(t, nu)
@@ -372,7 +358,7 @@ func rebalanceDiagnostics(t *testing.T, dbURL, newNodeURL string, workers []dbte
 			if strings.HasPrefix(rel, "invoices") {
 				col = "items->0->>'description'"
 			}
-			for _, k := range lost {
+			for _, k := range r.Lost {
 				if n := queryInt(t, nu, fmt.Sprintf(`SELECT count(*) FROM %s WHERE %s = '%s'`, pgx.Identifier{rel}.Sanitize(), col, strings.ReplaceAll(k, "'", "''"))); n > 0 {
 					t.Logf("diagnosis: %s holds the lost key %s in %s", host, k, rel)
 				}

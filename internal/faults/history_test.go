@@ -99,6 +99,7 @@ type Report struct {
 	Stored                          int
 	Status                          map[int]int // attempts by HTTP status (0 = transport error)
 	Violations                      []string
+	Lost                            []string // keys acknowledged but not stored (also among Violations)
 }
 
 // OK reports whether no invariant was broken.
@@ -295,6 +296,7 @@ func Check(ops []Op, stored []Stored, opt CheckOptions) Report {
 				}
 			}
 			if len(got) == 0 {
+				r.Lost = append(r.Lost, key)
 				bad("key %q: acknowledged as %s %s (serial %d) but not stored: lost acknowledgement", key, a.Series, a.Number, a.Serial)
 			} else if s := got[0]; s.Number != a.Number || s.Serial != a.Serial || !strings.EqualFold(s.Series, a.Series) {
 				bad("key %q: acknowledged as %s %s serial %d, stored as %s %s serial %d", key, a.Series, a.Number, a.Serial, s.Series, s.Number, s.Serial)
