@@ -54,10 +54,10 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	// the coordinator and the original workers.
 	node := newCluster(t, "shared_preload_libraries = 'citus'", "wal_level = logical", "max_worker_processes = 32",
 		"max_prepared_transactions = 100", "citus.propagate_set_commands = 'local'")
+	diagnosed := false // rebalanceDiagnostics logs the end of the new worker's log itself
 	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(node.dir, "server.log"))
-			t.Logf("the new worker's log:\n%s", b)
+		if t.Failed() && !diagnosed {
+			t.Logf("the new worker's log ends:\n%s", logTail(node, 40))
 		}
 	})
 	execAdmin(t, ctx, node.url("postgres"), fmt.Sprintf(`CREATE DATABASE %s`, pgx.Identifier{name}.Sanitize()))
@@ -74,6 +74,12 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 		}
 	}
 
+	// Every node commits the test's database synchronously, as a
+	// production cluster does and docs/scale-out.md requires, whatever
+	// the throw-away cluster's configuration: with synchronous_commit =
+	// off a move's switch-over can leave a just-acknowledged transaction
+	// behind on the old placement (TestCitusMoveKeepsACommitJustBeforeItsSwitch).
+	durableCommits(t, dbURL, append(slices.Clone(workers), dbtest.CitusNode{Port: node.port, URL: node.url("postgres")}))
 	srv := startServer(t, dbURL, "127.0.0.1:0", "--log-requests=false")
 	defer logInternalErrors(t, srv)
 	base := "http://" + srv.Addr
@@ -164,25 +170,16 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 	}
 	before := placements()
 
-	// docs/scale-out.md's procedure: the coordinator's maintenance daemon
-	// does not drop old placements during the rebalance (each move still
-	// drops those left so far before it starts); the last ones are
-	// dropped after it (below, with issuing going on). The cluster is the
-	// run's own, and the setting is reset at the end.
-	execAdmin(t, ctx, dbURL, `ALTER SYSTEM SET citus.defer_shard_delete_interval = -1`)
-	execAdmin(t, ctx, dbURL, `SELECT pg_reload_conf()`)
-	t.Cleanup(func() {
-		execAdmin(t, context.WithoutCancel(ctx), dbURL, `ALTER SYSTEM RESET citus.defer_shard_delete_interval`)
-		execAdmin(t, context.WithoutCancel(ctx), dbURL, `SELECT pg_reload_conf()`)
-	})
 	h.Mark("citus_add_node and citus_rebalance_start")
 	moveStart := time.Now()
 	execAdmin(t, ctx, dbURL, fmt.Sprintf(`SELECT citus_add_node('127.0.0.1', %d)`, node.port))
 	execAdmin(t, ctx, dbURL, `SELECT citus_rebalance_start()`)
+	watched := watchRebalance(ctx, dbURL, h)
 	waitCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	execAdmin(t, waitCtx, dbURL, `SELECT citus_rebalance_wait()`)
 	moveEnd := time.Now()
+	watched()
 	h.Mark("citus_rebalance_wait returned")
 	after := placements()
 	if after[node.port] == 0 {
@@ -222,7 +219,8 @@ func TestCitusRebalanceOntoANewWorker(t *testing.T) {
 
 	r := verdict(t, "citus-rebalance", h, dbURL, CheckOptions{RequireAllAcked: true})
 	if t.Failed() {
-		rebalanceDiagnostics(t, dbURL, node.url(name), workers, name, r)
+		diagnosed = true
+		rebalanceDiagnostics(t, dbURL, node, name, workers, h, moveStart, r)
 	}
 	for _, s := range sellers {
 		cli(t, dbURL, "verify", "--gstin", s.gstin)
@@ -338,15 +336,61 @@ func queryStrings(t *testing.T, rawURL, query string) []string {
 	return out
 }
 
+// watchRebalance records in h, every 100 ms until the returned function is
+// called, each change of what get_rebalance_progress reports of the
+// rebalance's moves (shard group, source and target port, phase), so that a
+// failed run's timeline shows in which phase of which move a lost
+// acknowledgement was given. The returned function waits for the watcher to
+// end.
+func watchRebalance(ctx context.Context, dbURL string, h *History) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := pgx.Connect(ctx, dbURL)
+		if err != nil {
+			h.Mark("rebalance watcher: " + err.Error())
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		last := ""
+		for ctx.Err() == nil {
+			var now string
+			err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(DISTINCT format('group of shard %s %s>%s %s', shardid, sourceport, targetport, status), '; '), 'no move')
+				FROM get_rebalance_progress() WHERE table_name = 'series'::regclass`).Scan(&now)
+			if err != nil {
+				now = "progress read failed: " + err.Error()
+			}
+			if now != last {
+				h.Mark("rebalance: " + now)
+				last = now
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
 // rebalanceDiagnostics logs, for a failed run, what tells where a lost
-// acknowledgement went: on every node, each shard table of invoices and
-// idempotency keys (old placements included, until they are dropped) that
-// holds a key the checker found missing; the prepared transactions left
-// on each node (test clusters run no two-phase-commit recovery); and the
-// cleanup records Citus still holds.
-func rebalanceDiagnostics(t *testing.T, dbURL, newNodeURL string, workers []dbtest.CitusNode, name string, r Report) {
+// acknowledgement went, the most telling last (CI shows a failure's last
+// lines): the end of the new worker's log; on every node, each shard table
+// of invoices and idempotency keys (old placements included, until they are
+// dropped) that holds a key the checker found missing; the prepared
+// transactions left on each node (test clusters run no two-phase-commit
+// recovery); the cleanup records Citus still holds; the rebalance's
+// timeline (its moves' phases and the test's marks, in seconds from
+// citus_rebalance_start); and each lost key's attempts beside the later
+// invoices that took its serial.
+func rebalanceDiagnostics(t *testing.T, dbURL string, node *cluster, name string, workers []dbtest.CitusNode, h *History, start time.Time, r Report) {
 	t.Helper()
-	urls := []string{dbURL, newNodeURL}
+	t.Logf("diagnosis: the new worker's log ends:\n%s", logTail(node, 40))
+	urls := []string{dbURL, node.url(name)}
 	for _, w := range workers {
 		urls = append(urls, withDB(t, w.URL, name))
 	}
@@ -367,4 +411,45 @@ func rebalanceDiagnostics(t *testing.T, dbURL, newNodeURL string, workers []dbte
 		t.Logf("diagnosis: prepared transactions on %s: %v", host, queryStrings(t, nu, `SELECT gid || ' ' || prepared::text FROM pg_prepared_xacts`))
 	}
 	t.Logf("diagnosis: cleanup records: %v", queryStrings(t, dbURL, `SELECT object_name || ' group ' || node_group_id || ' policy ' || policy_type FROM pg_dist_cleanup`))
+	at := func(tm time.Time) string { return fmt.Sprintf("%+.3fs", tm.Sub(start).Seconds()) }
+	ops := h.Ops()
+	var timeline []string
+	for _, op := range ops {
+		if op.Type == Fault {
+			timeline = append(timeline, at(op.Time)+" "+op.Err)
+		}
+	}
+	t.Logf("diagnosis: timeline:\n  %s", strings.Join(timeline, "\n  "))
+	lost := map[string]bool{}
+	for _, k := range r.Lost {
+		lost[k] = true
+	}
+	type serialOf struct {
+		series string
+		serial int64
+	}
+	lostSerials := map[serialOf]bool{}
+	for _, op := range ops {
+		if lost[op.Key] && op.Type == OK {
+			lostSerials[serialOf{strings.ToUpper(op.Series), op.Serial}] = true
+		}
+	}
+	var lines []string
+	for _, op := range ops {
+		if lost[op.Key] || (op.Type == OK && lostSerials[serialOf{strings.ToUpper(op.Series), op.Serial}]) {
+			lines = append(lines, fmt.Sprintf("%s %s %s %s status=%d serial=%d replayed=%v %s", at(op.Time), op.Key, op.Type, op.Number, op.Status, op.Serial, op.Replayed, op.Err))
+		}
+	}
+	t.Logf("diagnosis: lost keys %v, their attempts and the later invoices with their serials:\n  %s", r.Lost, strings.Join(lines, "\n  "))
+}
+
+// logTail returns the last n lines of c's server log, or why it could not
+// be read.
+func logTail(c *cluster, n int) string {
+	b, err := os.ReadFile(filepath.Join(c.dir, "server.log"))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

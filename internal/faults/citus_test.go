@@ -82,10 +82,11 @@ func addSeller(t *testing.T, dbURL, first14, code, scopes string) (gstin, key st
 }
 
 // durableCommits sets synchronous_commit = on for the test's database on
-// every node, workers first, as a production cluster runs: the throw-away
-// cluster runs with it off for speed, and then a worker acknowledges a
-// COMMIT before its WAL has left shared memory, which kill -9 throws away
-// (with it off this test finds lost acknowledgements). fsync may stay off:
+// every node, workers first, as a production cluster runs, whatever the
+// throw-away cluster's configuration says (scripts/citus sets it on; with
+// it off a worker acknowledges a COMMIT before its WAL has left shared
+// memory, which kill -9 throws away: this test then finds lost
+// acknowledgements). fsync may stay off:
 // a process crash leaves the kernel's page cache, and the WAL in it,
 // intact.
 func durableCommits(t *testing.T, dbURL string, workers []dbtest.CitusNode) {
