@@ -37,6 +37,10 @@ func ForCitus(cfg *pgx.ConnConfig) {
 	// those waits unbounded and refuse every upload. Set per session, so
 	// invoiced does not depend on the nodes' configuration for it.
 	cfg.RuntimeParams["citus.propagate_set_commands"] = "local"
+	// A COMMIT is answered once its WAL is written: the coordinator's
+	// two-phase commit decisions survive a crash. The workers' own
+	// setting is theirs (CheckCitusSettings refuses off there).
+	cfg.RuntimeParams["synchronous_commit"] = "on"
 }
 
 // citusSettings are the settings invoiced depends on on a Citus
@@ -44,14 +48,18 @@ func ForCitus(cfg *pgx.ConnConfig) {
 var citusSettings = []struct{ name, want, why string }{
 	{"citus.propagate_set_commands", "local", "SET LOCAL lock and statement timeouts and the lease id must reach the workers (docs/scale-out.md)"},
 	{"plan_cache_mode", "force_custom_plan", "generic plans hide the seller from Citus' router"},
+	{"synchronous_commit", "on", "a COMMIT answered before its WAL is written can be lost, and with it an acknowledged invoice"},
 }
 
 // CheckCitusSettings returns nil when the session settings invoiced
-// depends on (citusSettings) hold on a connection of pool, and the
+// depends on (citusSettings) hold on a connection of pool, the
 // coordinator and every worker allow prepared transactions (two-phase
-// commits of reference-table writes); otherwise an error naming each
-// setting that does not, its value and the value needed. It fails too when
-// the database cannot be asked.
+// commits of reference-table writes), and every worker commits the
+// database synchronously (synchronous_commit not off: a shard move's
+// switch-over can leave an asynchronously committed transaction behind on
+// the old placement, docs/scale-out.md); otherwise an error naming each
+// setting that does not, where, its value and the value needed. It fails
+// too when the database cannot be asked.
 func CheckCitusSettings(ctx context.Context, q Querier) error {
 	var bad []string
 	for _, s := range citusSettings {
@@ -63,19 +71,24 @@ func CheckCitusSettings(ctx context.Context, q Querier) error {
 			bad = append(bad, fmt.Sprintf("%s is %q, invoiced needs %q (%s)", s.name, got, s.want, s.why))
 		}
 	}
-	rows, err := q.Query(ctx, `SELECT 'coordinator', current_setting('max_prepared_transactions')
-		UNION ALL SELECT nodename || ':' || nodeport, result FROM run_command_on_workers('SHOW max_prepared_transactions')`)
+	rows, err := q.Query(ctx, `SELECT 'coordinator', current_setting('max_prepared_transactions'), current_setting('synchronous_commit')
+		UNION ALL SELECT p.nodename || ':' || p.nodeport, p.result, s.result
+		FROM run_command_on_workers('SHOW max_prepared_transactions') p
+		JOIN run_command_on_workers('SHOW synchronous_commit') s USING (nodename, nodeport)`)
 	if err != nil {
 		return fmt.Errorf("db: citus settings: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var node, got string
-		if err := rows.Scan(&node, &got); err != nil {
+		var node, prepared, commit string
+		if err := rows.Scan(&node, &prepared, &commit); err != nil {
 			return fmt.Errorf("db: citus settings: %w", err)
 		}
-		if got == "0" {
+		if prepared == "0" {
 			bad = append(bad, fmt.Sprintf("max_prepared_transactions is 0 on %s, invoiced needs it above 0 (writes to reference tables are two-phase commits)", node))
+		}
+		if commit == "off" && node != "coordinator" { // the coordinator's session is checked above
+			bad = append(bad, fmt.Sprintf("synchronous_commit is off on %s, invoiced needs it on (a shard move can lose a transaction committed asynchronously just before its switch-over: docs/scale-out.md)", node))
 		}
 	}
 	if err := rows.Err(); err != nil {

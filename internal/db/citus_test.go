@@ -3,11 +3,14 @@
 package db_test
 
 import (
+	"fmt"
+	neturl "net/url"
 	"strings"
 	"testing"
 
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -16,6 +19,8 @@ import (
 // own, or with citus.propagate_set_commands left at none, where SET LOCAL
 // lock timeouts never reach the workers) is refused, naming each setting;
 // a pool opened with db.ForCitus sets them itself, whatever the URL asked.
+// A worker whose commits for the database are asynchronous is refused,
+// named (docs/scale-out.md: a shard move can lose such a commit).
 func TestCitusSettingsChecked(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -38,14 +43,38 @@ func TestCitusSettingsChecked(t *testing.T) {
 		t.Cleanup(pool.Close)
 		return pool
 	}
-	wrong := map[string]string{"citus.propagate_set_commands": "none", "plan_cache_mode": "auto"}
+	wrong := map[string]string{"citus.propagate_set_commands": "none", "plan_cache_mode": "auto", "synchronous_commit": "off"}
 	err := db.CheckCitusSettings(ctx, open(wrong, false))
 	for name := range wrong {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("a session with %s=%s: %v; want a refusal naming it", name, wrong[name], err)
 		}
 	}
-	if err := db.CheckCitusSettings(ctx, open(map[string]string{"citus.propagate_set_commands": "none", "plan_cache_mode": "auto"}, true)); err != nil {
+	if err := db.CheckCitusSettings(ctx, open(wrong, true)); err != nil {
 		t.Errorf("a pool opened with ForCitus: %v", err)
+	}
+
+	// A worker that commits the database asynchronously is refused by
+	// name, whatever the coordinator's session says.
+	w := dbtest.CitusWorkers(t)[0]
+	wu, err := neturl.Parse(w.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, wu.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" SET synchronous_commit = off"); err != nil {
+		t.Fatal(err)
+	}
+	err = db.CheckCitusSettings(ctx, open(nil, true))
+	if want := fmt.Sprintf("synchronous_commit is off on 127.0.0.1:%d", w.Port); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("a worker committing asynchronously: %v; want a refusal saying %q", err, want)
 	}
 }
