@@ -23,7 +23,7 @@ PG         := scripts/pg
 # suites and the benchmark harness's own test. The fault suite kills a
 # worker of the shared cluster, so it runs after the others, alone
 # (CITUS_ALONE).
-CITUS_PKG  ?= ./migrations/ ./series/... ./invoice/... ./api/... ./webhook/... ./einvoice/registration/ ./internal/maintenance/ ./reports/... ./internal/bench/ ./internal/faults/
+CITUS_PKG  ?= ./internal/db/ ./migrations/ ./series/... ./invoice/... ./api/... ./webhook/... ./einvoice/registration/ ./internal/maintenance/ ./reports/... ./internal/bench/ ./internal/faults/
 CITUS_ALONE := ./internal/faults/
 # golangci-lint is built from the Go module proxy into a git-ignored cache
 # (the version is in the path, so changing it fetches the new one).

@@ -244,7 +244,7 @@ func TestClassifyRowMovedFromRequire(t *testing.T) {
 func terminate(t *testing.T, pool *pgxpool.Pool, pid uint32) {
 	t.Helper()
 	var ok bool
-	if err := pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&ok); err != nil || !ok {
+	if err := pool.QueryRow(t.Context(), `SELECT pg_terminate_backend($1::int, 10000)`, pid).Scan(&ok); err != nil || !ok {
 		t.Fatalf("terminate backend %d: %v, %v", pid, ok, err)
 	}
 }
