@@ -62,7 +62,10 @@ func TestClaimedLengthIsNotAllocated(t *testing.T) {
 	if grew > bound {
 		t.Fatalf("the heap grew by %d MiB for %d bodies of one byte each, more than %d MiB", grew>>20, clients, bound>>20)
 	}
-	if took > time.Second {
+	// Served while the 200 bodies hang (each may hang up to the 15 s read
+	// timeout): a bound on being served, not a latency figure (logged
+	// above; on a loaded 2-core machine with Citus it passed 1 s).
+	if took > 5*time.Second {
 		t.Fatalf("another seller's issue took %v", took)
 	}
 	// Each body holds its first buffer, whatever it claims: the budget
