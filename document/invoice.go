@@ -31,8 +31,8 @@ const (
 var ValidRates = []string{"0", "0.1", "0.25", "1", "1.5", "3", "5", "6", "7.5", "12", "18", "28", "40"}
 
 // validRates holds ValidRates parsed, and validRatesList them as a message
-// names them, both worked out once: parsing the thirteen rates for every
-// item was 4 % of the batch route's CPU.
+// names them, both worked out once rather than for every item (the cost is
+// in docs/bench.md, "The batch route's CPU per invoice").
 var (
 	validRates = func() []decimal.Decimal {
 		out := make([]decimal.Decimal, len(ValidRates))

@@ -20,7 +20,7 @@ import (
 // in the same transaction, fails on the unique index if so. That costs a
 // replay (rare: a client retrying after a lost answer) the inserts before
 // the failure, and saves every batch a statement that looked up each of
-// its keys, about a fifth of the batch's database time under load.
+// its keys.
 func queueRequireKeyLocks(b *pgx.Batch, claims []KeyClaim) {
 	b.Queue(`SELECT invoiced_require(bool_and(pg_try_advisory_xact_lock(hashtextextended(k, 0))), $2, 'an idempotency key is held by another transaction')
 		FROM unnest($1::text[]) AS u(k)`, lockNames(claims), db.CodeKeyHeld)
