@@ -8,8 +8,9 @@ import (
 // The batch body's fast path. decodeBatchEnvelope and decodeBatchItem
 // decode with encoding/json: the envelope into 500 raw items, then each
 // item again, strictly, through reflection (its cost is in docs/bench.md,
-// "The batch route's CPU per invoice"). A POS batch is almost always the plain case: keys written in
-// lower case as documented, strings without escapes, amounts as strings.
+// "The batch route's CPU per invoice"). A POS batch is almost always the
+// plain case: keys written in lower case as documented, strings without
+// escapes, amounts as strings.
 // fastBatch reads exactly that case in one pass (jsonfast.Plain), building
 // the same values encoding/json builds; any byte outside it (an escape, a
 // number, a key in other case or unknown, an original, a syntax error)

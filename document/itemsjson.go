@@ -11,9 +11,9 @@ import (
 // The items' JSON (the invoices.items column) and the decimals of the chain
 // record, written without reflection, because json.Marshal of []Item and
 // decimal.String weighed on the batch route (docs/bench.md, "The batch
-// route's CPU per invoice"). Both produce exactly the bytes of the library functions they
-// replace (itemsjson_test.go checks it), so stored rows and chain hashes do
-// not change.
+// route's CPU per invoice"). Both produce exactly the bytes of the library
+// functions they replace (itemsjson_test.go checks it), so stored rows and
+// chain hashes do not change.
 
 // itemsJSON returns json.Marshal(items).
 func itemsJSON(items []Item) (string, error) {

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"testing"
 	"time"
 
@@ -106,13 +105,8 @@ func otherWorker(t *testing.T, pool *pgxpool.Pool, port int) (int, string) {
 	t.Helper()
 	other, at := 0, ""
 	for _, w := range dbtest.CitusWorkers(t) {
-		u, err := url.Parse(w.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.Path = "/" + pool.Config().ConnConfig.Database
 		if w.Port == port {
-			at = u.String()
+			at = w.DatabaseURL(pool.Config().ConnConfig.Database)
 		} else {
 			other = w.Port
 		}

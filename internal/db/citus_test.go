@@ -4,7 +4,6 @@ package db_test
 
 import (
 	"fmt"
-	neturl "net/url"
 	"strings"
 	"testing"
 
@@ -57,20 +56,13 @@ func TestCitusSettingsChecked(t *testing.T) {
 	// A worker that commits the database asynchronously is refused by
 	// name, whatever the coordinator's session says.
 	w := dbtest.CitusWorkers(t)[0]
-	wu, err := neturl.Parse(w.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, wu.String())
+	conn, err := pgx.Connect(ctx, w.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" SET synchronous_commit = off"); err != nil {
+	name := open(nil, true).Config().ConnConfig.Database
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET synchronous_commit = off"); err != nil {
 		t.Fatal(err)
 	}
 	err = db.CheckCitusSettings(ctx, open(nil, true))

@@ -182,6 +182,17 @@ type CitusNode struct {
 	Dir string
 }
 
+// DatabaseURL returns the URL of database name on the node: its URL with
+// the path replaced.
+func (n CitusNode) DatabaseURL(name string) string {
+	u, err := url.Parse(n.URL)
+	if err != nil { // CitusWorkers built it
+		panic(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
 // CitusWorkers returns the worker nodes of the throw-away Citus cluster,
 // from TEST_CITUS_WORKERS ("PORT:DIR PORT:DIR", which scripts/citus test
 // exports). It fails the test when the variable is unset or malformed, or
