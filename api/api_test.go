@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 
@@ -860,7 +862,7 @@ func TestKeys(t *testing.T) {
 	if _, err := apikey.Create(ctx, e.pool, e.seller.ID, []string{"admin"}); err == nil {
 		t.Fatal("unknown scope accepted")
 	}
-	if _, err := apikey.Create(ctx, e.pool, 999999, []string{"read"}); err != series.ErrSellerNotFound {
+	if _, err := apikey.Create(ctx, e.pool, 999999, []string{"read"}); err != sellers.ErrNotFound {
 		t.Fatalf("unknown seller: %v", err)
 	}
 	e.wantStatus(e.do("GET", "/v1/series", k, ""), 200)

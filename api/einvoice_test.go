@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/einvoice/registration"
-	"github.com/invoiced/invoiced/series"
 )
 
 // b2bJSON is an invoice to a registered buyer in Karnataka, with the
@@ -26,7 +27,7 @@ func TestEInvoiceInEveryAnswer(t *testing.T) {
 	e := setup(t, func(c *Config) { c.WebhookAllowPrivate = true })
 	ctx := t.Context()
 	line1, city, pin := "Platform 1", "Pune", "411001"
-	if _, err := series.UpdateSeller(ctx, e.pool, sellerGSTIN, series.SellerUpdate{Line1: &line1, City: &city, PIN: &pin}); err != nil {
+	if _, err := sellers.Update(ctx, e.pool, sellerGSTIN, sellers.Changes{Line1: &line1, City: &city, PIN: &pin}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := registration.SetEInvoicing(ctx, e.pool, sellerGSTIN, true); err != nil {

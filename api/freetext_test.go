@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/series"
 )
 
 // hostileTexts are free texts that must be refused wherever free text is
@@ -78,7 +79,7 @@ func TestFreeTextRefusesControlAndInvisible(t *testing.T) {
 	}
 	// A seller's name (sellers add) is free text too.
 	for name, text := range hostileTexts {
-		if _, err := series.CreateSeller(t.Context(), e.pool, otherGSTIN, text); !errors.Is(err, gst.ErrInvalidSeries) {
+		if _, err := sellers.Create(t.Context(), e.pool, otherGSTIN, text); !errors.Is(err, gst.ErrInvalidSeries) {
 			t.Errorf("seller name with %s: %v, want ErrInvalidSeries", name, err)
 		}
 	}

@@ -8,13 +8,14 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/inwords"
 	"github.com/invoiced/invoiced/internal/qrsvg"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
 )
@@ -161,7 +162,7 @@ func (s *Server) receipt(c echo.Context) error {
 	if err != nil {
 		return s.receiptError(c, err)
 	}
-	seller, err := series.SellerByID(ctx, s.pool, inv.SellerID)
+	seller, err := sellers.ByID(ctx, s.pool, inv.SellerID)
 	if err != nil {
 		return s.receiptError(c, err)
 	}

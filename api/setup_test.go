@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
@@ -17,7 +19,6 @@ import (
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -233,7 +234,7 @@ func (e *env) wantError(r resp, status int, code string) {
 // setContact sets the seller's address and phone, printed on receipts.
 func (e *env) setContact(address, phone string) {
 	e.t.Helper()
-	if _, err := series.UpdateSeller(context.Background(), e.pool, sellerGSTIN, series.SellerUpdate{Address: &address, Phone: &phone}); err != nil {
+	if _, err := sellers.Update(context.Background(), e.pool, sellerGSTIN, sellers.Changes{Address: &address, Phone: &phone}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -7,9 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
 )
 
 func TestScopes(t *testing.T) {
@@ -144,7 +145,7 @@ func TestKeyLifecycle(t *testing.T) {
 	if _, err := CreateForSeries(ctx, pool, seller.ID, []string{"issue"}, []string{"CH9"}); !errors.Is(err, ErrInvalidKeySeries) {
 		t.Fatalf("a series the seller lacks: %v", err)
 	}
-	if _, err := Create(ctx, pool, seller.ID+1000, []string{"read"}); !errors.Is(err, series.ErrSellerNotFound) {
+	if _, err := Create(ctx, pool, seller.ID+1000, []string{"read"}); !errors.Is(err, sellers.ErrNotFound) {
 		t.Fatalf("an unknown seller: %v", err)
 	}
 

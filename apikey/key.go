@@ -37,7 +37,7 @@ var secretEncoding = base32.NewEncoding(secretEncChar).WithPadding(base32.NoPadd
 // the key, "ik_<prefix>_<secret>". The secret is 160 random bits and is
 // stored only as its SHA-256 hash, so the returned string is the only copy.
 // It fails with ErrInvalidScopes when scopes is empty or holds an unknown
-// scope, series.ErrSellerNotFound when there is no such seller, and with the
+// scope, sellers.ErrNotFound when there is no such seller, and with the
 // database's error otherwise.
 func Create(ctx context.Context, q db.Querier, sellerID int64, scopes []string) (string, error) {
 	norm, err := normalizeScopes(scopes)

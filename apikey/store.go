@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds the SQL of API keys.
@@ -22,7 +23,7 @@ var errPrefixTaken = errors.New("apikey: key prefix taken")
 // series_scopes and scopes stays empty (so that binaries older than the
 // series_scopes column refuse such a key everything rather than grant it
 // every series). It fails with errPrefixTaken when prefix is in use,
-// series.ErrSellerNotFound when there is no such seller, and with the
+// sellers.ErrNotFound when there is no such seller, and with the
 // database's error otherwise.
 func insertKey(ctx context.Context, q db.Querier, sellerID int64, prefix string, secretHash []byte, scopes, seriesCodes []string) error {
 	plain, restricted := scopes, []string(nil)
@@ -37,7 +38,7 @@ func insertKey(ctx context.Context, q db.Querier, sellerID int64, prefix string,
 		case pgerrcode.UniqueViolation:
 			return errPrefixTaken
 		case pgerrcode.ForeignKeyViolation:
-			return series.ErrSellerNotFound
+			return sellers.ErrNotFound
 		}
 	}
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -18,7 +20,7 @@ func TestGetByPublicIDResolvesBothForms(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	other, err := series.CreateSeller(ctx, f.pool, "29AAGCB7383J1Z4", "Bangalore Traders")
+	other, err := sellers.Create(ctx, f.pool, "29AAGCB7383J1Z4", "Bangalore Traders")
 	if err != nil {
 		t.Fatal(err)
 	}

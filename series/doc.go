@@ -1,7 +1,6 @@
-// Package series keeps gap-free invoice numbers in the database: sellers
-// (GST registrations), their numbering series, one counter row per series
-// and financial year, and the leases that hand a series to an offline
-// device. The vocabulary it stores (financial years, GSTINs, document
+// Package series keeps gap-free invoice numbers in the database: the
+// numbering series of a seller (package sellers), and one counter row per
+// series and financial year. The vocabulary it stores (financial years, GSTINs, document
 // types, number formats, gst.Seller and gst.Series) is package gst's.
 //
 // The counter row is locked and advanced inside the transaction that inserts
@@ -17,8 +16,6 @@
 // nothing ([ErrMoved]).
 //
 // What it holds besides the counters:
-//   - Sellers: [CreateSeller], [UpdateSeller], [SellerByGSTIN],
-//     [SellerByID], [Sellers], [CheckContact].
 //   - Series: [CreateSeries] (its code checked by [ParseCode]; no two
 //     series of one seller may render the same number in the same year,
 //     gst.Overlap), [Get], [GetByID], [List].

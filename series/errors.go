@@ -12,8 +12,6 @@ var (
 	ErrDuplicateCode = apperr.New(apperr.Conflict, "duplicate_series", "a series with this code already exists")
 	// ErrTooManySeries: the seller has MaxPerSeller series already.
 	ErrTooManySeries  = apperr.New(apperr.Conflict, "too_many_series", "the seller has as many series as one seller may")
-	ErrSellerNotFound = apperr.New(apperr.NotFound, "seller_not_found", "seller not found")
-	ErrSellerExists   = apperr.New(apperr.Conflict, "duplicate_seller", "a seller with this GSTIN already exists")
 	ErrNotFound       = apperr.New(apperr.NotFound, "series_not_found", "series not found")
 	ErrDateOutOfOrder = apperr.New(apperr.Conflict, "date_out_of_order", "the invoice date is earlier than the last invoice date of the series in this financial year")
 	// ErrLockTimeout is returned when a counter row stays locked past

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,7 +22,7 @@ func ExampleNextN() {
 		panic(err)
 	}
 	defer pool.Close()
-	seller, err := series.SellerByGSTIN(ctx, pool, "27AAPFU0939F1ZV")
+	seller, err := sellers.ByGSTIN(ctx, pool, "27AAPFU0939F1ZV")
 	if err != nil {
 		panic(err)
 	}

@@ -136,7 +136,7 @@ func TakeLeaseKeyed(ctx context.Context, b db.Beginner, s gst.Series, deviceID, 
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO series_leases (lease_id, series_id, device_id, leased_at, leased_by, start_fy, start_serial, seller_id, take_key)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, l.ID, s.ID, deviceID, l.LeasedAt, by, int(l.Next.FY), l.Next.Serial, s.SellerID, nullable(key))
-		if isUnique(err) {
+		if db.IsUnique(err) {
 			return apperr.Errorf(ErrLeaseHeld, "series %s is already leased", s.Code)
 		}
 		return translate(err, "insert lease")

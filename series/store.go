@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -38,7 +39,7 @@ const MaxPerSeller = 1000
 // CreateSeriesTx validates n and inserts the series inside tx. It locks the
 // seller row so that concurrent creations for one seller are checked against
 // each other. It returns ErrInvalidSeries, ErrInvalidDocType or
-// ErrInvalidFormat for bad values, ErrSellerNotFound, ErrDuplicateCode when
+// ErrInvalidFormat for bad values, sellers.ErrNotFound, ErrDuplicateCode when
 // the seller has a series with that code, ErrTooManySeries when it has
 // MaxPerSeller, and ErrOverlap when the format can render a number that
 // another series of the seller renders in the same year.
@@ -52,7 +53,7 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (gst.Series, er
 	// conflicting with the KEY SHARE locks that invoice inserts take.
 	err = tx.QueryRow(ctx, `SELECT 1 FROM sellers WHERE id = $1 FOR NO KEY UPDATE`, n.SellerID).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return gst.Series{}, ErrSellerNotFound
+		return gst.Series{}, sellers.ErrNotFound
 	}
 	if err != nil {
 		return gst.Series{}, translate(err, "lock seller")
@@ -80,7 +81,7 @@ func CreateSeriesTx(ctx context.Context, tx pgx.Tx, n NewSeries) (gst.Series, er
 		"seller_id": n.SellerID, "code": code, "doc_type": string(dt),
 		"format": f.String(), "capacity": f.Capacity(), "shop": n.Shop,
 	}).Scan(&s.ID, &s.CreatedAt)
-	if isUnique(err) {
+	if db.IsUnique(err) {
 		return gst.Series{}, apperr.Errorf(ErrDuplicateCode, "series %s already exists", code)
 	}
 	if err != nil {
@@ -199,10 +200,4 @@ func translate(err error, what string) error {
 		return apperr.WithCause(ErrLeased, err)
 	}
 	return db.Translate(err, "series: "+what)
-}
-
-// isUnique reports whether err is a unique violation.
-func isUnique(err error) bool {
-	v, ok := db.Violated(err)
-	return ok && v.Code == pgerrcode.UniqueViolation
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
@@ -428,7 +430,7 @@ func TestCreateSeriesRefusals(t *testing.T) {
 		}
 	}
 	c := series.NewSeries{SellerID: f.seller.ID + 1000, Code: "N", DocType: "invoice", Format: "N{SEQ}"}
-	if _, err := series.CreateSeries(ctx, f.pool, c); !errors.Is(err, series.ErrSellerNotFound) {
+	if _, err := series.CreateSeries(ctx, f.pool, c); !errors.Is(err, sellers.ErrNotFound) {
 		t.Errorf("unknown seller: got %v", err)
 	}
 }
@@ -468,24 +470,24 @@ func TestSellers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := t.Context()
-	if _, err := series.CreateSeller(ctx, pool, "01AABCE2207R1Z5", "Bad"); !errors.Is(err, gst.ErrInvalidGSTIN) {
+	if _, err := sellers.Create(ctx, pool, "01AABCE2207R1Z5", "Bad"); !errors.Is(err, gst.ErrInvalidGSTIN) {
 		t.Fatalf("bad check character: got %v", err)
 	}
-	s, err := series.CreateSeller(ctx, pool, "29aagcb7383j1z4", "Bangalore Traders")
+	s, err := sellers.Create(ctx, pool, "29aagcb7383j1z4", "Bangalore Traders")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.GSTIN != "29AAGCB7383J1Z4" || s.StateCode != "29" {
 		t.Fatalf("got %+v", s)
 	}
-	if _, err := series.CreateSeller(ctx, pool, "29AAGCB7383J1Z4", "Again"); !errors.Is(err, series.ErrSellerExists) {
+	if _, err := sellers.Create(ctx, pool, "29AAGCB7383J1Z4", "Again"); !errors.Is(err, sellers.ErrExists) {
 		t.Fatalf("duplicate: got %v", err)
 	}
-	got, err := series.SellerByGSTIN(ctx, pool, "29AAGCB7383J1Z4")
+	got, err := sellers.ByGSTIN(ctx, pool, "29AAGCB7383J1Z4")
 	if err != nil || got.ID != s.ID {
 		t.Fatalf("lookup: %+v %v", got, err)
 	}
-	if _, err := series.SellerByGSTIN(ctx, pool, "27AAPFU0939F1ZV"); !errors.Is(err, series.ErrSellerNotFound) {
+	if _, err := sellers.ByGSTIN(ctx, pool, "27AAPFU0939F1ZV"); !errors.Is(err, sellers.ErrNotFound) {
 		t.Fatalf("unknown: got %v", err)
 	}
 }

@@ -11,11 +11,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/internal/db"
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/migrations"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -147,7 +148,7 @@ func openSeller(ctx context.Context, e env, cmd, gstin string) (*pgxpool.Pool, g
 	if err != nil {
 		return nil, gst.Seller{}, err
 	}
-	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
+	seller, err := sellers.ByGSTIN(ctx, pool, gstin)
 	if err != nil {
 		pool.Close()
 		return nil, gst.Seller{}, explain(cmd, err)

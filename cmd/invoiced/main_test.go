@@ -22,9 +22,9 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testwait"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -160,8 +160,8 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("sellers add with a bad GSTIN: err = %v, want ErrInvalidGSTIN with a message about the GSTIN", err)
 	}
 	// A duplicate seller is refused; the list shows the first one.
-	if _, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", demoGSTIN, "--name", "Again"); !errors.Is(err, series.ErrSellerExists) {
-		t.Fatalf("duplicate sellers add: err = %v, want ErrSellerExists", err)
+	if _, _, err := cli(ctx, f.url, "sellers", "add", "--gstin", demoGSTIN, "--name", "Again"); !errors.Is(err, sellers.ErrExists) {
+		t.Fatalf("duplicate sellers add: err = %v, want sellers.ErrExists", err)
 	}
 	// The contact printed on receipts is set by sellers update (and add).
 	if _, _, err := cli(ctx, f.url, "sellers", "update", "--gstin", demoGSTIN, "--phone", "call me"); !errors.Is(err, gst.ErrInvalidSeries) {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
@@ -312,7 +314,7 @@ func TestLeasesCommands(t *testing.T) {
 		err := runLeases(ctx, env{getenv: getenv, stdout: &out, stderr: &errOut, now: func() time.Time { return time.Date(2026, 12, 1, 12, 0, 0, 0, gst.IST) }}, args)
 		return out.String(), err
 	}
-	seller, err := series.SellerByGSTIN(ctx, pool, demoGSTIN)
+	seller, err := sellers.ByGSTIN(ctx, pool, demoGSTIN)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/freetext"
-	"github.com/invoiced/invoiced/series"
 )
 
 // runSellers dispatches `invoiced sellers add|update|list`.
@@ -42,7 +43,7 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 		return explain("sellers add", err)
 	}
 	c := gst.Contact{Address: strings.TrimSpace(*address), Phone: strings.TrimSpace(*phone), Email: strings.TrimSpace(*email)}
-	if err := series.CheckContact(c); err != nil {
+	if err := sellers.CheckContact(c); err != nil {
 		return explain("sellers add", err)
 	}
 	pool, err := openPool(ctx, e.getenv)
@@ -50,7 +51,7 @@ func runSellersAdd(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s, err := series.CreateSellerWith(ctx, pool, *gstin, strings.TrimSpace(*name), c)
+	s, err := sellers.CreateWith(ctx, pool, *gstin, strings.TrimSpace(*name), c)
 	if err != nil {
 		return explain("sellers add", err)
 	}
@@ -82,7 +83,7 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 	if err := parseFlags(fs, args, "gstin"); err != nil {
 		return err
 	}
-	var u series.SellerUpdate
+	var u sellers.Changes
 	given := 0
 	fs.Visit(func(f *flag.Flag) {
 		v := strings.TrimSpace(f.Value.String())
@@ -111,7 +112,7 @@ func runSellersUpdate(ctx context.Context, e env, args []string) error {
 	defer pool.Close()
 	var s gst.Seller
 	if given > 0 {
-		if s, err = series.UpdateSeller(ctx, pool, *gstin, u); err != nil {
+		if s, err = sellers.Update(ctx, pool, *gstin, u); err != nil {
 			return explain("sellers update", err)
 		}
 	}
@@ -139,7 +140,7 @@ func runSellersList(ctx context.Context, e env, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	ss, err := series.Sellers(ctx, pool)
+	ss, err := sellers.All(ctx, pool)
 	if err != nil {
 		return explain("sellers list", err)
 	}

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irpsandbox"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/invoiced/invoiced/webhook/outbox"
 )
 
@@ -99,7 +100,7 @@ func TestOnNeedsAddress(t *testing.T) {
 		t.Fatalf("on without an address: %v, want ErrAddressIncomplete", err)
 	}
 	empty := ""
-	if _, err := series.UpdateSeller(ctx, e.pool, string(e.seller.GSTIN), series.SellerUpdate{PIN: &empty}); err == nil {
+	if _, err := sellers.Update(ctx, e.pool, string(e.seller.GSTIN), sellers.Changes{PIN: &empty}); err == nil {
 		t.Fatal("an e-invoicing seller's PIN was cleared")
 	}
 }

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -35,10 +36,10 @@ const subscriberURL = "irp:registration"
 //
 // It fails with ErrAddressIncomplete when turning it on for a seller whose
 // postal address lacks a part (sellers update --address-line1 …), with
-// series.ErrSellerNotFound and gst.ErrInvalidGSTIN, and with the database's
+// sellers.ErrNotFound and gst.ErrInvalidGSTIN, and with the database's
 // error wrapped.
 func SetEInvoicing(ctx context.Context, b *pgxpool.Pool, gstin string, on bool) (gst.Seller, error) {
-	s, err := series.SellerByGSTIN(ctx, b, gstin)
+	s, err := sellers.ByGSTIN(ctx, b, gstin)
 	if err != nil {
 		return gst.Seller{}, err
 	}
@@ -52,7 +53,7 @@ func SetEInvoicing(ctx context.Context, b *pgxpool.Pool, gstin string, on bool) 
 			return err
 		}
 		// The address is checked again by the statement, under the row's
-		// lock: series.UpdateSeller refuses to make it incomplete while
+		// lock: sellers.Update refuses to make it incomplete while
 		// e_invoicing is set.
 		tag, err := tx.Exec(ctx, `
 			UPDATE sellers SET e_invoicing = $2
@@ -82,7 +83,7 @@ func SetEInvoicing(ctx context.Context, b *pgxpool.Pool, gstin string, on bool) 
 		}
 		return gst.Seller{}, fmt.Errorf("registration: set e-invoicing: %w", db.TranslateTx(err, "registration"))
 	}
-	return series.SellerByID(ctx, b, s.ID)
+	return sellers.ByID(ctx, b, s.ID)
 }
 
 // EInvoicingSellers returns the GSTINs of the sellers that e-invoice, in

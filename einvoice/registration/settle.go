@@ -7,13 +7,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -78,7 +79,7 @@ func (w *Worker) decide(ctx context.Context, r row) (outcome, error) {
 	if err != nil {
 		return keep, err
 	}
-	seller, err := series.SellerByID(ctx, w.cfg.Pool, r.sellerID)
+	seller, err := sellers.ByID(ctx, w.cfg.Pool, r.sellerID)
 	if err != nil {
 		return keep, err
 	}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irp"
@@ -43,7 +45,7 @@ func setup(t *testing.T) *env {
 	ctx := t.Context()
 	seller := testfactory.Seller(t, pool, nil)
 	line1, city, pin := "12 MG Road", "Pune", "411001"
-	if _, err := series.UpdateSeller(ctx, pool, string(seller.GSTIN), series.SellerUpdate{Line1: &line1, City: &city, PIN: &pin}); err != nil {
+	if _, err := sellers.Update(ctx, pool, string(seller.GSTIN), sellers.Changes{Line1: &line1, City: &city, PIN: &pin}); err != nil {
 		t.Fatal(err)
 	}
 	seller, err := SetEInvoicing(ctx, pool, string(seller.GSTIN), true)

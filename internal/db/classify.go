@@ -253,6 +253,13 @@ func Violated(err error) (Violation, bool) {
 	return Violation{Code: pg.Code, Table: table, Constraint: constraint}, true
 }
 
+// IsUnique reports whether err is a unique violation (of any table's
+// unique constraint or index).
+func IsUnique(err error) bool {
+	v, ok := Violated(err)
+	return ok && v.Code == pgerrcode.UniqueViolation
+}
+
 // quoted returns the text between after (which ends in a quote) and the
 // next double quote in msg, or "".
 func quoted(msg, after string) string {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
@@ -348,7 +350,7 @@ func TestStuckCounterLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seller, err := series.SellerByGSTIN(ctx, tx, sellerGSTIN)
+	seller, err := sellers.ByGSTIN(ctx, tx, sellerGSTIN)
 	if err != nil {
 		t.Fatal(err)
 	}

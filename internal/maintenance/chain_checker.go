@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Defaults of NewChainChecker's Config. The first check waits a minute so
@@ -82,7 +83,7 @@ func (v *ChainChecker) runOnce(ctx context.Context) (ChainCheckResult, error) {
 // verifyAll returns the number of series-years with a finding over every
 // seller, and fails when the database does.
 func (v *ChainChecker) verifyAll(ctx context.Context) (int, error) {
-	sellers, err := series.Sellers(ctx, v.pool)
+	sellers, err := sellers.All(ctx, v.pool)
 	if err != nil {
 		return 0, err
 	}

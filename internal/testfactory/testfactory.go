@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
@@ -56,7 +58,7 @@ func Seller(t testing.TB, q db.Querier, opts *SellerOpts) gst.Seller {
 			o.Name = opts.Name
 		}
 	}
-	s, err := series.CreateSellerWith(context.Background(), q, o.GSTIN, o.Name, o.Contact)
+	s, err := sellers.CreateWith(context.Background(), q, o.GSTIN, o.Name, o.Contact)
 	if err != nil {
 		t.Fatalf("testfactory: create seller %s: %v", o.GSTIN, err)
 	}

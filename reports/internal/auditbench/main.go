@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -88,7 +90,7 @@ func run() error {
 		}
 		fmt.Printf("seeded %d invoices in %s\n", *seed, time.Since(start).Round(time.Millisecond))
 	case *audit, *verify:
-		seller, err := series.SellerByGSTIN(ctx, pool, gstin)
+		seller, err := sellers.ByGSTIN(ctx, pool, gstin)
 		if err != nil {
 			return err
 		}

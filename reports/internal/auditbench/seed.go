@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/migrations"
@@ -130,11 +132,11 @@ func seedDeep(ctx context.Context, pool *pgxpool.Pool, l deepLayout, progress fu
 // sellerNamed returns the seller registered under gstin, registering it
 // first when it is not.
 func sellerNamed(ctx context.Context, pool *pgxpool.Pool, gstin, name string) (gst.Seller, error) {
-	seller, err := series.SellerByGSTIN(ctx, pool, gstin)
+	seller, err := sellers.ByGSTIN(ctx, pool, gstin)
 	if err == nil {
 		return seller, nil
 	}
-	return series.CreateSeller(ctx, pool, gstin, name)
+	return sellers.Create(ctx, pool, gstin, name)
 }
 
 // seedSeriesYear inserts n invoices of s in fy, dated through the year,

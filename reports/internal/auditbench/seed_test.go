@@ -4,10 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/invoiced/invoiced/sellers"
+
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -25,7 +26,7 @@ func TestSeedsVerify(t *testing.T) {
 	if err := seedSeries(ctx, pool, 300); err != nil {
 		t.Fatal(err)
 	}
-	sellers, err := series.Sellers(ctx, pool)
+	sellers, err := sellers.All(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

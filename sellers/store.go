@@ -1,4 +1,4 @@
-package series
+package sellers
 
 import (
 	"context"
@@ -14,21 +14,21 @@ import (
 
 // This file holds the SQL of sellers.
 
-// CreateSeller registers a seller; see CreateSellerWith.
-func CreateSeller(ctx context.Context, q db.Querier, gstin, name string) (gst.Seller, error) {
-	return CreateSellerWith(ctx, q, gstin, name, gst.Contact{})
+// CreateSeller registers a seller; see CreateWith.
+func Create(ctx context.Context, q db.Querier, gstin, name string) (gst.Seller, error) {
+	return CreateWith(ctx, q, gstin, name, gst.Contact{})
 }
 
-// CreateSellerWith registers a seller with its contact. It returns
+// CreateWith registers a seller with its contact. It returns
 // ErrInvalidGSTIN for a bad GSTIN, ErrInvalidSeries for an empty name or
-// an invalid contact (CheckContact) and ErrSellerExists when the GSTIN is
+// an invalid contact (CheckContact) and ErrExists when the GSTIN is
 // already registered.
-func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c gst.Contact) (gst.Seller, error) {
+func CreateWith(ctx context.Context, q db.Querier, gstin, name string, c gst.Contact) (gst.Seller, error) {
 	g, err := gst.ParseGSTIN(gstin)
 	if err != nil {
 		return gst.Seller{}, err
 	}
-	if err := checkSellerName(name); err != nil {
+	if err := checkName(name); err != nil {
 		return gst.Seller{}, err
 	}
 	if p := freetext.Problem(name); p != "" {
@@ -45,8 +45,8 @@ func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c g
 		"gstin": string(g), "name": name, "state_code": s.StateCode,
 		"address": c.Address, "phone": c.Phone, "email": c.Email,
 	}).Scan(&s.ID, &s.CreatedAt)
-	if isUnique(err) {
-		return gst.Seller{}, apperr.Errorf(ErrSellerExists, "seller %s already exists", g)
+	if db.IsUnique(err) {
+		return gst.Seller{}, apperr.Errorf(ErrExists, "seller %s already exists", g)
 	}
 	if err != nil {
 		return gst.Seller{}, fmt.Errorf("create seller: %w", err)
@@ -54,23 +54,23 @@ func CreateSellerWith(ctx context.Context, q db.Querier, gstin, name string, c g
 	return s, nil
 }
 
-// SellerUpdate is a change to a seller: nil fields stay as they are.
+// Changes is a change to a seller: nil fields stay as they are.
 // Line1, Line2, City and PIN are the parts of its postal address
 // (gst.Postal); when they change and Address is not given, the one-line
 // address becomes the parts' (gst.Postal.OneLine), so that receipts and
 // older binaries print the same address.
-type SellerUpdate struct {
+type Changes struct {
 	Name, Address, Phone, Email *string
 	Line1, Line2, City, PIN     *string
 }
 
-// UpdateSeller applies u to the seller registered under gstin and returns
+// Update applies u to the seller registered under gstin and returns
 // it as stored. It returns ErrInvalidGSTIN, ErrInvalidSeries for an empty
 // name, an invalid contact or postal address (CheckPostal), or a postal
 // address made incomplete while the seller e-invoices, and
-// ErrSellerNotFound.
-func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdate) (gst.Seller, error) {
-	s, err := SellerByGSTIN(ctx, q, gstin)
+// ErrNotFound.
+func Update(ctx context.Context, q db.Querier, gstin string, u Changes) (gst.Seller, error) {
+	s, err := ByGSTIN(ctx, q, gstin)
 	if err != nil {
 		return gst.Seller{}, err
 	}
@@ -91,7 +91,7 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 	if s.Postal != postal && u.Address == nil {
 		s.Address = s.Postal.OneLine(s.StateCode)
 	}
-	if err := checkSellerName(s.Name); err != nil {
+	if err := checkName(s.Name); err != nil {
 		return gst.Seller{}, err
 	}
 	if err := CheckContact(s.Contact); err != nil {
@@ -112,15 +112,15 @@ func UpdateSeller(ctx context.Context, q db.Querier, gstin string, u SellerUpdat
 		"line1": s.Postal.Line1, "line2": s.Postal.Line2, "city": s.Postal.City, "pin": s.Postal.PIN,
 		"complete": s.Postal.Complete(),
 	}))
-	if errors.Is(err, ErrSellerNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return gst.Seller{}, apperr.Errorf(gst.ErrInvalidSeries, "seller %s e-invoices: its address needs a first line, a city and a PIN (turn e-invoicing off first to clear them)", s.GSTIN)
 	}
 	return out, err
 }
 
-// SellerByGSTIN returns the seller registered under gstin, or
-// ErrSellerNotFound (ErrInvalidGSTIN when gstin is malformed).
-func SellerByGSTIN(ctx context.Context, q db.Querier, gstin string) (gst.Seller, error) {
+// ByGSTIN returns the seller registered under gstin, or
+// ErrNotFound (ErrInvalidGSTIN when gstin is malformed).
+func ByGSTIN(ctx context.Context, q db.Querier, gstin string) (gst.Seller, error) {
 	g, err := gst.ParseGSTIN(gstin)
 	if err != nil {
 		return gst.Seller{}, err
@@ -128,13 +128,13 @@ func SellerByGSTIN(ctx context.Context, q db.Querier, gstin string) (gst.Seller,
 	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE gstin = $1`, string(g)))
 }
 
-// SellerByID returns the seller with id, or ErrSellerNotFound.
-func SellerByID(ctx context.Context, q db.Querier, id int64) (gst.Seller, error) {
+// ByID returns the seller with id, or ErrNotFound.
+func ByID(ctx context.Context, q db.Querier, id int64) (gst.Seller, error) {
 	return scanSeller(q.QueryRow(ctx, `SELECT `+sellerCols+` FROM sellers WHERE id = $1`, id))
 }
 
-// Sellers returns every seller, oldest first.
-func Sellers(ctx context.Context, q db.Querier) ([]gst.Seller, error) {
+// All returns every seller, oldest first.
+func All(ctx context.Context, q db.Querier) ([]gst.Seller, error) {
 	rows, err := q.Query(ctx, `SELECT `+sellerCols+` FROM sellers ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list sellers: %w", err)
@@ -151,7 +151,7 @@ func scanSeller(row pgx.Row) (gst.Seller, error) {
 	err := row.Scan(&s.ID, &g, &s.Name, &s.StateCode, &s.CreatedAt, &s.Address, &s.Phone, &s.Email,
 		&s.Postal.Line1, &s.Postal.Line2, &s.Postal.City, &s.Postal.PIN, &s.EInvoicing)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return gst.Seller{}, ErrSellerNotFound
+		return gst.Seller{}, ErrNotFound
 	}
 	if err != nil {
 		return gst.Seller{}, fmt.Errorf("read seller: %w", err)
