@@ -3,17 +3,15 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/sellers"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/testfactory"
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/document"

@@ -2,13 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"github.com/invoiced/invoiced/einvoice/registration"
+	"github.com/invoiced/invoiced/sellers"
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/einvoice/registration"
 )
 
 // b2bJSON is an invoice to a registered buyer in Karnataka, with the

@@ -3,12 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/sellers"
 	"net/http"
 	"testing"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/gst"
 )
 
 // hostileTexts are free texts that must be refused wherever free text is

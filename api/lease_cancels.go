@@ -9,7 +9,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/jsonfast"
-	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/labstack/echo/v4"
 )
 
@@ -36,20 +36,20 @@ type offlineCancelBody struct {
 
 // cancelLimits bounds the arrays of an upload of cancellations while it
 // is read.
-var cancelLimits = jsonfast.Limits{ByKey: map[string]int{"cancels": invoice.MaxOfflineBatch}}
+var cancelLimits = jsonfast.Limits{ByKey: map[string]int{"cancels": lease.MaxOfflineBatch}}
 
 // decodeOfflineCancels decodes a cancel upload that readScanned read with
 // cancelLimits strictly; it fails with document.ErrInvalid naming the
 // cancellation and field.
-func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
+func decodeOfflineCancels(body []byte) ([]lease.OfflineCancel, error) {
 	var b offlineCancelsBody
 	if err := decodeScanned(body, &b, document.ErrInvalid); err != nil {
 		return nil, err
 	}
-	if len(b.Cancels) == 0 || len(b.Cancels) > invoice.MaxOfflineBatch {
-		return nil, apperr.Errorf(document.ErrInvalid, "cancels must hold 1 to %d cancellations", invoice.MaxOfflineBatch)
+	if len(b.Cancels) == 0 || len(b.Cancels) > lease.MaxOfflineBatch {
+		return nil, apperr.Errorf(document.ErrInvalid, "cancels must hold 1 to %d cancellations", lease.MaxOfflineBatch)
 	}
-	out := make([]invoice.OfflineCancel, len(b.Cancels))
+	out := make([]lease.OfflineCancel, len(b.Cancels))
 	for i, cb := range b.Cancels {
 		fy, err := gst.ParseFY(cb.FY)
 		if err != nil {
@@ -66,7 +66,7 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 		if cb.Position < 1 || cb.Serial < 1 {
 			return nil, apperr.Errorf(document.ErrInvalid, "cancels[%d]: position and serial must be 1 or more", i)
 		}
-		out[i] = invoice.OfflineCancel{FY: fy, Position: cb.Position, Serial: cb.Serial, Number: strings.ToUpper(cb.Number),
+		out[i] = lease.OfflineCancel{FY: fy, Position: cb.Position, Serial: cb.Serial, Number: strings.ToUpper(cb.Number),
 			CancelledAt: at, Reason: cb.Reason, ChainHash: hash}
 	}
 	return out, nil
@@ -78,5 +78,5 @@ func decodeOfflineCancels(body []byte) ([]invoice.OfflineCancel, error) {
 // series stands, or 422 naming the first bad cancellation and field, and
 // nothing stored.
 func (s *Server) uploadOfflineCancels(c echo.Context) error {
-	return holderUpload(s, c, cancelLimits, decodeOfflineCancels, invoice.UploadOfflineCancels, s.metrics.Cancelled)
+	return holderUpload(s, c, cancelLimits, decodeOfflineCancels, lease.UploadOfflineCancels, s.metrics.Cancelled)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/labstack/echo/v4"
 )
 
@@ -46,7 +46,7 @@ type positionJSON struct {
 	LastIssuedAt string `json:"last_issued_at,omitempty"`
 }
 
-func renderPosition(p series.Position) positionJSON {
+func renderPosition(p lease.Position) positionJSON {
 	out := positionJSON{FY: p.FY.String(), Serial: p.Serial, ChainLength: p.ChainLength, ChainHead: hex.EncodeToString(p.ChainHead)}
 	if !p.LastIssuedAt.IsZero() {
 		out.LastIssuedAt = document.Timestamp(p.LastIssuedAt)
@@ -117,7 +117,7 @@ func renderYears(m map[gst.FY]int64) []yearSerialJSON {
 	return out
 }
 
-func renderLease(l series.Lease, code string) leaseJSON {
+func renderLease(l lease.Lease, code string) leaseJSON {
 	out := leaseJSON{LeaseID: l.ID, DeviceID: l.DeviceID, Series: code, LeasedAt: document.Timestamp(l.LeasedAt), EndEpoch: l.EndEpoch}
 	if l.EndedAt != nil {
 		out.EndedAt, out.EndKind, out.EndReason = document.Timestamp(*l.EndedAt), l.EndKind, l.EndReason
@@ -144,7 +144,7 @@ type leaseBody struct {
 // the lease and where the device continues in each year it reserves; 409
 // lease_held when the series is held. With an Idempotency-Key, the same
 // request again answers the same lease (200, Idempotent-Replayed: true)
-// while its device has not been in touch (series.TakeLeaseKeyed).
+// while its device has not been in touch (lease.TakeLeaseKeyed).
 func (s *Server) takeLease(c echo.Context) error {
 	p, err := s.authorize(c, apikey.CanManage)
 	if err != nil {
@@ -159,7 +159,7 @@ func (s *Server) takeLease(c echo.Context) error {
 		return err
 	}
 	var b leaseBody
-	if err := decodeStrict(body, &b, series.ErrInvalidLease, 0); err != nil {
+	if err := decodeStrict(body, &b, lease.ErrInvalidLease, 0); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -167,7 +167,7 @@ func (s *Server) takeLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, replayed, err := series.TakeLeaseKeyed(ctx, s.pool, sr, b.DeviceID, key, "key "+apikey.Tag+p.Prefix, s.now())
+	l, replayed, err := lease.TakeLeaseKeyed(ctx, s.pool, sr, b.DeviceID, key, "key "+apikey.Tag+p.Prefix, s.now())
 	if err != nil {
 		return err
 	}
@@ -208,11 +208,11 @@ func (s *Server) getLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var l series.Lease
+	var l lease.Lease
 	if leaseID != "" {
-		l, err = series.GetLease(ctx, s.pool, sr, leaseID)
+		l, err = lease.GetLease(ctx, s.pool, sr, leaseID)
 	} else {
-		l, err = series.HolderLease(ctx, s.pool, sr)
+		l, err = lease.HolderLease(ctx, s.pool, sr)
 	}
 	if err != nil {
 		return err
@@ -255,7 +255,7 @@ func (s *Server) resumeLease(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	l, err := series.ResumeLease(ctx, s.pool, sr, leaseID, s.now())
+	l, err := lease.ResumeLease(ctx, s.pool, sr, leaseID, s.now())
 	if err != nil {
 		return err
 	}
@@ -276,7 +276,7 @@ type endLeaseBody struct {
 }
 
 // endLease serves DELETE /v1/series/{code}/lease; which end the body asks
-// for is series.EndLease's decision (EndRequest.Kind). With a Lease-Id header
+// for is lease.EndLease's decision (EndRequest.Kind). With a Lease-Id header
 // the device ends its lease (scope issue) with fy and last_serial: refused
 // (409 lease_not_uploaded) until everything up to last_serial is stored.
 // Without it, scope manage: "force": true with a reason ends the lease of
@@ -300,9 +300,9 @@ func (s *Server) endLease(c echo.Context) error {
 		return err
 	}
 	var b endLeaseBody
-	if err := decodeStrict(body, &b, series.ErrInvalidLease, maxDeclaredYears); err != nil {
+	if err := decodeStrict(body, &b, lease.ErrInvalidLease, maxDeclaredYears); err != nil {
 		if errors.Is(err, errTooManyElements) {
-			err = apperr.Errorf(series.ErrInvalidLease, "declared holds more than %d years", maxDeclaredYears)
+			err = apperr.Errorf(lease.ErrInvalidLease, "declared holds more than %d years", maxDeclaredYears)
 		}
 		return err
 	}
@@ -311,15 +311,15 @@ func (s *Server) endLease(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r := series.EndRequest{LeaseID: leaseID, FY: b.FY, LastSerial: b.LastSerial, EndEpoch: b.EndEpoch, Force: b.Force,
+	r := lease.EndRequest{LeaseID: leaseID, FY: b.FY, LastSerial: b.LastSerial, EndEpoch: b.EndEpoch, Force: b.Force,
 		DeclaredThrough: b.DeclaredThrough, Reason: b.Reason, Seal: invoice.DeclarationSeal(p.Seller.GSTIN)}
 	if b.Declared != nil {
-		r.Declared = make([]series.YearSerial, len(b.Declared))
+		r.Declared = make([]lease.YearSerial, len(b.Declared))
 		for i, d := range b.Declared {
-			r.Declared[i] = series.YearSerial(d)
+			r.Declared[i] = lease.YearSerial(d)
 		}
 	}
-	l, err := series.EndLease(ctx, s.pool, sr, r, "key "+apikey.Tag+p.Prefix, s.now())
+	l, err := lease.EndLease(ctx, s.pool, sr, r, "key "+apikey.Tag+p.Prefix, s.now())
 	if err != nil {
 		return err
 	}

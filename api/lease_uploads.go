@@ -14,8 +14,7 @@ import (
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/jsonfast"
 	"github.com/invoiced/invoiced/internal/metrics"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
 )
@@ -54,20 +53,20 @@ type totalsBody struct {
 
 // offlineLimits bounds the arrays of an upload of invoices while it is
 // read.
-var offlineLimits = jsonfast.Limits{ByKey: map[string]int{"invoices": invoice.MaxOfflineBatch, "items": document.MaxItems}}
+var offlineLimits = jsonfast.Limits{ByKey: map[string]int{"invoices": lease.MaxOfflineBatch, "items": document.MaxItems}}
 
 // decodeOffline decodes an upload that readScanned read with
 // offlineLimits strictly; it fails like decodeIssueRequest, naming the
 // invoice.
-func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
+func decodeOffline(body []byte) ([]lease.OfflineInvoice, error) {
 	var b offlineBody
 	if err := decodeScanned(body, &b, document.ErrInvalid); err != nil {
 		return nil, err
 	}
-	if len(b.Invoices) == 0 || len(b.Invoices) > invoice.MaxOfflineBatch {
-		return nil, apperr.Errorf(document.ErrInvalid, "invoices must hold 1 to %d invoices", invoice.MaxOfflineBatch)
+	if len(b.Invoices) == 0 || len(b.Invoices) > lease.MaxOfflineBatch {
+		return nil, apperr.Errorf(document.ErrInvalid, "invoices must hold 1 to %d invoices", lease.MaxOfflineBatch)
 	}
-	out := make([]invoice.OfflineInvoice, len(b.Invoices))
+	out := make([]lease.OfflineInvoice, len(b.Invoices))
 	for i, ib := range b.Invoices {
 		fail := func(err error) error {
 			return apperr.Errorf(apperrOf(err), "invoices[%d].%s", i, apperr.MessageOf(err))
@@ -85,7 +84,7 @@ func decodeOffline(body []byte) ([]invoice.OfflineInvoice, error) {
 		if err != nil || len(hash) != 32 {
 			return nil, apperr.Errorf(document.ErrInvalid, "invoices[%d].chain_hash must be 64 hex digits", i)
 		}
-		o := invoice.OfflineInvoice{Serial: ib.Serial, Number: strings.ToUpper(ib.Number), IssuedAt: at, Request: req, ChainHash: hash}
+		o := lease.OfflineInvoice{Serial: ib.Serial, Number: strings.ToUpper(ib.Number), IssuedAt: at, Request: req, ChainHash: hash}
 		for _, f := range []struct {
 			name string
 			text string
@@ -132,7 +131,7 @@ type continuationBody struct {
 // serial and chain head, or 422 naming the first bad invoice and field,
 // and nothing stored.
 func (s *Server) uploadOffline(c echo.Context) error {
-	return holderUpload(s, c, offlineLimits, decodeOffline, invoice.UploadOffline, s.metrics.Issued)
+	return holderUpload(s, c, offlineLimits, decodeOffline, lease.UploadOffline, s.metrics.Issued)
 }
 
 // holderUpload serves an upload by the holder of a series' lease (scope
@@ -145,18 +144,18 @@ func (s *Server) uploadOffline(c echo.Context) error {
 // at all, count records what was stored (source device) in the metrics,
 // and the answer is writeUpload's. Each item costs a token of the key's
 // rate limit (chargeInvoices). It returns errNoLeaseID without the
-// header, the errors of authorisation, series.CheckLease, the body,
+// header, the errors of authorisation, lease.CheckLease, the body,
 // decode, chargeInvoices and store, and document.ErrInvalid naming the
 // array past its limit.
 func holderUpload[E any](s *Server, c echo.Context, limits jsonfast.Limits, decode func([]byte) ([]E, error),
-	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (invoice.UploadResult, error),
+	store func(context.Context, db.Beginner, gst.Seller, gst.Series, string, []E, time.Time) (lease.UploadResult, error),
 	count func(docType, source string, n int)) error {
 	p, sr, leaseID, err := s.holderRequest(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := series.CheckLease(ctx, s.pool, sr, leaseID); err != nil {
+	if err := lease.CheckLease(ctx, s.pool, sr, leaseID); err != nil {
 		return err
 	}
 	body, err := readScanned(c.Response(), c.Request(), s.bodyLimit(batchBodyMax), limits)
@@ -184,8 +183,8 @@ func holderUpload[E any](s *Server, c echo.Context, limits jsonfast.Limits, deco
 // writeUpload answers an upload of invoices or cancellations: 201 when
 // something was stored, 200 when everything was replayed, the 409
 // not_continuation with where the series stands, or err's answer.
-func writeUpload(c echo.Context, res invoice.UploadResult, err error) error {
-	var ce *invoice.ContinuationError
+func writeUpload(c echo.Context, res lease.UploadResult, err error) error {
+	var ce *lease.ContinuationError
 	if errors.As(err, &ce) {
 		pr, _ := classify(err)
 		return writeJSON(c, pr.status, continuationBody{Error: errorDetail{Code: pr.code, Message: pr.message}, Expected: renderPosition(ce.Expected)})

@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"embed"
 	"errors"
-	"html/template"
-	"net/http"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/inwords"
 	"github.com/invoiced/invoiced/internal/qrsvg"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/labstack/echo/v4"
 	"github.com/shopspring/decimal"
+	"html/template"
+	"net/http"
+	"time"
 )
 
 const mimeHTML = "text/html; charset=utf-8"

@@ -26,6 +26,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 	"github.com/invoiced/invoiced/webhook/outbox"
@@ -49,7 +50,7 @@ type tenant struct {
 	date          string  // their invoice date
 	locked        document.Month
 	webhook       string // wh_…
-	lease         series.Lease
+	lease         lease.Lease
 	markers       []string // strings only this seller's answers may hold
 }
 
@@ -120,7 +121,7 @@ func tenancyFixture(t *testing.T) (*env, *tenant, *tenant) {
 		}
 		e.wantStatus(e.do("POST", "/v1/invoices/CH1-2026-2/cancel", x.key, `{"reason":"`+x.name+`-reason wrong buyer"}`), http.StatusOK)
 		e.wantStatus(e.do("POST", "/v1/periods/"+x.locked.FP()+"/lock", x.key, ""), http.StatusCreated)
-		if x.lease, err = series.TakeLease(ctx, e.pool, x.ls1, "TILL-"+x.name, "key ik_"+x.key[3:11], testNow); err != nil {
+		if x.lease, err = lease.TakeLease(ctx, e.pool, x.ls1, "TILL-"+x.name, "key ik_"+x.key[3:11], testNow); err != nil {
 			t.Fatal(err)
 		}
 		x.markers = append(x.markers, x.lease.ID)
@@ -502,57 +503,57 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 				t.Fatal(err)
 			}
 		},
-		"series.NextPosition": func(t *testing.T, x, y *tenant) {
-			p, err := series.NextPosition(ctx, pool, x.ch1, fy)
+		"lease.NextPosition": func(t *testing.T, x, y *tenant) {
+			p, err := lease.NextPosition(ctx, pool, x.ch1, fy)
 			if err != nil || p.Serial != 4 {
-				t.Errorf("series.NextPosition by %s: %+v, %v; want serial 4", x.name, p, err)
+				t.Errorf("lease.NextPosition by %s: %+v, %v; want serial 4", x.name, p, err)
 			}
 		},
-		"series.GetLease": func(t *testing.T, x, y *tenant) {
-			v, err := series.GetLease(ctx, pool, x.ls1, x.lease.ID)
-			namesOnly(t, "series.GetLease", render(v, err), x, y)
-			v, err = series.GetLease(ctx, pool, x.ls1, y.lease.ID)
-			nothing(t, "series.GetLease", v, err, x, y)
-			v, err = series.GetLease(ctx, pool, x.mixed(y.ls1), y.lease.ID)
-			nothing(t, "series.GetLease", v, err, x, y)
+		"lease.GetLease": func(t *testing.T, x, y *tenant) {
+			v, err := lease.GetLease(ctx, pool, x.ls1, x.lease.ID)
+			namesOnly(t, "lease.GetLease", render(v, err), x, y)
+			v, err = lease.GetLease(ctx, pool, x.ls1, y.lease.ID)
+			nothing(t, "lease.GetLease", v, err, x, y)
+			v, err = lease.GetLease(ctx, pool, x.mixed(y.ls1), y.lease.ID)
+			nothing(t, "lease.GetLease", v, err, x, y)
 		},
-		"series.HolderLease": func(t *testing.T, x, y *tenant) {
-			v, err := series.HolderLease(ctx, pool, x.ls1)
-			namesOnly(t, "series.HolderLease", render(v, err), x, y)
-			v, err = series.HolderLease(ctx, pool, x.mixed(y.ls1))
-			nothing(t, "series.HolderLease", v, err, x, y)
+		"lease.HolderLease": func(t *testing.T, x, y *tenant) {
+			v, err := lease.HolderLease(ctx, pool, x.ls1)
+			namesOnly(t, "lease.HolderLease", render(v, err), x, y)
+			v, err = lease.HolderLease(ctx, pool, x.mixed(y.ls1))
+			nothing(t, "lease.HolderLease", v, err, x, y)
 		},
-		"series.Leases": func(t *testing.T, x, y *tenant) {
-			v, err := series.Leases(ctx, pool, x.ls1)
-			namesOnly(t, "series.Leases", render(v, err), x, y)
-			v, err = series.Leases(ctx, pool, x.mixed(y.ls1))
-			nothing(t, "series.Leases", v, err, x, y)
+		"lease.Leases": func(t *testing.T, x, y *tenant) {
+			v, err := lease.Leases(ctx, pool, x.ls1)
+			namesOnly(t, "lease.Leases", render(v, err), x, y)
+			v, err = lease.Leases(ctx, pool, x.mixed(y.ls1))
+			nothing(t, "lease.Leases", v, err, x, y)
 		},
-		"series.SellerLeases": func(t *testing.T, x, y *tenant) {
-			holding, past, err := series.SellerLeases(ctx, pool, x.seller.ID, 10)
-			namesOnly(t, "series.SellerLeases", render([]any{holding, past}, err), x, y)
+		"lease.SellerLeases": func(t *testing.T, x, y *tenant) {
+			holding, past, err := lease.SellerLeases(ctx, pool, x.seller.ID, 10)
+			namesOnly(t, "lease.SellerLeases", render([]any{holding, past}, err), x, y)
 		},
-		"series.CheckLease": func(t *testing.T, x, y *tenant) {
-			if err := series.CheckLease(ctx, pool, x.ls1, x.lease.ID); err != nil {
-				t.Errorf("series.CheckLease by %s of its lease: %v", x.name, err)
+		"lease.CheckLease": func(t *testing.T, x, y *tenant) {
+			if err := lease.CheckLease(ctx, pool, x.ls1, x.lease.ID); err != nil {
+				t.Errorf("lease.CheckLease by %s of its lease: %v", x.name, err)
 			}
-			if err := series.CheckLease(ctx, pool, x.ls1, y.lease.ID); err == nil {
-				t.Errorf("series.CheckLease by %s of %s's lease id passes", x.name, y.name)
+			if err := lease.CheckLease(ctx, pool, x.ls1, y.lease.ID); err == nil {
+				t.Errorf("lease.CheckLease by %s of %s's lease id passes", x.name, y.name)
 			}
 		},
-		"series.LockLeaseTx": func(t *testing.T, x, y *tenant) {
+		"lease.LockLeaseTx": func(t *testing.T, x, y *tenant) {
 			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				v, err := series.LockLeaseTx(ctx, tx, x.ls1, x.lease.ID)
-				namesOnly(t, "series.LockLeaseTx", render(v, err), x, y)
+				v, err := lease.LockLeaseTx(ctx, tx, x.ls1, x.lease.ID)
+				namesOnly(t, "lease.LockLeaseTx", render(v, err), x, y)
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-				v, err := series.LockLeaseTx(ctx, tx, x.mixed(y.ls1), y.lease.ID)
+				v, err := lease.LockLeaseTx(ctx, tx, x.mixed(y.ls1), y.lease.ID)
 				if err == nil {
-					t.Errorf("series.LockLeaseTx by %s of %s's lease: %+v", x.name, y.name, v)
+					t.Errorf("lease.LockLeaseTx by %s of %s's lease: %+v", x.name, y.name, v)
 				}
 				return nil
 			})
@@ -664,8 +665,10 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 	notReads := map[string]string{
 		"invoice.Issue": "writes under the seller and series given", "invoice.IssueTx": "writes", "invoice.IssueManyTx": "writes", "invoice.RecordEventTx": "writes",
 		"invoice.Cancel": "writes (another seller's id: TestEveryReadRouteNamesOnlyItsSeller's cancel probe)", "invoice.CancelOnce": "writes", "invoice.CancelTx": "writes",
-		"invoice.UploadOffline": "writes (offline lease tests)", "invoice.UploadOfflineCancels": "writes (offline lease tests)",
-		"invoice.LockPeriod": "writes", "invoice.UnlockPeriod": "writes", "invoice.DeclareOpeningTx": "writes",
+		"lease.UploadOffline": "writes (offline lease tests)", "lease.UploadOfflineCancels": "writes (offline lease tests)",
+		"invoice.LockBySerialTx": "locks for a write (lease.UploadOfflineCancels) by the seller and series given",
+		"invoice.CheckPeriodTx":  "reads the period lock of the invoice the caller locked, by its own seller",
+		"invoice.LockPeriod":     "writes", "invoice.UnlockPeriod": "writes", "invoice.DeclareOpeningTx": "writes",
 		"invoice.PurgeKeys":     "maintenance over every seller by design (a retention cutoff)",
 		"invoice.GetByPublicID": "no seller asks: the public id is the capability (docs/public-ids.md)",
 		"series.Next":           "takes numbers of the caller's series", "series.NextN": "takes numbers", "series.NextMany": "takes numbers",
@@ -673,9 +676,9 @@ func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 		"sellers.ByGSTIN": "operator command: the GSTIN names the seller", "sellers.ByID": "the id names the seller (authentication)",
 		"sellers.All":         "operator command over every seller",
 		"series.CreateSeries": "writes", "series.CreateSeriesTx": "writes",
-		"series.TakeLease": "writes", "series.TakeLeaseKeyed": "writes",
-		"series.DeclarationsOf": "not yet probed: the fixture settles no lease; it reads by (seller_id, series_id) of a series the caller resolved for its seller", "series.EndLease": "writes", "series.EndLeaseByDevice": "writes", "series.ResumeLease": "writes",
-		"series.ForceEndLease": "writes", "series.SettleLease": "writes", "series.SettleLeaseYears": "writes", "series.WriteAsLeaseTx": "writes",
+		"lease.TakeLease": "writes", "lease.TakeLeaseKeyed": "writes",
+		"series.DeclarationsOf": "not yet probed: the fixture settles no lease; it reads by (seller_id, series_id) of a series the caller resolved for its seller", "lease.EndLease": "writes", "lease.EndLeaseByDevice": "writes", "lease.ResumeLease": "writes",
+		"lease.ForceEndLease": "writes", "lease.SettleLease": "writes", "lease.SettleLeaseYears": "writes", "lease.WriteAsLeaseTx": "writes",
 		"outbox.CreateWebhook": "writes", "outbox.DeleteWebhook": "writes (another seller's id: the route probe)",
 		"outbox.PurgeEvents": "maintenance over every seller by design (a retention cutoff)",
 		"apikey.Create":      "operator command", "apikey.CreateForSeries": "operator command", "apikey.Revoke": "operator command by prefix",
@@ -713,7 +716,7 @@ func storeFunctions(t *testing.T) []string {
 	t.Helper()
 	handles := map[string]bool{"db.Querier": true, "db.Beginner": true, "db.OptionsBeginner": true, "pgx.Tx": true}
 	var out []string
-	for _, dir := range []string{"../invoice", "../series", "../reports", "../webhook/outbox", "../apikey"} {
+	for _, dir := range []string{"../invoice", "../series", "../lease", "../sellers", "../reports", "../webhook/outbox", "../apikey"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -3,14 +3,12 @@ package apikey
 import (
 	"context"
 	"errors"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/sellers"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/testfactory"
 )
 
 func TestScopes(t *testing.T) {

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgerrcode"
-	"github.com/jackc/pgx/v5"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/sellers"
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
 )
 
 // This file holds the SQL of API keys.

@@ -101,7 +101,7 @@ type Lease struct {
 }
 
 // Lease end kinds, the values of Lease.EndKind (the server's
-// series.EndByDevice and series.EndForced).
+// lease.EndByDevice and lease.EndForced).
 const (
 	EndByDevice = "device"
 	EndForced   = "forced"

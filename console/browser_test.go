@@ -19,7 +19,7 @@ import (
 	"github.com/invoiced/invoiced/internal/browsertest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 )
 
 // TestConsoleInBrowser walks the accountant's whole job in headless
@@ -42,7 +42,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	issueIn(t, f, t07, "2026-11-25")
 	issueIn(t, f, t07, "2026-11-26")
 	prefix := strings.Split(f.all, "_")[1]
-	lease, err := series.TakeLease(bg, f.pool, t07, "till-2", "key ik_"+prefix, start)
+	held, err := lease.TakeLease(bg, f.pool, t07, "till-2", "key ik_"+prefix, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	browsertest.Shoot(t, ctx, dir, "console-lease-settle")
 	do("confirm the settlement", chromedp.Click(chromedp.CSS("#confirm-settle")), chromedp.WaitVisible(chromedp.CSS("#lease-notice")))
 	wantText("#past", "T07", "till-2", "Its paper roll ends at T07/26-27/00004", "2026-27 up to T07/26-27/00004 counted as printed")
-	if l, err := series.GetLease(bg, f.pool, t07, lease.ID); err != nil || l.SettledAt == nil || l.DeclaredYears[2026] != 4 {
+	if l, err := lease.GetLease(bg, f.pool, t07, held.ID); err != nil || l.SettledAt == nil || l.DeclaredYears[2026] != 4 {
 		t.Fatalf("lease after settling: %+v, %v", l, err)
 	}
 

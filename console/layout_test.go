@@ -9,7 +9,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/browsertest"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 )
 
 // TestConsolePagesFitTheScreen opens every page of the console in headless
@@ -29,10 +29,10 @@ func TestConsolePagesFitTheScreen(t *testing.T) {
 	issueIn(t, f, long, "2026-11-20")
 	t07 := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "T07", Format: "T07/{FY}/{SEQ:5}", Shop: "Platform 2 till"})
 	issueIn(t, f, t07, "2026-11-25")
-	if _, err := series.TakeLease(ctx, f.pool, t07, "till-2", "cli", start); err != nil {
+	if _, err := lease.TakeLease(ctx, f.pool, t07, "till-2", "cli", start); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.ForceEndLease(ctx, f.pool, t07, "Till stolen from platform 2", "cli", start); err != nil {
+	if _, err := lease.ForceEndLease(ctx, f.pool, t07, "Till stolen from platform 2", "cli", start); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.pool.Exec(ctx, `UPDATE invoices SET total = total + 1 WHERE number = 'CH1/26-27/00003'`); err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/series"
 )
 
 // This file holds the leases page (docs/offline.md): which series are
 // with which offline device since when, what is not uploaded, and the
 // CLI's `leases end` and `leases settle` as forms, through the same
-// library calls (series.ForceEndLease, series.SettleLeaseYears). A lease's
+// library calls (lease.ForceEndLease, lease.SettleLeaseYears). A lease's
 // id, the device's credential, is never shown.
 
 // pastLeases is how many leases that no longer hold a series the page
@@ -47,7 +48,7 @@ type leaseYear struct {
 // leaseLine is a lease as the page shows it.
 type leaseLine struct {
 	Series  gst.Series
-	Lease   series.Lease
+	Lease   lease.Lease
 	StartNo string // the first number the device was to give
 	Years   []leaseYear
 	Forced  bool // ended by force and not settled: the series is still held
@@ -75,7 +76,7 @@ func render(s gst.Series, fy gst.FY, serial int64) string {
 
 // lineOf returns lease l of s as the page shows it; stored is the last
 // serial stored per year (the series' counters).
-func (c *Console) lineOf(s gst.Series, l series.Lease, stored map[gst.FY]int64) leaseLine {
+func (c *Console) lineOf(s gst.Series, l lease.Lease, stored map[gst.FY]int64) leaseLine {
 	out := leaseLine{Series: s, Lease: l, StartNo: render(s, l.Next.FY, l.Next.Serial),
 		InForce: l.EndedAt == nil, Forced: l.EndedAt != nil && l.SettledAt == nil}
 	for _, y := range l.Years() {
@@ -137,7 +138,7 @@ func (c *Console) leases(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, s, err)
 		return
 	}
-	holding, past, err := series.SellerLeases(ctx, c.pool, s.principal.Seller.ID, pastLeases)
+	holding, past, err := lease.SellerLeases(ctx, c.pool, s.principal.Seller.ID, pastLeases)
 	if err != nil {
 		c.fail(w, r, s, err)
 		return
@@ -171,7 +172,7 @@ type leaseFormView struct {
 }
 
 // heldLease returns the lease holding the series the path's {code} names,
-// as the page shows it; series.ErrNotFound or series.ErrLeaseNotFound
+// as the page shows it; series.ErrNotFound or lease.ErrLeaseNotFound
 // when there is none.
 func (c *Console) heldLease(r *http.Request, s *session) (leaseLine, error) {
 	ctx := r.Context()
@@ -179,7 +180,7 @@ func (c *Console) heldLease(r *http.Request, s *session) (leaseLine, error) {
 	if err != nil {
 		return leaseLine{}, err
 	}
-	l, err := series.HolderLease(ctx, c.pool, sr)
+	l, err := lease.HolderLease(ctx, c.pool, sr)
 	if err != nil {
 		return leaseLine{}, err
 	}
@@ -225,7 +226,7 @@ func (c *Console) leaseEndForm(w http.ResponseWriter, r *http.Request) {
 }
 
 // leaseEnd serves POST /console/leases/{code}/end (fields reason and
-// csrf_token; scope manage): series.ForceEndLease, recorded as done by the
+// csrf_token; scope manage): lease.ForceEndLease, recorded as done by the
 // session's key in the console, as `invoiced leases end` does.
 func (c *Console) leaseEnd(w http.ResponseWriter, r *http.Request) {
 	s := sessionOf(r)
@@ -235,7 +236,7 @@ func (c *Console) leaseEnd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := leaseFormView{Line: line, Reason: strings.TrimSpace(r.PostFormValue("reason"))}
-	if _, err := series.ForceEndLease(r.Context(), c.pool, line.Series, v.Reason, byOf(s), c.now()); err != nil {
+	if _, err := lease.ForceEndLease(r.Context(), c.pool, line.Series, v.Reason, byOf(s), c.now()); err != nil {
 		c.leaseRefused(w, r, s, "leaseend", "End the lease of "+line.Series.Code, v, err)
 		return
 	}
@@ -264,7 +265,7 @@ var errBadThrough = apperr.New(apperr.Invalid, "invalid_lease", "the last serial
 
 // leaseSettle serves POST /console/leases/{code}/settle (fields
 // through-{fy} for each year of the lease, reason and csrf_token; scope
-// manage): series.SettleLeaseYears, as `invoiced leases settle --years`
+// manage): lease.SettleLeaseYears, as `invoiced leases settle --years`
 // does. The serials after each year's last stored one up to the declared
 // one are spent, and the series is free again.
 func (c *Console) leaseSettle(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +288,7 @@ func (c *Console) leaseSettle(w http.ResponseWriter, r *http.Request) {
 		}
 		declared[y.FY] = n
 	}
-	if _, err := series.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now(), invoice.DeclarationSeal(s.principal.Seller.GSTIN)); err != nil {
+	if _, err := lease.SettleLeaseYears(r.Context(), c.pool, line.Series, declared, v.Reason, byOf(s), c.now(), invoice.DeclarationSeal(s.principal.Seller.GSTIN)); err != nil {
 		c.leaseRefused(w, r, s, "leasesettle", title, v, err)
 		return
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/invoiced/invoiced/apikey"
 	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 )
 
 // The leases page: a read key sees which series is with which device
@@ -24,13 +24,13 @@ func TestLeasesInConsole(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
 	ctx := t.Context()
-	lease, err := series.TakeLease(ctx, f.pool, f.ch1, "T07", "key ik_test", start)
+	held, err := lease.TakeLease(ctx, f.pool, f.ch1, "T07", "key ik_test", start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder := func() series.Lease {
+	holder := func() lease.Lease {
 		t.Helper()
-		l, err := series.GetLease(ctx, f.pool, f.ch1, lease.ID)
+		l, err := lease.GetLease(ctx, f.pool, f.ch1, held.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestLeasesInConsole(t *testing.T) {
 	// Another seller's lease of its own CH1 never shows.
 	other := testfactory.Seller(t, f.pool, &testfactory.SellerOpts{GSTIN: "29AABCR1718E1ZL", Name: "Bengaluru Beans"})
 	otherCH1 := testfactory.Series(t, f.pool, other, &testfactory.SeriesOpts{Code: "CH1", Format: "B/{FY}/{SEQ:5}"})
-	if _, err := series.TakeLease(ctx, f.pool, otherCH1, "BLR-9", "cli", start); err != nil {
+	if _, err := lease.TakeLease(ctx, f.pool, otherCH1, "BLR-9", "cli", start); err != nil {
 		t.Fatal(err)
 	}
 	issueOnly, err := apikey.Create(ctx, f.pool, f.seller.ID, []string{apikey.ScopeIssue})
@@ -63,7 +63,7 @@ func TestLeasesInConsole(t *testing.T) {
 	if strings.Contains(p.body, "BLR-9") {
 		t.Error("the leases page shows another seller's device")
 	}
-	if strings.Contains(p.body, lease.ID) || strings.Contains(p.body, "/console/leases/CH1/end") {
+	if strings.Contains(p.body, held.ID) || strings.Contains(p.body, "/console/leases/CH1/end") {
 		t.Errorf("a read key sees the lease id or the end button: %.3000s", p.body)
 	}
 	for _, path := range []string{"/console/leases/CH1/end", "/console/leases/CH1/settle"} {
@@ -80,7 +80,7 @@ func TestLeasesInConsole(t *testing.T) {
 
 	c := client(t)
 	token := signIn(t, f, c, f.all)
-	if p := get(t, c, f.url+"/console/leases"); !strings.Contains(p.body, `href="/console/leases/CH1/end"`) || strings.Contains(p.body, lease.ID) {
+	if p := get(t, c, f.url+"/console/leases"); !strings.Contains(p.body, `href="/console/leases/CH1/end"`) || strings.Contains(p.body, held.ID) {
 		t.Fatalf("manage key's leases page: %.3000s", p.body)
 	}
 	if p := get(t, c, f.url+"/console/leases/CH1/settle"); !strings.Contains(p.body, "still holds this lease") || strings.Contains(p.body, "confirm-settle") {
@@ -100,7 +100,7 @@ func TestLeasesInConsole(t *testing.T) {
 		t.Fatalf("end: %d to %q %.300s", p.status, p.location, p.body)
 	}
 	prefix := strings.Split(f.all, "_")[1]
-	if l := holder(); l.EndKind != series.EndForced || l.EndReason != "Till stolen from the stall" || l.EndedBy != "console key ik_"+prefix || l.SettledAt != nil {
+	if l := holder(); l.EndKind != lease.EndForced || l.EndReason != "Till stolen from the stall" || l.EndedBy != "console key ik_"+prefix || l.SettledAt != nil {
 		t.Fatalf("lease after the console's end: %+v", l)
 	}
 	p = get(t, c, f.url+p.location)
@@ -119,7 +119,7 @@ func TestLeasesInConsole(t *testing.T) {
 
 	// The device, turned up, asks to end its lease at serial 6, which it
 	// never uploaded: refused, but the server records the report.
-	if _, err := series.EndLeaseByDevice(ctx, f.pool, f.ch1, lease.ID, 2026, 6, nil, start.Add(3*time.Hour)); !errors.Is(err, series.ErrNotUploaded) {
+	if _, err := lease.EndLeaseByDevice(ctx, f.pool, f.ch1, held.ID, 2026, 6, nil, start.Add(3*time.Hour)); !errors.Is(err, lease.ErrNotUploaded) {
 		t.Fatalf("the device's end with 6 not uploaded: %v", err)
 	}
 	// Settle: beside the form, what the server knows; the last serial

@@ -10,7 +10,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/series"
+	"github.com/invoiced/invoiced/lease"
 )
 
 var (
@@ -50,10 +50,10 @@ func TestPagesSpeakPlainly(t *testing.T) {
 	ctx := t.Context()
 	demo := testfactory.Series(t, f.pool, f.seller, &testfactory.SeriesOpts{Code: "DEMO", Format: "D{SEQ:4}"})
 	issueIn(t, f, demo, "2026-11-20")
-	if _, err := series.TakeLease(ctx, f.pool, f.ch1, "T07", "cli", start); err != nil {
+	if _, err := lease.TakeLease(ctx, f.pool, f.ch1, "T07", "cli", start); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.ForceEndLease(ctx, f.pool, f.ch1, "Till stolen", "cli", start); err != nil {
+	if _, err := lease.ForceEndLease(ctx, f.pool, f.ch1, "Till stolen", "cli", start); err != nil {
 		t.Fatal(err)
 	}
 	oct, _ := document.ParseMonth("102026")

@@ -109,7 +109,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, id int64, reaso
 	if err != nil {
 		return document.Invoice{}, err
 	}
-	if err := checkPeriodTx(ctx, tx, inv, now); err != nil {
+	if err := CheckPeriodTx(ctx, tx, inv, now); err != nil {
 		return document.Invoice{}, err
 	}
 	at := now.UTC().Truncate(time.Microsecond)
@@ -117,9 +117,7 @@ func CancelTx(ctx context.Context, tx pgx.Tx, seller gst.Seller, id int64, reaso
 	rec := document.CancelRecord(string(seller.GSTIN), inv, length+1, head)
 	hash := rec.Hash()
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE invoices SET status = 'cancelled', cancelled_at = $2, cancel_reason = $3 WHERE id = $1 AND seller_id = $4`, id, at, reason, seller.ID)
-	batch.Queue(`INSERT INTO chain_records (series_id, fy, position, kind, serial, recorded_at, hash, seller_id) VALUES ($1, $2, $3, 'cancel', $4, $5, $6, $7)`,
-		inv.SeriesID, int(inv.FY), length+1, inv.Serial, at, hash, seller.ID)
+	QueueCancelled(batch, inv, at, reason, length+1, hash)
 	series.QueueAdvanceChains(batch, []int64{seller.ID}, []int64{inv.SeriesID}, []int32{int32(inv.FY)}, []int64{length + 1}, [][]byte{hash})
 	queueEvents(batch, []*document.Invoice{&inv}, EventCancelled, func(*document.Invoice) time.Time { return at }, subscribed)
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -207,10 +208,10 @@ func TestCitusLeaseWaitsForAnIssueInFlight(t *testing.T) {
 			t.Fatal(err)
 		}
 		leased := make(chan error, 1)
-		var l series.Lease
+		var l lease.Lease
 		go func() {
 			var err error
-			l, err = series.TakeLease(ctx, pool, ss[i], "till-1", "test", at)
+			l, err = lease.TakeLease(ctx, pool, ss[i], "till-1", "test", at)
 			leased <- err
 		}()
 		select {

@@ -8,6 +8,7 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -150,7 +151,7 @@ func TestDelegatedLeasedSeriesIsRefused(t *testing.T) {
 	if st := c.Stats(); st.Delegated != 1 {
 		t.Fatalf("stats %+v, want the second batch delegated", st)
 	}
-	if _, err := series.TakeLease(ctx, f.pool, f.s, "till-1", "test", now); err != nil {
+	if _, err := lease.TakeLease(ctx, f.pool, f.s, "till-1", "test", now); err != nil {
 		t.Fatal(err)
 	}
 	r := c.Issue(ctx, invoice.IssueRequest{Seller: f.seller, Series: f.s, Draft: f.draft(t, "c")})

@@ -1,6 +1,6 @@
 // Package invoice stores GST invoices and numbers them in the database:
 // it issues, reads and cancels them, keeps their idempotency keys, period
-// locks, openings and the uploads of offline devices, and gathers
+// locks and openings, and gathers
 // concurrent requests into shared transactions (the Committer). The
 // document itself (the request, its validation and amounts, the chain
 // record and its hash, public ids) is package document's, computed before
@@ -31,10 +31,11 @@
 //     guard every backdated write takes.
 //   - Openings of a series moved here mid-year (docs/openings.md):
 //     [DeclareOpeningTx], [OpeningOf], [OpeningRecord].
-//   - Offline devices' uploads (docs/offline.md): [UploadOffline] and
-//     [UploadOfflineCancels] store what a leased device numbered only when
-//     the server's own document.NumberOffline and document.CancelOffline
-//     compute the same.
+//   - For writers of invoices numbered elsewhere (package lease, whose
+//     uploads store what an offline device numbered): [QueueIssued],
+//     [QueueCancelled], [QueueSubscribers] and [Events], [LockBySerialTx]
+//     and [CheckPeriodTx], so that the invoice row and its events stay
+//     defined here once.
 //
 // For Go programs this is the library surface beside package series: the
 // types a caller passes and receives (document.Draft, document.Invoice,

@@ -233,13 +233,13 @@ func (g periodGuard) translate(err error) error {
 	return apperr.WithCause(apperr.Errorf(ErrPeriodLocked, "one of %s was locked (its GSTR-1 filed) while the invoices waited; issue a credit or debit note dated today instead", strings.Join(names, ", ")), err)
 }
 
-// checkPeriodTx returns ErrPeriodLocked when inv's month is locked, read
+// CheckPeriodTx returns ErrPeriodLocked when inv's month is locked, read
 // under its seller's period lock (shared) so that a LockPeriod in progress
 // is waited for. As in queuePeriodGuard, whether the invoice's date is
 // backdated is decided by the database's clock when the lock is taken
 // (after the invoice and counter rows were waited for), not by now; a date
 // in now's month that ends more than guardHorizon after now costs nothing.
-func checkPeriodTx(ctx context.Context, tx pgx.Tx, inv document.Invoice, now time.Time) error {
+func CheckPeriodTx(ctx context.Context, tx pgx.Tx, inv document.Invoice, now time.Time) error {
 	if !nearMonthEnd(inv.InvoiceDate, now) {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -229,7 +230,7 @@ func TestPredictedLeasedSeriesIsNoMisprediction(t *testing.T) {
 	if st := c.Stats(); st.Predicted != 1 {
 		t.Fatalf("stats %+v, want the second transaction predicted", st)
 	}
-	if _, err := series.TakeLease(ctx, f.pool, f.s, "till-7", "test", now); err != nil {
+	if _, err := lease.TakeLease(ctx, f.pool, f.s, "till-7", "test", now); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"c", "d"} {

@@ -2,18 +2,16 @@ package invoice_test
 
 import (
 	"errors"
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"strings"
+	"testing"
+	"time"
 )
 
 func TestGetByPublicIDResolvesBothForms(t *testing.T) {

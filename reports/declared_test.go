@@ -10,6 +10,7 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -42,14 +43,14 @@ func TestSettledLeaseReadsIntactWithDeclaredSerials(t *testing.T) {
 		return inv
 	}
 	issue(now)
-	if _, err := series.TakeLease(ctx, pool, s, "till-7", "test", now.Add(time.Minute)); err != nil {
+	if _, err := lease.TakeLease(ctx, pool, s, "till-7", "test", now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.ForceEndLease(ctx, pool, s, "till stolen", "cli", now.Add(time.Hour)); err != nil {
+	if _, err := lease.ForceEndLease(ctx, pool, s, "till stolen", "cli", now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	seal := invoice.DeclarationSeal(seller.GSTIN)
-	if _, err := series.SettleLeaseYears(ctx, pool, s, map[gst.FY]int64{2026: 4, 2027: 0}, "paper roll ends at 4", "cli", now.Add(2*time.Hour), seal); err != nil {
+	if _, err := lease.SettleLeaseYears(ctx, pool, s, map[gst.FY]int64{2026: 4, 2027: 0}, "paper roll ends at 4", "cli", now.Add(2*time.Hour), seal); err != nil {
 		t.Fatal(err)
 	}
 	if next := issue(now.Add(3 * time.Hour)); next.Number != "T07/26-27/00005" {

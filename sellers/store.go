@@ -14,7 +14,7 @@ import (
 
 // This file holds the SQL of sellers.
 
-// CreateSeller registers a seller; see CreateWith.
+// Create registers a seller; see CreateWith.
 func Create(ctx context.Context, q db.Querier, gstin, name string) (gst.Seller, error) {
 	return CreateWith(ctx, q, gstin, name, gst.Contact{})
 }

@@ -41,13 +41,3 @@ func (d Declaration) Count() int64 { return d.Last - d.First + 1 }
 // record's canonical form belongs to package document, which this package
 // does not import; invoice.DeclarationSeal gives one for a seller.
 type Seal func(s gst.Series, d Declaration, prev []byte) []byte
-
-// declaredOn returns the date Table 13 reports a declaration of fy made at
-// at on: at's IST date, or fy's first day when at is before it.
-func declaredOn(fy gst.FY, at time.Time) time.Time {
-	d := gst.DateIST(at)
-	if d.Before(fy.Start()) {
-		return fy.Start()
-	}
-	return d
-}

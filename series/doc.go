@@ -1,7 +1,8 @@
 // Package series keeps gap-free invoice numbers in the database: the
 // numbering series of a seller (package sellers), and one counter row per
-// series and financial year. The vocabulary it stores (financial years, GSTINs, document
-// types, number formats, gst.Seller and gst.Series) is package gst's.
+// series and financial year. The vocabulary it stores (financial years,
+// GSTINs, document types, number formats, gst.Seller and gst.Series) is
+// package gst's.
 //
 // The counter row is locked and advanced inside the transaction that inserts
 // the invoices it numbers ([Next], [NextN], [NextMany]), so a rollback
@@ -19,13 +20,14 @@
 //   - Series: [CreateSeries] (its code checked by [ParseCode]; no two
 //     series of one seller may render the same number in the same year,
 //     gst.Overlap), [Get], [GetByID], [List].
-//   - Leases to offline devices (docs/offline.md): [TakeLease],
-//     [ResumeLease], [EndLeaseByDevice], [ForceEndLease], [SettleLease],
-//     [SettleLeaseYears], [EndLease] for an [EndRequest] as a client sends
-//     it, the guard [CheckLease] that refuses online
-//     numbering of a leased series, and the reads [GetLease],
-//     [HolderLease], [Leases], [SellerLeases].
+//   - The lease guard's refusal: a series leased to an offline device
+//     (package lease) is numbered by that device alone; a counter write
+//     of a transaction that does not name the lease fails with
+//     [ErrLeased] ([IsLeased]).
+//   - Settlements' declarations of serials a lost device may have printed
+//     ([Declaration], [DeclarationsOf], sealed by a [Seal]), which the
+//     chain holds beside the invoices; package lease writes them.
 //
 // SQL lives in the *_store.go files; its errors are translated at the
-// store's edge into this package's sentinels (errors.go, lease.go).
+// store's edge into this package's sentinels (errors.go).
 package series

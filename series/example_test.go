@@ -2,13 +2,11 @@ package series_test
 
 import (
 	"context"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"time"
 )
 
 // ExampleNextN takes an invoice number inside the caller's own transaction.

@@ -3,20 +3,18 @@ package series_test
 import (
 	"context"
 	"errors"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/sellers"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"math/rand/v2"
 	"sort"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type fixture struct {

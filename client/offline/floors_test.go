@@ -163,7 +163,7 @@ func TestIssueKeyedReplaysTheJournaledSale(t *testing.T) {
 	t.Parallel()
 	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, gst.IST)}
 	path := filepath.Join(t.TempDir(), "j")
-	term, err := offline.Create(path, lease(), clk.now)
+	term, err := offline.Create(path, testLease(), clk.now)
 	if err != nil {
 		t.Fatal(err)
 	}

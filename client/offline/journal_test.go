@@ -94,7 +94,7 @@ func TestTornTailIsDiscarded(t *testing.T) {
 	}
 }
 
-// journalOf writes a journal of lease() and n sales in a new directory and
+// journalOf writes a journal of testLease() and n sales in a new directory and
 // returns the directory, the till's clock, the file's size before the
 // first sale and after each (n+1 offsets: where each sale's record
 // starts, then the end), and the whole file.
@@ -103,7 +103,7 @@ func journalOf(t *testing.T, n int) (string, *clock, []int64, []byte) {
 	dir := t.TempDir()
 	clk := &clock{time.Date(2026, 5, 1, 10, 0, 0, 0, gst.IST)}
 	path := filepath.Join(dir, "j")
-	term, err := offline.Create(path, lease(), clk.now)
+	term, err := offline.Create(path, testLease(), clk.now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,16 +13,16 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
 )
 
 // The lifecycle's manager, accountant and tamperer, and the checks of
 // what the server did for them.
 
 // stored returns the last serial stored in ln's series in fy.
-func (r *lifecycleRun) stored(ln *lane, fy gst.FY) series.Position {
-	p, err := series.NextPosition(r.ctx, r.e.pool, ln.s, fy)
+func (r *lifecycleRun) stored(ln *lane, fy gst.FY) lease.Position {
+	p, err := lease.NextPosition(r.ctx, r.e.pool, ln.s, fy)
 	if err != nil {
 		r.fail("read %s %s: %v", ln.code, fy, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/invoiced/invoiced/client"
 	"github.com/invoiced/invoiced/client/offline"
 	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/reports"
 	"github.com/invoiced/invoiced/series"
 )
@@ -307,8 +308,8 @@ func mustPeriod(t *testing.T, s string) reports.Period {
 // compares Lease.EndKind with them compares with what it gets.
 func TestLeaseEndKindsAreTheServers(t *testing.T) {
 	t.Parallel()
-	if client.EndByDevice != series.EndByDevice || client.EndForced != series.EndForced {
+	if client.EndByDevice != lease.EndByDevice || client.EndForced != lease.EndForced {
 		t.Fatalf("client (%q, %q) and series (%q, %q) name the lease end kinds differently",
-			client.EndByDevice, client.EndForced, series.EndByDevice, series.EndForced)
+			client.EndByDevice, client.EndForced, lease.EndByDevice, lease.EndForced)
 	}
 }

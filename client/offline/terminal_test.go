@@ -11,9 +11,9 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 )
 
-// lease is a lease as the server gives it, for tests without a server:
+// testLease is a lease as the server gives it, for tests without a server:
 // series T07 starting at serial 1 of 2025-26, and reserving 2026-27.
-func lease() client.Lease {
+func testLease() client.Lease {
 	return client.Lease{LeaseID: "ls_aaaaaaaaaaaaaaaaaaaaaaaaaa", DeviceID: "till-7", Series: "T07", SellerGSTIN: testfactory.SellerGSTIN,
 		DocType: "invoice", Format: "T07/{FY}/{SEQ:5}", Next: &client.Position{FY: "2025-26", Serial: 1},
 		Years: []client.Position{{FY: "2025-26", Serial: 1}, {FY: "2026-27", Serial: 1}}}
@@ -26,7 +26,7 @@ func lease() client.Lease {
 func TestFYTurnsOverAtISTMidnight(t *testing.T) {
 	t.Parallel()
 	clk := &clock{time.Date(2026, 3, 31, 23, 59, 58, 0, gst.IST)}
-	term, err := offline.Create(filepath.Join(t.TempDir(), "j"), lease(), clk.now)
+	term, err := offline.Create(filepath.Join(t.TempDir(), "j"), testLease(), clk.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestClockGoingBackNeverMovesIssueTimesBack(t *testing.T) {
 	t.Parallel()
 	clk := &clock{time.Date(2026, 4, 1, 0, 0, 5, 0, gst.IST)}
 	path := filepath.Join(t.TempDir(), "j")
-	term, err := offline.Create(path, lease(), clk.now)
+	term, err := offline.Create(path, testLease(), clk.now)
 	if err != nil {
 		t.Fatal(err)
 	}

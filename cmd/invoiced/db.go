@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/sellers"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/internal/db"
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/migrations"

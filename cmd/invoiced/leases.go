@@ -10,6 +10,7 @@ import (
 
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/series"
 )
 
@@ -43,7 +44,7 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases list", err)
 	}
-	ls, err := series.Leases(ctx, pool, s)
+	ls, err := lease.Leases(ctx, pool, s)
 	if err != nil {
 		return explain("leases list", err)
 	}
@@ -53,7 +54,7 @@ func runLeasesList(ctx context.Context, e env, args []string) error {
 			if _, ok := stored[y]; ok {
 				continue
 			}
-			p, err := series.NextPosition(ctx, pool, s, y)
+			p, err := lease.NextPosition(ctx, pool, s, y)
 			if err != nil {
 				return explain("leases list", err)
 			}
@@ -110,7 +111,7 @@ func runLeasesEnd(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases end", err)
 	}
-	l, err := series.ForceEndLease(ctx, pool, s, *reason, "cli", e.clock())
+	l, err := lease.ForceEndLease(ctx, pool, s, *reason, "cli", e.clock())
 	if err != nil {
 		return explain("leases end", err)
 	}
@@ -145,7 +146,7 @@ func runLeasesSettle(ctx context.Context, e env, args []string) error {
 	if err != nil {
 		return explain("leases settle", err)
 	}
-	l, err := series.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock(), invoice.DeclarationSeal(seller.GSTIN))
+	l, err := lease.SettleLeaseYears(ctx, pool, s, declared, *reason, "cli", e.clock(), invoice.DeclarationSeal(seller.GSTIN))
 	if err != nil {
 		return explain("leases settle", err)
 	}

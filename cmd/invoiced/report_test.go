@@ -5,25 +5,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/invoiced/invoiced/document"
+	"github.com/invoiced/invoiced/gst"
+	"github.com/invoiced/invoiced/internal/dbtest"
+	"github.com/invoiced/invoiced/internal/testfactory"
+	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/sellers"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/xuri/excelize/v2"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/document"
-	"github.com/invoiced/invoiced/gst"
-	"github.com/invoiced/invoiced/internal/dbtest"
-	"github.com/invoiced/invoiced/internal/testfactory"
-	"github.com/invoiced/invoiced/invoice"
-	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/xuri/excelize/v2"
-	"golang.org/x/sys/unix"
 )
 
 // reportSetup seeds a fresh database with seller demoGSTIN, series CH1 and
@@ -322,7 +321,7 @@ func TestLeasesCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, gst.IST)); err != nil {
+	if _, err := lease.TakeLease(ctx, pool, s, "till-3", "test", time.Date(2026, 11, 30, 12, 0, 0, 0, gst.IST)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runL("end", "--gstin", demoGSTIN, "--series", "CH1"); err == nil || !strings.Contains(err.Error(), "--reason") {
@@ -334,16 +333,16 @@ func TestLeasesCommands(t *testing.T) {
 	if out, err := runL("list", "--gstin", demoGSTIN, "--series", "CH1"); err != nil || !strings.Contains(out, "till-3") || !strings.Contains(out, "forced") {
 		t.Fatalf("list: %q, %v", out, err)
 	}
-	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:2,2027-28:0", "--reason", "x"); !errors.Is(err, series.ErrDeclaredTooLow) {
+	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:2,2027-28:0", "--reason", "x"); !errors.Is(err, lease.ErrDeclaredTooLow) {
 		t.Fatalf("settle below the stored serials: %v", err)
 	}
-	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:5", "--reason", "x"); !errors.Is(err, series.ErrLeaseYearsUndeclared) {
+	if _, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:5", "--reason", "x"); !errors.Is(err, lease.ErrLeaseYearsUndeclared) {
 		t.Fatalf("settle without 2027-28: %v", err)
 	}
 	if out, err := runL("settle", "--gstin", demoGSTIN, "--series", "CH1", "--years", "2026-27:5,2027-28:0", "--reason", "paper roll ends at 5"); err != nil || !strings.Contains(out, "continues at 6") {
 		t.Fatalf("settle: %q, %v", out, err)
 	}
-	if p, err := series.NextPosition(ctx, pool, s, 2026); err != nil || p.Serial != 6 {
+	if p, err := lease.NextPosition(ctx, pool, s, 2026); err != nil || p.Serial != 6 {
 		t.Fatalf("next after settling: %+v, %v", p, err)
 	}
 	// The settlement is a declaration in the chain: the year verifies

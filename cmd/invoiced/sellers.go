@@ -4,14 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
-	"text/tabwriter"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/einvoice/registration"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/freetext"
+	"github.com/invoiced/invoiced/sellers"
+	"strings"
+	"text/tabwriter"
 )
 
 // runSellers dispatches `invoiced sellers add|update|list`.

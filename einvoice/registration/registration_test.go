@@ -3,18 +3,16 @@ package registration
 import (
 	"errors"
 	"fmt"
-	"slices"
-	"testing"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irpsandbox"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/webhook/outbox"
+	"slices"
+	"testing"
+	"time"
 )
 
 // TestRegistersB2BInvoicesOnly: a B2B invoice of an e-invoicing seller is

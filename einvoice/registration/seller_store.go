@@ -6,17 +6,15 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"strings"
 )
 
 // This file holds the SQL of the per-seller switch, and how a seller and an

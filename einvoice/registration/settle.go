@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
-	"unicode/utf8"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/textcut"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/jackc/pgx/v5"
+	"time"
+	"unicode/utf8"
 )
 
 // The decisions: what a claimed row, its invoice and the IRP's answer

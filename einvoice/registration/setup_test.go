@@ -2,11 +2,6 @@ package registration
 
 import (
 	"context"
-	"testing"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irp"
@@ -16,8 +11,11 @@ import (
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"testing"
+	"time"
 )
 
 // env is what a test needs: a fresh database with an e-invoicing seller

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/dbtest"
@@ -20,6 +18,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
 )

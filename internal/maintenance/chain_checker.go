@@ -3,13 +3,11 @@ package maintenance
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/metrics"
 	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/sellers"
+	"time"
 )
 
 // Defaults of NewChainChecker's Config. The first check waits a minute so

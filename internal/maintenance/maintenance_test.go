@@ -15,6 +15,7 @@ import (
 	"github.com/invoiced/invoiced/internal/testfactory"
 	"github.com/invoiced/invoiced/internal/testwait"
 	"github.com/invoiced/invoiced/invoice"
+	"github.com/invoiced/invoiced/lease"
 	"github.com/invoiced/invoiced/series"
 	"github.com/invoiced/invoiced/webhook/outbox"
 )
@@ -256,18 +257,18 @@ func TestChainCheckCountsNoSettledLeaseAsBroken(t *testing.T) {
 	if _, err := invoice.Issue(ctx, pool, seller, s, testfactory.Draft(t, seller, s, now, nil), now, testfactory.Options(t, series.Options{})); err != nil {
 		t.Fatalf("issue: %v", err)
 	}
-	l, err := series.TakeLease(ctx, pool, s, "till-7", "test", now.Add(time.Second))
+	l, err := lease.TakeLease(ctx, pool, s, "till-7", "test", now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := series.ForceEndLease(ctx, pool, s, "till stolen", "cli", now.Add(2*time.Second)); err != nil {
+	if _, err := lease.ForceEndLease(ctx, pool, s, "till stolen", "cli", now.Add(2*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	declared := map[gst.FY]int64{}
 	for i, fy := range l.Years() {
 		declared[fy] = int64(3 * (1 - i)) // the paper roll: 2-3 in the first year, nothing in the next
 	}
-	if _, err := series.SettleLeaseYears(ctx, pool, s, declared, "paper roll ends at 3", "cli", now.Add(3*time.Second), invoice.DeclarationSeal(seller.GSTIN)); err != nil {
+	if _, err := lease.SettleLeaseYears(ctx, pool, s, declared, "paper roll ends at 3", "cli", now.Add(3*time.Second), invoice.DeclarationSeal(seller.GSTIN)); err != nil {
 		t.Fatal(err)
 	}
 	m := metrics.New()

@@ -8,15 +8,13 @@ package testfactory
 
 import (
 	"context"
-	"testing"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/invoiced/invoiced/series"
+	"testing"
+	"time"
 )
 
 // The seller most tests use.

@@ -19,6 +19,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/sellers"
+	"github.com/invoiced/invoiced/series"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"io"
 	"log"
 	"os"
@@ -26,12 +30,6 @@ import (
 	"runtime/pprof"
 	"sync/atomic"
 	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
-	"github.com/invoiced/invoiced/reports"
-	"github.com/invoiced/invoiced/series"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 const gstin = "27AAPFU0939F1ZV"

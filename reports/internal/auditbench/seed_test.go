@@ -1,15 +1,13 @@
 package main
 
 import (
-	"testing"
-	"time"
-
-	"github.com/invoiced/invoiced/sellers"
-
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/internal/dbtest"
 	"github.com/invoiced/invoiced/reports"
+	"github.com/invoiced/invoiced/sellers"
 	"github.com/jackc/pgx/v5"
+	"testing"
+	"time"
 )
 
 // TestSeedsVerify: a small database years deep and a BENCH series seed as

@@ -1,12 +1,12 @@
-package series
+package lease
 
 import (
 	"context"
-	"time"
-
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
+	"time"
 )
 
 // EndRequest is one request to end a series' lease, as DELETE
@@ -33,7 +33,7 @@ type EndRequest struct {
 	Declared        []YearSerial
 	// Seal seals the chain records of a settlement's declarations
 	// (invoice.DeclarationSeal); required to settle.
-	Seal Seal
+	Seal series.Seal
 	// Reason is the seller's, required to force or settle.
 	Reason string
 }

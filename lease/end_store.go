@@ -1,15 +1,15 @@
-package series
+package lease
 
 import (
 	"context"
 	"fmt"
-	"strings"
-	"time"
-
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
+	"strings"
+	"time"
 )
 
 // This file holds the SQL of a lease's end: the device's end and its
@@ -237,7 +237,7 @@ func SettleLease(ctx context.Context, b db.Beginner, s gst.Series, through int64
 // ErrInvalidLease for a year the lease does not reserve, a serial past
 // the format's capacity or a bad reason, and db.ErrOutcomeUnknown when
 // the COMMIT's answer was lost.
-func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
+func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, reason, by string, now time.Time, seal series.Seal) (Lease, error) {
 	if len(declared) == 0 {
 		return Lease{}, apperr.Errorf(ErrLeaseYearsUndeclared, "declare the last serial the device may have issued in each year of the lease")
 	}
@@ -246,7 +246,7 @@ func SettleLeaseYears(ctx context.Context, b db.Beginner, s gst.Series, declared
 
 // settleLease is SettleLease (declared nil: through alone) and
 // SettleLeaseYears.
-func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time, seal Seal) (Lease, error) {
+func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[gst.FY]int64, through int64, reason, by string, now time.Time, seal series.Seal) (Lease, error) {
 	reason = strings.TrimSpace(reason)
 	if err := checkReason(reason); err != nil {
 		return Lease{}, err
@@ -306,7 +306,7 @@ func settleLease(ctx context.Context, b db.Beginner, s gst.Series, declared map[
 type declaration struct {
 	at         time.Time
 	by, reason string
-	seal       Seal
+	seal       series.Seal
 }
 
 // declareYear checks that n, the last serial the accountant declares
@@ -344,7 +344,7 @@ func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series,
 	if d.seal == nil {
 		return fmt.Errorf("series: declaring serials of %s %s without a seal for their chain record", s.Code, fy)
 	}
-	dec := Declaration{FY: fy, Position: p.ChainLength + 1, First: stored + 1, Last: n, LeaseID: l.ID, DeviceID: l.DeviceID,
+	dec := series.Declaration{FY: fy, Position: p.ChainLength + 1, First: stored + 1, Last: n, LeaseID: l.ID, DeviceID: l.DeviceID,
 		DeclaredAt: d.at, DeclaredOn: declaredOn(fy, d.at), DeclaredBy: d.by, Reason: d.reason}
 	if dec.FirstNumber, err = s.Format.Render(fy, dec.First); err != nil {
 		return apperr.Errorf(ErrInvalidLease, "declared serials of %s: %v", fy, err)
@@ -378,4 +378,14 @@ func nullable(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// declaredOn returns the date Table 13 reports a declaration of fy made at
+// at on: at's IST date, or fy's first day when at is before it.
+func declaredOn(fy gst.FY, at time.Time) time.Time {
+	d := gst.DateIST(at)
+	if d.Before(fy.Start()) {
+		return fy.Start()
+	}
+	return d
 }

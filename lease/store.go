@@ -1,4 +1,4 @@
-package series
+package lease
 
 import (
 	"context"
@@ -7,15 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
-
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
 	"github.com/invoiced/invoiced/internal/db"
 	"github.com/invoiced/invoiced/internal/textcut"
+	"github.com/invoiced/invoiced/series"
 	"github.com/jackc/pgx/v5"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // This file holds the SQL of leases (migration 00015). The trigger
@@ -23,9 +23,14 @@ import (
 // leased series' counter rows by a transaction that does not name the
 // lease (QueueLeaseName); translate maps it to ErrLeased.
 
-// IsLeased reports whether err is the lease guard's refusal.
-func IsLeased(err error) bool {
-	return errors.Is(err, ErrLeased) || db.SQLState(err) == db.CodeLeased
+// translate returns err as db.Translate does (series.ErrLockTimeout,
+// series.ErrMoved), the lease guard's refusal as series.ErrLeased,
+// otherwise wrapped as "lease: what: err"; nil stays nil.
+func translate(err error, what string) error {
+	if series.IsLeased(err) {
+		return apperr.WithCause(series.ErrLeased, err)
+	}
+	return db.Translate(err, "lease: "+what)
 }
 
 var leaseEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -170,7 +175,7 @@ func leaseTxFailed(err error) error {
 	if errors.As(err, &te) && te.Op == db.OpCommit && db.ClassifyCommit(te.Err) == db.OutcomeUnknown {
 		return apperr.WithCause(db.ErrOutcomeUnknown, err)
 	}
-	return db.TranslateTx(err, "series")
+	return db.TranslateTx(err, "lease")
 }
 
 // position returns where series-year (s, fy) stands, read without a row

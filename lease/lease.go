@@ -1,4 +1,4 @@
-package series
+package lease
 
 import (
 	"regexp"
@@ -11,7 +11,6 @@ import (
 
 // Errors of leases (docs/offline.md). Match them with errors.Is.
 var (
-	ErrLeased        = apperr.New(apperr.Conflict, "series_leased", "the series is leased to an offline device: only that device numbers it until the lease ends")
 	ErrLeaseHeld     = apperr.New(apperr.Conflict, "lease_held", "the series is already leased to a device")
 	ErrLeaseNotFound = apperr.New(apperr.NotFound, "lease_not_found", "no such lease of this series")
 	ErrLeaseNotHeld  = apperr.New(apperr.Conflict, "lease_not_held", "the lease has ended")

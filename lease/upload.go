@@ -1,4 +1,4 @@
-package invoice
+package lease
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/gst"
 	"github.com/invoiced/invoiced/internal/apperr"
-	"github.com/invoiced/invoiced/series"
 )
 
 // Offline numbering (docs/offline.md): a device that holds a lease of a
@@ -27,7 +26,7 @@ var (
 	// one the lease started in.
 	ErrYearBeforeLease = apperr.New(apperr.Invalid, "year_before_lease", "the invoice is dated in a financial year before the lease's")
 	// ErrYearAfterLease: an invoice dated in a financial year after the
-	// ones the lease reserves (series.LeaseYears): a forced end and its
+	// ones the lease reserves (LeaseYears): a forced end and its
 	// settlement would not cover it.
 	ErrYearAfterLease = apperr.New(apperr.Invalid, "year_after_lease", "the invoice is dated in a financial year after the ones the lease reserves: end the lease and take a new one")
 	// ErrIssuedBeforeLease: an invoice issued before the lease was taken.
@@ -40,7 +39,7 @@ var (
 // ContinuationError is an upload refused because its serials do not
 // continue the series-year: Expected is where the series stands.
 type ContinuationError struct {
-	Expected series.Position
+	Expected Position
 	err      *apperr.Error
 }
 

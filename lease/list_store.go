@@ -1,4 +1,4 @@
-package series
+package lease
 
 import (
 	"context"
