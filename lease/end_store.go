@@ -342,7 +342,7 @@ func declareYear(ctx context.Context, tx pgx.Tx, spend *pgx.Batch, s gst.Series,
 		return nil
 	}
 	if d.seal == nil {
-		return fmt.Errorf("series: declaring serials of %s %s without a seal for their chain record", s.Code, fy)
+		return fmt.Errorf("lease: declaring serials of %s %s without a seal for their chain record", s.Code, fy)
 	}
 	dec := series.Declaration{FY: fy, Position: p.ChainLength + 1, First: stored + 1, Last: n, LeaseID: l.ID, DeviceID: l.DeviceID,
 		DeclaredAt: d.at, DeclaredOn: declaredOn(fy, d.at), DeclaredBy: d.by, Reason: d.reason}

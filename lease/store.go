@@ -21,7 +21,7 @@ import (
 // This file holds the SQL of leases (migration 00015). The trigger
 // series_counters_lease_guard refuses, with db.CodeLeased, every write of a
 // leased series' counter rows by a transaction that does not name the
-// lease (QueueLeaseName); translate maps it to ErrLeased.
+// lease (QueueLeaseName); translate maps it to series.ErrLeased.
 
 // translate returns err as db.Translate does (series.ErrLockTimeout,
 // series.ErrMoved), the lease guard's refusal as series.ErrLeased,
@@ -258,13 +258,13 @@ func parseYears(b []byte) (map[gst.FY]int64, error) {
 	}
 	var in map[string]int64
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("series: lease years: %w", err)
+		return nil, fmt.Errorf("lease: years: %w", err)
 	}
 	out := make(map[gst.FY]int64, len(in))
 	for k, n := range in {
 		y, err := strconv.Atoi(k)
 		if err != nil {
-			return nil, fmt.Errorf("series: lease years: %w", err)
+			return nil, fmt.Errorf("lease: years: %w", err)
 		}
 		out[gst.FY(y)] = n
 	}
