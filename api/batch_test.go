@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -50,7 +49,7 @@ func (e *env) batch(r resp) batchOut {
 // highest serial.
 func (e *env) invoiceCount() (n, top int64) {
 	e.t.Helper()
-	err := e.pool.QueryRow(context.Background(), `SELECT count(*), coalesce(max(serial), 0) FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = $1
+	err := e.pool.QueryRow(e.t.Context(), `SELECT count(*), coalesce(max(serial), 0) FROM invoices i JOIN series s ON s.id = i.series_id AND s.seller_id = $1
 		WHERE s.code = 'CH1' AND i.seller_id = $1`, e.seller.ID).Scan(&n, &top)
 	if err != nil {
 		e.t.Fatal(err)

@@ -28,7 +28,7 @@ func (c *clock) now() time.Time  { return time.Unix(0, c.ns.Load()) }
 func (e *env) keyInvoices(key string) int {
 	e.t.Helper()
 	var n int
-	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n); err != nil {
+	if err := e.pool.QueryRow(e.t.Context(), `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key).Scan(&n); err != nil {
 		e.t.Fatal(err)
 	}
 	return n
@@ -38,7 +38,7 @@ func (e *env) keyInvoices(key string) int {
 // another transaction until the returned function is called.
 func (e *env) holdCounter(day time.Time) func() {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := e.t.Context()
 	sr, err := series.Get(ctx, e.pool, e.seller.ID, "CH1")
 	if err != nil {
 		e.t.Fatal(err)
@@ -69,7 +69,7 @@ func (e *env) waitForLockWait() {
 	e.t.Helper()
 	testwait.Until(e.t, 10*time.Second, func() bool {
 		var n int
-		e.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+e.activity()+` WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
+		e.pool.QueryRow(e.t.Context(), `SELECT count(*) FROM `+e.activity()+` WHERE wait_event_type = 'Lock' AND datname = current_database()`).Scan(&n)
 		return n > 0
 	}, "a lock wait to begin")
 }
@@ -80,7 +80,7 @@ func (e *env) waitForLockWaitLongerThan(d time.Duration) {
 	e.t.Helper()
 	testwait.Until(e.t, 20*time.Second, func() bool {
 		var n int
-		e.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+e.activity()+`
+		e.pool.QueryRow(e.t.Context(), `SELECT count(*) FROM `+e.activity()+`
 			WHERE wait_event_type = 'Lock' AND datname = current_database() AND clock_timestamp() - query_start > $1`, d).Scan(&n)
 		return n > 0
 	}, "a lock wait longer than %s", d)

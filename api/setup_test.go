@@ -232,7 +232,7 @@ func (e *env) wantError(r resp, status int, code string) {
 // setContact sets the seller's address and phone, printed on receipts.
 func (e *env) setContact(address, phone string) {
 	e.t.Helper()
-	if _, err := sellers.Update(context.Background(), e.pool, sellerGSTIN, sellers.Changes{Address: &address, Phone: &phone}); err != nil {
+	if _, err := sellers.Update(e.t.Context(), e.pool, sellerGSTIN, sellers.Changes{Address: &address, Phone: &phone}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,7 +65,7 @@ func (x *tenant) mixed(s gst.Series) gst.Series {
 // would, and returns them.
 func tenancyFixture(t *testing.T) (*env, *tenant, *tenant) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	e := setup(t, func(c *Config) { c.BackdateDays = 60; c.WebhookAllowPrivate = true })
 	dbtest.SetClock(t, e.pool, testNow) // locked months have ended by the database's clock too
 	b := testfactory.Seller(t, e.pool, &testfactory.SellerOpts{GSTIN: otherGSTIN, Name: "Mysuru Silk House"})
@@ -347,7 +346,7 @@ type storeProbe func(t *testing.T, x, y *tenant)
 func TestEveryStoreReadNamesOnlyItsSeller(t *testing.T) {
 	t.Parallel()
 	e, a, b := tenancyFixture(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := e.pool
 	fy := gst.FY(2026)
 	nov, err := reports.ParsePeriod("112026")

@@ -79,7 +79,7 @@ func (r *receiver) snapshot() (map[string]eventJSON, int, int) {
 // by an hour: were it the real clock, the events, dated testNow, would
 // age with the calendar.
 func startDeliverer(e *env, m *metrics.Metrics) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(e.t.Context())
 	d := outbox.NewDeliverer(outbox.DelivererConfig{Pool: e.pool, Metrics: m, AllowPrivate: true, Poll: 20 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: 2 * time.Hour,
 		Body: EventBody(e.cfg.PublicURL), Now: func() time.Time { return e.cfg.Now().Add(time.Hour) }})

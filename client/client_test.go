@@ -288,7 +288,7 @@ func TestOutcomeUnknownUntilSettled(t *testing.T) {
 	// so the deadline falling while the client waits to retry leaves the
 	// outcome unknown.
 	e.proxy.set(&step{fault: synthesized, status: 503, retryAfter: "30", body: `{"error":{"code":"commit_outcome_unknown","message":"m"}}`})
-	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel = context.WithTimeout(t.Context(), 2*time.Second)
 	_, err = c.IssueInvoice(ctx, "CH1", sale())
 	cancel()
 	if !IsOutcomeUnknown(err) || !errors.As(err, &ae) || ae.Code != CodeCommitOutcomeUnknown {

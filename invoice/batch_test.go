@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -76,7 +75,7 @@ func TestOneBatchClaimsAKeyOnce(t *testing.T) {
 			c := newCommitter(t, s, f.pool, invoice.Config{})
 			other := f.draft(t, "k")
 			other.RequestHash = []byte("another body")
-			rs := c.IssueBatch(context.Background(), []invoice.IssueRequest{
+			rs := c.IssueBatch(t.Context(), []invoice.IssueRequest{
 				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "before")},
 				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "k")},
 				{Seller: f.seller, Series: f.s, Draft: f.draft(t, "k")},

@@ -1,7 +1,6 @@
 package invoice_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -18,7 +17,7 @@ import (
 func TestIdempotencyKeysAreTheSellers(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	bSeller := testfactory.Seller(t, a.pool, &testfactory.SellerOpts{GSTIN: testfactory.GSTIN(t, "29AABCR1718E1Z"), Name: "Other Traders"})
 	b := fixture{pool: a.pool, seller: bSeller, s: testfactory.Series(t, a.pool, bSeller, nil)}
 	opt := testfactory.Options(t, series.Options{})

@@ -305,7 +305,7 @@ func TestPeriodLockGuardsAGroupIssuedInPart(t *testing.T) {
 // commits it, and the test's end rolls back one left open.
 func lockInProgress(t *testing.T, f fixture, period, lockedAt time.Time) pgx.Tx {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	locker, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

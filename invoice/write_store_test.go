@@ -1,7 +1,6 @@
 package invoice
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -65,7 +64,7 @@ func TestSendWritesCallbackErrorAfterCommitIsUnknown(t *testing.T) {
 func TestSendWritesLostSessionBeforeCommitIsUnknown(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	if _, err := pool.Exec(ctx, `CREATE TABLE probe (x int)`); err != nil {
 		t.Fatal(err)
 	}

@@ -252,7 +252,7 @@ func TestLeaseReservesTwoYears(t *testing.T) {
 func TestSettlementNeverDeclaresBelowWhatIsKnown(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	// Three invoices of the series stored before the lease.
@@ -294,7 +294,7 @@ func TestSettlementNeverDeclaresBelowWhatIsKnown(t *testing.T) {
 func TestLeaseAskedAgainAnswersTheSameLease(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	s := f.series(t, "T07", "T07/{FY}/{SEQ:5}")
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, gst.IST)
 	l, replayed, err := lease.TakeLeaseKeyed(ctx, f.pool, s, "till-7", "k1", "test", now)
@@ -322,7 +322,7 @@ func TestLeaseAskedAgainAnswersTheSameLease(t *testing.T) {
 // (what names the moment, for the message).
 func (f fixture) wantNext(t *testing.T, s gst.Series, fy gst.FY, next int64, what string) {
 	t.Helper()
-	if p, err := lease.NextPosition(context.Background(), f.pool, s, fy); err != nil || p.Serial != next {
+	if p, err := lease.NextPosition(t.Context(), f.pool, s, fy); err != nil || p.Serial != next {
 		t.Fatalf("%s: %s continues at %d, %v; want %d", what, fy, p.Serial, err, next)
 	}
 }

@@ -1,7 +1,6 @@
 package reports_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -24,7 +23,7 @@ import (
 // a break of the chain.
 func TestSettledLeaseReadsIntactWithDeclaredSerials(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := t.Context()
 	pool := dbtest.New(t)
 	seller := testfactory.Seller(t, pool, nil)
 	s := testfactory.Series(t, pool, seller, &testfactory.SeriesOpts{Code: "T07", DocType: "invoice", Format: "T07/{FY}/{SEQ:5}"})

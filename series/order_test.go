@@ -32,7 +32,7 @@ func TestNextManyLocksRowsInOrder(t *testing.T) {
 		t.Run(fmt.Sprintf("routed=%v", routed), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t)
-			ctx := context.Background()
+			ctx := t.Context()
 			opt := series.Options{LockTimeout: 20 * time.Second, Routed: routed}
 			a := f.series(t, "A", "A/{FY}/{SEQ}")
 			b := f.series(t, "B", "B/{FY}/{SEQ}")
@@ -117,7 +117,7 @@ func TestNextManyLocksRowsInOrder(t *testing.T) {
 func TestSeriesCreationWaitsForAnotherInProgress(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	first, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

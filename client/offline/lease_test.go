@@ -119,7 +119,7 @@ func TestLeaseTakenDuringOnlineIssuance(t *testing.T) {
 func TestLostLeaseAnswerIsUsable(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	var posts atomic.Int64
 	mgr := e.clientDropping(func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/lease") && posts.Add(1) == 1

@@ -93,7 +93,7 @@ const (
 )
 
 func newLifecycleRun(t *testing.T, e *env, srv *lockedClock, run int, seed uint64, st *lifecycleStats) *lifecycleRun {
-	r := &lifecycleRun{t: t, e: e, srv: srv, run: run, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x1ead)), ctx: context.Background(), st: st,
+	r := &lifecycleRun{t: t, e: e, srv: srv, run: run, seed: seed, rng: rand.New(rand.NewPCG(seed, 0x1ead)), ctx: t.Context(), st: st,
 		printed: map[string]printing{}, released: map[string]bool{}, settled: map[string]bool{}, accountantSettled: map[string]bool{}, ok: true}
 	r.kind = r.rng.IntN(runKinds)
 	switch r.kind {

@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"reflect"
@@ -133,7 +132,7 @@ func TestLeaseLifecycleNeverNumbersTwice(t *testing.T) {
 	// Every series-year is intact: a settlement's serials are declared in
 	// the chain, never a gap (docs/offline.md).
 	for _, te := range tenants {
-		rep, err := reports.Verify(context.Background(), te.pool, te.seller, "", 0)
+		rep, err := reports.Verify(t.Context(), te.pool, te.seller, "", 0)
 		if err != nil {
 			t.Fatal(err)
 		}

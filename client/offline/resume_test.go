@@ -154,7 +154,7 @@ func TestEndStuckInFlightNeverEndsAResumedLease(t *testing.T) {
 func TestForcedEndAfterALostResumeSettlesByTheDevice(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	for range 3 {

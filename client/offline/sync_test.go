@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 func TestLargeSalesUpload(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{time.Date(2026, 11, 29, 18, 30, 0, 0, gst.IST)}
 	term := e.terminal(t, "till-7", clk)
 	big := client.IssueRequest{}
@@ -48,7 +47,7 @@ func TestRefusedCancelStrandsNothing(t *testing.T) {
 	t.Parallel()
 	srv := &lockedClock{t: time.Date(2026, 6, 30, 18, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	clk := &clock{srv.now()}
 	term := e.terminal(t, "till-7", clk)
 	r, err := term.Issue(sale(0))

@@ -1,7 +1,6 @@
 package offline_test
 
 import (
-	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -62,7 +61,7 @@ func TestSettledLaterYearNeverNumbersTwice(t *testing.T) {
 	t.Parallel()
 	srv := &lockedClock{t: time.Date(2027, 3, 31, 19, 0, 0, 0, gst.IST)}
 	e := setupAt(t, srv.now)
-	ctx := context.Background()
+	ctx := t.Context()
 	var p printed
 	lost := &clock{srv.now().Add(5 * time.Hour)}
 	l, err := e.all.Lease(ctx, "T07", "till-7")

@@ -1,7 +1,6 @@
 package irp_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -126,7 +125,7 @@ func TestExactlyOnceUnderFaults(t *testing.T) {
 						env.Server.ExpireTokens() // the next call meets 1005
 					}
 					before := requests(env.Server, key.IRN())
-					reg, err := einvoice.RegisterOnce(context.Background(), cl, p)
+					reg, err := einvoice.RegisterOnce(t.Context(), cl, p)
 					after := requests(env.Server, key.IRN())
 					if err == nil {
 						results[i] = result{irn: reg.IRN, attempts: attempt}

@@ -196,7 +196,7 @@ func (e *env) killedAtRandom(ctx context.Context, t *testing.T, rng *rand.Rand, 
 // and accepts the refusals a cancel may meet under faults.
 func (e *env) cancelAtRandom(rng *rand.Rand, c *Canceller, inv document.Invoice) {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := e.t.Context()
 	var err error
 	if rng.IntN(3) == 0 {
 		_, err = invoice.Cancel(ctx, e.pool, e.seller, inv.ID, "cancelled at the till", time.Now(), e.opt)

@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"context"
 	"github.com/invoiced/invoiced/document"
 	"github.com/invoiced/invoiced/einvoice"
 	"github.com/invoiced/invoiced/einvoice/irp"
@@ -71,7 +70,7 @@ func (e *env) issue(buyer *document.Buyer) document.Invoice {
 		req.PlaceOfSupply = "27"
 	}
 	d := testfactory.Draft(e.t, e.seller, e.series, now, &testfactory.DraftOpts{Request: req})
-	inv, err := invoice.Issue(context.Background(), e.pool, e.seller, e.series, d, now, e.opt)
+	inv, err := invoice.Issue(e.t.Context(), e.pool, e.seller, e.series, d, now, e.opt)
 	if err != nil {
 		e.t.Fatalf("issue: %v", err)
 	}
@@ -88,7 +87,7 @@ func b2b() *document.Buyer {
 // get returns the env seller's invoice id as read now.
 func (e *env) get(id int64) document.Invoice {
 	e.t.Helper()
-	inv, err := invoice.Get(context.Background(), e.pool, e.seller.ID, id)
+	inv, err := invoice.Get(e.t.Context(), e.pool, e.seller.ID, id)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -99,7 +98,7 @@ func (e *env) get(id int64) document.Invoice {
 // failing the test after timeout.
 func (e *env) settleAll(w *Worker, timeout time.Duration) {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := e.t.Context()
 	deadline := time.Now().Add(timeout)
 	for {
 		if _, err := w.Round(ctx); err != nil {

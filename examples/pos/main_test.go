@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -74,7 +73,7 @@ func TestSalesSurviveTwoKills(t *testing.T) {
 	var out, errOut lineBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"--url", url, "--key", key, "--sales", fmt.Sprint(sales),
+		done <- run(t.Context(), []string{"--url", url, "--key", key, "--sales", fmt.Sprint(sales),
 			"--terminals", fmt.Sprint(terminals), "--think", "15ms", "--max-backoff", "300ms", "--sale-timeout", "90s", "--json"},
 			func(string) string { return "" }, &out, &errOut)
 	}()

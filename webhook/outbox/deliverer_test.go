@@ -41,7 +41,7 @@ const deliveryAge = time.Hour
 // GiveUpAfter giveUp until the returned stop is called (stop waits for it
 // to end); every event is deliveryAge old to it.
 func startDelivererGivingUp(e *env, giveUp time.Duration) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(e.t.Context())
 	d := newDeliverer(deliveryAge, DelivererConfig{Pool: e.pool, AllowPrivate: true, Poll: 20 * time.Millisecond,
 		RetryBase: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond, Timeout: 2 * time.Second, GiveUpAfter: giveUp})
 	done := make(chan struct{})
@@ -182,7 +182,7 @@ func TestDeliveryNeverFollowsRedirects(t *testing.T) {
 	var state string
 	var lastErr *string
 	testwait.Until(t, 20*time.Second, func() bool {
-		err := e.pool.QueryRow(context.Background(), `SELECT state, last_error FROM webhook_deliveries`).Scan(&state, &lastErr)
+		err := e.pool.QueryRow(t.Context(), `SELECT state, last_error FROM webhook_deliveries`).Scan(&state, &lastErr)
 		return err == nil && (lastErr != nil || state != "pending")
 	}, "the redirected delivery to be answered")
 	stop()

@@ -1,7 +1,6 @@
 package outbox
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -49,7 +48,7 @@ func (e *env) addSeller(first14 string) (gst.Seller, gst.Series) {
 // returns it, with its secret.
 func (e *env) registerWebhook(seller gst.Seller, url string, events ...string) Webhook {
 	e.t.Helper()
-	w, err := CreateWebhook(context.Background(), e.pool, seller.ID, url, events, "whsec_test")
+	w, err := CreateWebhook(e.t.Context(), e.pool, seller.ID, url, events, "whsec_test")
 	if err != nil {
 		e.t.Fatalf("register a webhook: %v", err)
 	}
@@ -61,7 +60,7 @@ func (e *env) registerWebhook(seller gst.Seller, url string, events ...string) W
 func (e *env) mustIssue(seller gst.Seller, s gst.Series) document.Invoice {
 	e.t.Helper()
 	d := testfactory.Draft(e.t, seller, s, testNow, nil)
-	inv, err := invoice.Issue(context.Background(), e.pool, seller, s, d, testNow, testfactory.Options(e.t, series.Options{}))
+	inv, err := invoice.Issue(e.t.Context(), e.pool, seller, s, d, testNow, testfactory.Options(e.t, series.Options{}))
 	if err != nil {
 		e.t.Fatalf("issue: %v", err)
 	}
@@ -73,7 +72,7 @@ func (e *env) deliveryState() (string, int) {
 	e.t.Helper()
 	var state string
 	var attempts int
-	if err := e.pool.QueryRow(context.Background(), `SELECT state, attempts FROM webhook_deliveries`).Scan(&state, &attempts); err != nil {
+	if err := e.pool.QueryRow(e.t.Context(), `SELECT state, attempts FROM webhook_deliveries`).Scan(&state, &attempts); err != nil {
 		e.t.Fatal(err)
 	}
 	return state, attempts
