@@ -5,6 +5,7 @@ package scripts_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -443,6 +444,38 @@ func TestBenchHelpStartsNothing(t *testing.T) {
 		}
 		if entries, _ := os.ReadDir(repo); len(entries) != 1 {
 			t.Fatalf("scripts/bench %s created %v beside scripts/", arg, entries)
+		}
+	}
+}
+
+// TestBenchABRefusesWithoutACommit: scripts/bench --ab without a commit,
+// or with a name that is no commit, exits 2 saying which, before building
+// a binary or starting a cluster (no Go on PATH, no scripts/pg beside it).
+func TestBenchABRefusesWithoutACommit(t *testing.T) {
+	t.Parallel()
+	repo := copyScript(t, "bench")
+	git := exec.CommandContext(t.Context(), "git", "init", "-q", repo)
+	if out, err := git.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ab"}, "--ab needs a commit"},
+		{[]string{"--ab", "--duration", "3s"}, "--ab needs a commit"},
+		{[]string{"--ab", "no-such-commit"}, "no-such-commit is not a commit"},
+	} {
+		cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(repo, "scripts", "bench"))
+		cmd.Args = append(cmd.Args, c.args...)
+		cmd.Env = append(envWithout("PATH", "DATABASE_URL"), "PATH=/usr/bin:/bin")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Fatalf("scripts/bench %v: %v, want exit 2 saying %q\n%s", c.args, err, c.want, out)
+		}
+		if entries, _ := os.ReadDir(repo); len(entries) != 2 { // scripts and .git
+			t.Fatalf("scripts/bench %v created %v beside scripts/", c.args, entries)
 		}
 	}
 }
