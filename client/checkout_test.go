@@ -28,6 +28,18 @@ func TestDependFromACheckout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The blocks' go mod tidy resolves the module graph for every
+	// platform (Windows-only dependencies of testcontainers-go too), which
+	// building this checkout's tests never downloads. On a fresh machine
+	// the cache holds them only once a tidy has run, so one runs here, in
+	// the checkout, with the go environment as the developer has it; it
+	// changes no file.
+	tidy := exec.CommandContext(t.Context(), "go", "mod", "tidy", "-diff")
+	tidy.Dir = checkout
+	tidy.Env = append(os.Environ(), "GOFLAGS=", "GOWORK=off")
+	if out, err := tidy.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy -diff in %s (this checkout's go.mod must be tidy, its modules reachable): %v\n%s", checkout, err, out)
+	}
 	for i, name := range []string{"replace", "workspace"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
